@@ -1,0 +1,844 @@
+#!/usr/bin/env python3
+"""Strata vs Redis throughput/latency harness (python3 stdlib only).
+
+Starts Strata and two real redis-server instances (no persistence; AOF everysec), each on a
+free loopback port with its own temp dir, runs the same redis-benchmark workloads against all
+of them in one run (targets interleaved per workload so machine noise hits all of them), and
+prints ops/s, p50/p99/p99.9 latency and the Strata/Redis throughput ratios.
+
+Normally started through bench/run.sh (which builds strata-server first). See bench/README.md.
+"""
+
+import argparse
+import datetime
+import hashlib  # noqa: F401  (handy for EVALSHA rows, see the WORKLOADS comment)
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+
+# --------------------------------------------------------------------------------------------
+# Workloads.  One row per figure.  Each row is either a redis-benchmark built-in test
+# (`test="set"` -> `redis-benchmark -t set`) or an explicit command line (`command=[...]`,
+# appended after the options; `__rand_int__` is replaced by redis-benchmark with a random
+# 12-digit number in [0, keyspace) because we always pass -r).
+#
+#   needs    fills the data set must have before the row runs (see FILLS below), once per
+#            target, e.g. "string_keys" = every key:NNNNNNNNNNNN in the keyspace holds a value.
+#   setup    commands sent once per target (over a plain RESP connection) before the row runs,
+#            e.g. SCRIPT LOAD for an EVALSHA row.
+#   default  part of the default run (--workloads not given).
+#   scale    multiplies -n (--requests / --pipelined-requests) so that slow commands (MSET
+#            writes 10 keys per op) still finish in a few seconds.
+#
+# Examples for later rows (not enabled yet):
+#   Workload("hset", test="hset"),
+#   Workload("lrange_100", test="lrange_100", needs=("list_600",)),   # + a FILLS entry
+#   _LUA = "return redis.call('GET', KEYS[1])"
+#   Workload("evalsha_get", command=["EVALSHA", hashlib.sha1(_LUA.encode()).hexdigest(), "1",
+#            "key:__rand_int__"], setup=(("SCRIPT", "LOAD", _LUA),), needs=("string_keys",)),
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    test: str = None
+    command: list = None
+    needs: tuple = ()
+    setup: tuple = ()
+    default: bool = True
+    scale: float = 1.0
+    note: str = ""
+
+    def bench_args(self):
+        if self.test:
+            return ["-t", self.test]
+        return list(self.command)
+
+
+WORKLOADS = [
+    Workload("set", test="set", note="SET key:__rand_int__ <d bytes>"),
+    Workload("get", test="get", needs=("string_keys",),
+             note="GET key:__rand_int__ (keyspace pre-filled, so every GET hits)"),
+    Workload("incr", test="incr", note="INCR counter:__rand_int__"),
+    Workload("mset", test="mset", scale=0.2,
+             note="MSET of 10 key:__rand_int__ <d bytes> (1 op = 1 MSET)"),
+]
+WORKLOADS_BY_NAME = {w.name: w for w in WORKLOADS}
+
+
+# --------------------------------------------------------------------------------------------
+# Targets.
+# --------------------------------------------------------------------------------------------
+TARGET_ORDER = ["redis-nopersist", "redis-aof", "strata"]
+BASELINES = [("redis-aof", "strata_vs_redis_aof"), ("redis-nopersist", "strata_vs_redis_nopersist")]
+
+
+class BenchError(Exception):
+    pass
+
+
+class Interrupted(BaseException):
+    pass
+
+
+def log(msg):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --------------------------------------------------------------------------------------------
+# Minimal RESP client (PING, INFO, setup commands, fills).
+# --------------------------------------------------------------------------------------------
+def encode_command(*args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        if not isinstance(a, bytes):
+            a = str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+class RespConn:
+    def __init__(self, port, timeout=5.0):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.buf = b""
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def _fill(self):
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise BenchError("connection closed by server")
+        self.buf += chunk
+
+    def _line(self):
+        while True:
+            i = self.buf.find(b"\r\n")
+            if i >= 0:
+                line, self.buf = self.buf[:i], self.buf[i + 2:]
+                return line
+            self._fill()
+
+    def read_reply(self):
+        line = self._line()
+        t, rest = line[:1], line[1:]
+        if t == b"+":
+            return rest.decode(errors="replace")
+        if t == b"-":
+            return BenchError(rest.decode(errors="replace"))
+        if t == b":":
+            return int(rest)
+        if t == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            while len(self.buf) < n + 2:
+                self._fill()
+            data, self.buf = self.buf[:n], self.buf[n + 2:]
+            return data
+        if t == b"*":
+            n = int(rest)
+            return None if n < 0 else [self.read_reply() for _ in range(n)]
+        raise BenchError(f"unexpected RESP reply: {line[:80]!r}")
+
+    def call(self, *args):
+        self.sock.sendall(encode_command(*args))
+        return self.read_reply()
+
+
+def ping(port, timeout=1.0):
+    try:
+        c = RespConn(port, timeout=timeout)
+    except OSError:
+        return False
+    try:
+        return c.call("PING") == "PONG"
+    except (OSError, BenchError, ValueError):
+        return False
+    finally:
+        c.close()
+
+
+def server_info(port):
+    """A few INFO server fields, best effort (Strata may not implement all of INFO)."""
+    try:
+        c = RespConn(port, timeout=2.0)
+        try:
+            r = c.call("INFO", "server")
+        finally:
+            c.close()
+    except (OSError, BenchError, ValueError):
+        return {}
+    if not isinstance(r, bytes):
+        return {}
+    out = {}
+    for line in r.decode(errors="replace").splitlines():
+        k, _, v = line.partition(":")
+        if k.endswith("_version") or k in ("os", "multiplexing_api", "arch_bits"):
+            out[k] = v.strip()
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Fills: deterministic pre-population of a target, named in Workload.needs.
+# --------------------------------------------------------------------------------------------
+def fill_string_keys(port, cfg, deadline):
+    """SET key:%012d (the key redis-benchmark's GET/SET use) for every i in [0, keyspace)."""
+    value = b"x" * cfg.data_size
+    head = b"*3\r\n$3\r\nSET\r\n$16\r\n"
+    tail = b"\r\n$%d\r\n%s\r\n" % (len(value), value)
+    batch = 2000
+    conn = RespConn(port, timeout=60.0)
+    try:
+        for start in range(0, cfg.keyspace, batch):
+            if time.monotonic() > deadline:
+                raise BenchError("fill timed out")
+            end = min(start + batch, cfg.keyspace)
+            conn.sock.sendall(b"".join(head + b"key:%012d" % i + tail for i in range(start, end)))
+            want = end - start
+            # SET replies are single lines (+OK / -ERR ...): count lines, then check them.
+            while conn.buf.count(b"\r\n") < want:
+                conn._fill()
+            if conn.buf != b"+OK\r\n" * want:
+                bad = [ln for ln in conn.buf.split(b"\r\n") if ln and ln != b"+OK"]
+                raise BenchError(f"fill: unexpected reply {bad[0][:200]!r}")
+            conn.buf = b""
+    finally:
+        conn.close()
+    return cfg.keyspace
+
+
+FILLS = {
+    "string_keys": fill_string_keys,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# redis-benchmark output parsing (verified against redis-benchmark 7.0.15, see --self-test).
+# --------------------------------------------------------------------------------------------
+_PCT_LINE = re.compile(r"^\s*([\d.]+)% <= ([\d.]+) milliseconds \(cumulative count (\d+)\)", re.M)
+_THROUGHPUT = re.compile(r"throughput summary:\s*([\d.]+)\s+requests per second")
+_LATSUM = re.compile(r"latency summary \(msec\):\s*\n\s*([a-z0-9. \t]+?)\s*\n\s*([\d. \t]+?)\s*(?:\n|$)")
+_COMPLETED = re.compile(r"(\d+) requests completed in ([\d.]+) seconds")
+_ERRLINE = re.compile(r"^(Error from server:.*|Could not connect.*|.*[Ee]rror.*)$", re.M)
+
+
+def parse_benchmark_output(text):
+    """Parse one redis-benchmark (non -q, single test) run.
+
+    Returns dict with ops_per_sec, avg/min/p50/p95/p99/max (ms, from the Summary), p999 (ms,
+    from the "Latency by percentile distribution" section: the first line at or above 99.9%,
+    i.e. a slight upper bound), requests. Raises BenchError if the run did not complete.
+    """
+    text = text.replace("\r", "\n")
+    m = _THROUGHPUT.search(text)
+    if not m:
+        errs = [e.strip() for e in _ERRLINE.findall(text) if e.strip()]
+        msg = errs[0] if errs else (text.strip().splitlines() or ["no output"])[-1]
+        raise BenchError(f"redis-benchmark did not finish: {msg[:300]}")
+    res = {"ops_per_sec": float(m.group(1))}
+    m = _LATSUM.search(text)
+    if not m:
+        raise BenchError("no latency summary in redis-benchmark output")
+    names, vals = m.group(1).split(), m.group(2).split()
+    if len(names) != len(vals):
+        raise BenchError(f"latency summary mismatch: {names} / {vals}")
+    for n, v in zip(names, vals):
+        res[n + "_ms"] = float(v)
+    sect = text.split("Latency by percentile distribution:", 1)
+    if len(sect) != 2:
+        raise BenchError("no 'Latency by percentile distribution' section")
+    sect = sect[1].split("Cumulative distribution of latencies:", 1)[0]
+    dist = [(float(p), float(ms), int(c)) for p, ms, c in _PCT_LINE.findall(sect)]
+    if not dist:
+        raise BenchError("empty latency distribution")
+    res["p999_ms"] = next((ms for p, ms, _ in dist if p >= 99.9), dist[-1][1])
+    m = _COMPLETED.search(text)
+    if m:
+        res["requests"] = int(m.group(1))
+    errs = [ln.strip() for ln in text.splitlines() if ln.startswith("Error from server")]
+    if errs:
+        res["server_errors"] = errs[:3]
+    return res
+
+
+# --------------------------------------------------------------------------------------------
+# Processes.
+# --------------------------------------------------------------------------------------------
+def kill_proc(proc, grace=10.0):
+    """SIGTERM by PID, wait, then SIGKILL the process group we created for it."""
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    except ProcessLookupError:
+        return
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # start_new_session=True: pgid == pid
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            log(f"WARNING: pid {proc.pid} did not exit after SIGKILL")
+    # Also reap stray children in the group (e.g. a redis AOF-rewrite fork).
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def tail(path, n=15):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+    except OSError:
+        return ""
+
+
+@dataclass
+class Target:
+    name: str
+    argv_prefix: list          # command without the per-instance flags
+    extra: list                # flags appended after bind/port/dir
+    template: bool = False     # argv_prefix contains {port}/{dir} placeholders
+    port: int = 0
+    root: str = ""
+    proc: object = None
+    log_path: str = ""
+    argv: list = field(default_factory=list)
+    dead: str = ""             # reason, once the server is found dead
+    filled: set = field(default_factory=set)
+    info: dict = field(default_factory=dict)
+
+    def start(self, tmp_root, start_timeout):
+        self.root = tempfile.mkdtemp(prefix=f"strata-bench-{self.name}-", dir=tmp_root)
+        data = os.path.join(self.root, "data")
+        os.mkdir(data)
+        self.log_path = os.path.join(self.root, "server.log")
+        for attempt in range(3):  # free_port() is racy; retry on an early exit
+            self.port = free_port()
+            if self.template:
+                self.argv = [a.format(port=self.port, dir=data) for a in self.argv_prefix]
+            else:
+                self.argv = self.argv_prefix + ["--bind", "127.0.0.1", "--port", str(self.port),
+                                                "--dir", data] + self.extra
+            log(f"starting {self.name}: {shlex.join(self.argv)}")
+            with open(self.log_path, "ab") as lf:
+                self.proc = subprocess.Popen(self.argv, stdout=lf, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL, cwd=self.root,
+                                             start_new_session=True)
+            deadline = time.monotonic() + start_timeout
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    break
+                if ping(self.port):
+                    self.info = server_info(self.port)
+                    log(f"{self.name} up: pid {self.proc.pid}, port {self.port}")
+                    return
+                time.sleep(0.05)
+            if self.proc.poll() is None:
+                kill_proc(self.proc)
+                raise BenchError(f"{self.name} did not answer PING within {start_timeout}s "
+                                 f"(log {self.log_path}):\n{tail(self.log_path)}")
+            log(f"{self.name} exited with code {self.proc.returncode} before answering PING")
+            if "in use" not in tail(self.log_path, 5).lower():
+                break  # not a lost race for the port: retrying will not help
+        raise BenchError(f"{self.name} failed to start: {shlex.join(self.argv)}\n"
+                         f"last log lines ({self.log_path}):\n{tail(self.log_path)}")
+
+    def alive(self):
+        if self.dead:
+            return False
+        if self.proc is None or self.proc.poll() is not None:
+            code = self.proc.returncode if self.proc else None
+            self.dead = f"server exited (code {code})"
+            log(f"{self.name}: {self.dead}; last log lines:\n{tail(self.log_path)}")
+            return False
+        return True
+
+    def stop(self, keep_tmp):
+        if self.proc is not None:
+            kill_proc(self.proc)
+        if self.root and not keep_tmp:
+            shutil.rmtree(self.root, ignore_errors=True)
+        elif self.root:
+            log(f"kept {self.name} temp dir {self.root}")
+
+
+def default_strata_bin():
+    if os.environ.get("STRATA_SERVER"):
+        return os.environ["STRATA_SERVER"]
+    target_dir = os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target")
+    if not os.path.isabs(target_dir):
+        target_dir = os.path.join(REPO, target_dir)
+    return os.path.join(target_dir, "release", "strata-server")
+
+
+def make_targets(args):
+    out = {}
+    rs = args.redis_server
+    out["redis-nopersist"] = Target("redis-nopersist", [rs], ["--save", "", "--appendonly", "no"])
+    out["redis-aof"] = Target("redis-aof", [rs], ["--save", "", "--appendonly", "yes",
+                                                  "--appendfsync", "everysec"])
+    strata_cmd = args.strata_cmd or os.environ.get("STRATA_CMD")
+    if strata_cmd:
+        argv = shlex.split(strata_cmd)
+        tmpl = any("{port}" in a for a in argv)
+        out["strata"] = Target("strata", argv, [] if tmpl else ["--appendfsync", "everysec"],
+                               template=tmpl)
+    else:
+        out["strata"] = Target("strata", [args.strata_bin], ["--appendfsync", "everysec"])
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Running.
+# --------------------------------------------------------------------------------------------
+def requests_for(cfg, wl, pipeline):
+    n = cfg.requests if pipeline <= 1 else cfg.pipelined_requests
+    return max(1, int(n * wl.scale))
+
+
+def run_benchmark(cfg, target, wl, pipeline, scratch):
+    n = requests_for(cfg, wl, pipeline)
+    argv = [cfg.redis_benchmark, "-h", "127.0.0.1", "-p", str(target.port),
+            "-c", str(cfg.clients), "-n", str(n), "-d", str(cfg.data_size),
+            "-r", str(cfg.keyspace), "-P", str(pipeline)] + wl.bench_args()
+    out_path = os.path.join(scratch, "rb.out")
+    t0 = time.monotonic()
+    with open(out_path, "wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        cfg.live_procs.append(proc)
+        try:
+            reason = None
+            deadline = t0 + cfg.run_timeout
+            while proc.poll() is None:
+                if time.monotonic() > deadline:
+                    reason = f"timed out after {cfg.run_timeout}s"
+                    break
+                if not target.alive():  # redis-benchmark busy-loops if the server goes away
+                    reason = target.dead
+                    break
+                time.sleep(0.05)
+        finally:
+            kill_proc(proc, grace=2)
+            cfg.live_procs.remove(proc)
+    elapsed = time.monotonic() - t0
+    with open(out_path, errors="replace") as f:
+        text = f.read()
+    rec = {"workload": wl.name, "pipeline": pipeline, "target": target.name,
+           "requests": n, "wall_s": round(elapsed, 3), "argv": argv}
+    if reason:
+        rec["error"] = reason
+        return rec
+    try:
+        rec.update(parse_benchmark_output(text))
+        if proc.returncode != 0:
+            rec["error"] = f"redis-benchmark exit code {proc.returncode}"
+    except BenchError as e:
+        rec["error"] = f"{e} (exit code {proc.returncode})"
+    return rec
+
+
+def prepare_target(cfg, target, wl):
+    """Run the row's fills (once per target) and setup commands; True if anything was filled."""
+    filled = False
+    for need in wl.needs:
+        if need in target.filled:
+            continue
+        log(f"{target.name}: fill '{need}' (keyspace {cfg.keyspace}, {cfg.data_size}-byte values)")
+        t0 = time.monotonic()
+        n = FILLS[need](target.port, cfg, t0 + cfg.run_timeout)
+        dt = time.monotonic() - t0
+        log(f"{target.name}: fill '{need}' done: {n} keys in {dt:.1f}s ({n / dt:,.0f} keys/s)")
+        cfg.fills.append({"target": target.name, "fill": need, "keys": n, "seconds": round(dt, 3)})
+        target.filled.add(need)
+        filled = True
+    for cmd in wl.setup:
+        c = RespConn(target.port, timeout=30.0)
+        try:
+            r = c.call(*cmd)
+        finally:
+            c.close()
+        if isinstance(r, BenchError):
+            raise BenchError(f"{target.name}: setup {cmd[:2]} failed: {r}")
+    return filled
+
+
+def pick_median(recs):
+    ok = [r for r in recs if "error" not in r]
+    if not ok:
+        return recs[-1]
+    ok.sort(key=lambda r: r["ops_per_sec"])
+    best = dict(ok[(len(ok) - 1) // 2])
+    if len(recs) > 1:
+        best["repeats_ops_per_sec"] = [r.get("ops_per_sec") for r in recs]
+    return best
+
+
+def run_all(cfg, targets):
+    results = cfg.results  # shared so an interrupted run can still print what it has
+    scratch = tempfile.mkdtemp(prefix="strata-bench-rb-", dir=cfg.tmp_root)
+    cfg.cleanup_dirs.append(scratch)
+    for wl in cfg.workloads:
+        for pipeline in cfg.pipelines:
+            filled = False
+            for t in targets:  # fill every target before any of them is measured
+                if t.alive():
+                    try:
+                        filled |= prepare_target(cfg, t, wl)
+                    except (BenchError, OSError) as e:
+                        t.dead = f"prepare failed: {e}"
+                        log(f"{t.name}: {t.dead}")
+            if filled and cfg.settle:
+                log(f"settling {cfg.settle}s after fill")
+                time.sleep(cfg.settle)
+            per_target = {t.name: [] for t in targets}
+            for rep in range(cfg.repeat):
+                for t in targets:  # interleaved: every target runs before the next row/repeat
+                    if not t.alive():
+                        per_target[t.name].append({"workload": wl.name, "pipeline": pipeline,
+                                                   "target": t.name, "error": t.dead})
+                        continue
+                    rec = run_benchmark(cfg, t, wl, pipeline, scratch)
+                    per_target[t.name].append(rec)
+                    if "error" in rec:
+                        log(f"{wl.name:6} P={pipeline:<3} {t.name:16} ERROR: {rec['error']}")
+                    else:
+                        log(f"{wl.name:6} P={pipeline:<3} {t.name:16} {rec['ops_per_sec']:>12,.0f} ops/s"
+                            f"  p50 {rec['p50_ms']:.3f}  p99 {rec['p99_ms']:.3f}"
+                            f"  p99.9 {rec['p999_ms']:.3f} ms")
+            row = {t.name: pick_median(per_target[t.name]) for t in targets}
+            strata = row.get("strata")
+            for base, key in BASELINES:
+                b = row.get(base)
+                if strata is not None and b is not None and "error" not in strata \
+                        and "error" not in b and b["ops_per_sec"] > 0:
+                    strata[key] = strata["ops_per_sec"] / b["ops_per_sec"]
+            results.extend(row[t.name] for t in targets)
+    return results
+
+
+# --------------------------------------------------------------------------------------------
+# Output.
+# --------------------------------------------------------------------------------------------
+COLUMNS = ["workload", "P", "target", "ops/s", "p50 ms", "p99 ms", "p99.9 ms",
+           "strata/aof", "strata/nopersist"]
+
+
+def table_rows(results):
+    rows = []
+    for r in results:
+        if "error" in r:
+            cells = [r["workload"], str(r["pipeline"]), r["target"], "ERROR", "", "", "", "", ""]
+            cells.append(r["error"])
+        else:
+            ratio = lambda k: f"{r[k]:.2f}x" if k in r else ""  # noqa: E731
+            cells = [r["workload"], str(r["pipeline"]), r["target"], f"{r['ops_per_sec']:,.0f}",
+                     f"{r['p50_ms']:.3f}", f"{r['p99_ms']:.3f}", f"{r['p999_ms']:.3f}",
+                     ratio("strata_vs_redis_aof"), ratio("strata_vs_redis_nopersist"), ""]
+        rows.append(cells)
+    return rows
+
+
+def settings_line(cfg):
+    return (f"redis-benchmark -c {cfg.clients} -d {cfg.data_size} -r {cfg.keyspace}, "
+            f"-n {cfg.requests} (P=1) / {cfg.pipelined_requests} (P>1) x workload scale, "
+            f"repeat {cfg.repeat}; "
+            f"{os.cpu_count()} CPUs, load {cfg.load_before} -> {cfg.load_after}; {cfg.started}")
+
+
+def print_text_table(cfg, results, out):
+    rows = table_rows(results)
+    cols = COLUMNS + ["note"]
+    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c)
+              for i, c in enumerate(cols)]
+    right = {3, 4, 5, 6, 7, 8}
+    fmt = lambda cells: "  ".join(  # noqa: E731
+        c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
+    ).rstrip()
+    print(f"\n# {settings_line(cfg)}", file=out)
+    print(fmt(cols), file=out)
+    print(fmt(["-" * w for w in widths]), file=out)
+    prev = None
+    for r, res in zip(rows, results):
+        key = (res["workload"], res["pipeline"])
+        if prev is not None and key != prev:
+            print("", file=out)
+        prev = key
+        print(fmt(r), file=out)
+    print("\nstrata/aof = Strata ops/s / Redis-AOF(everysec) ops/s; >1.00x means Strata is faster. "
+          "Compare ratios within one run; absolute numbers vary with machine load.", file=out)
+
+
+def print_markdown_table(cfg, results, out):
+    rows = table_rows(results)
+    print(f"_{settings_line(cfg)}_\n", file=out)
+    print("| " + " | ".join(COLUMNS + ["note"]) + " |", file=out)
+    print("|" + "|".join(["---", "--:", "---"] + ["--:"] * 6 + ["---"]) + "|", file=out)
+    for r in rows:
+        cells = list(r)
+        if cells[2] == "strata" and cells[3] != "ERROR":
+            cells[7] = f"**{cells[7]}**" if cells[7] else ""
+            cells[8] = f"**{cells[8]}**" if cells[8] else ""
+        print("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |", file=out)
+
+
+def tool_version(argv):
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def write_json(cfg, targets, results, path):
+    doc = {
+        "started": cfg.started,
+        "host": {"hostname": platform.node(), "cpus": os.cpu_count(),
+                 "platform": platform.platform(),
+                 "loadavg_before": cfg.load_before, "loadavg_after": cfg.load_after},
+        "settings": {"clients": cfg.clients, "data_size": cfg.data_size, "keyspace": cfg.keyspace,
+                     "requests": cfg.requests, "pipelined_requests": cfg.pipelined_requests,
+                     "pipelines": cfg.pipelines, "repeat": cfg.repeat,
+                     "workloads": [{"name": w.name, "bench_args": w.bench_args(),
+                                    "scale": w.scale, "needs": list(w.needs)}
+                                   for w in cfg.workloads]},
+        "tools": {"redis-benchmark": tool_version([cfg.redis_benchmark, "--version"]),
+                  "redis-server": tool_version([cfg.redis_server, "--version"])},
+        "targets": {t.name: {"argv": t.argv, "info": t.info, "dead": t.dead or None}
+                    for t in targets},
+        "fills": cfg.fills,
+        "results": results,
+        "ratios": [{"workload": r["workload"], "pipeline": r["pipeline"],
+                    **{k: r.get(k) for _, k in BASELINES}}
+                   for r in results if r["target"] == "strata"],
+    }
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    log(f"wrote {path}")
+
+
+# --------------------------------------------------------------------------------------------
+# Self-test of the parser against captured redis-benchmark 7.0.15 output.
+# --------------------------------------------------------------------------------------------
+def self_test():
+    td = os.path.join(HERE, "testdata")
+
+    def load(name):
+        with open(os.path.join(td, name), errors="replace") as f:
+            return f.read()
+
+    r = parse_benchmark_output(load("redis-benchmark-7.0.15-set-P1.txt"))
+    assert r["ops_per_sec"] == 98231.83, r
+    assert (r["avg_ms"], r["min_ms"], r["p50_ms"], r["p95_ms"], r["p99_ms"], r["max_ms"]) == \
+        (0.374, 0.088, 0.351, 0.679, 0.919, 6.439), r
+    assert r["p999_ms"] == 3.751, r          # "99.902% <= 3.751 milliseconds"
+    assert r["requests"] == 100000, r
+    r = parse_benchmark_output(load("redis-benchmark-7.0.15-mset-P16.txt"))
+    assert r["ops_per_sec"] == 23304.59 and r["p99_ms"] == 172.927, r
+    assert r["p50_ms"] <= r["p99_ms"] <= r["p999_ms"] <= r["max_ms"], r
+    try:
+        parse_benchmark_output(load("redis-benchmark-7.0.15-error.txt"))
+        raise AssertionError("error output parsed as success")
+    except BenchError as e:
+        assert "unknown command" in str(e), e
+    print("self-test OK")
+
+
+# --------------------------------------------------------------------------------------------
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="bench/run.sh",
+        description="Benchmark Strata against redis-server (no persistence, AOF everysec) "
+                    "with redis-benchmark, all in one run.")
+    p.add_argument("--workloads", default=None,
+                   help="comma list of workloads (default: %s; all: %s)" % (
+                       ",".join(w.name for w in WORKLOADS if w.default),
+                       ",".join(WORKLOADS_BY_NAME)))
+    p.add_argument("--targets", default=",".join(TARGET_ORDER),
+                   help="comma list of targets, run in this order (default: %(default)s)")
+    p.add_argument("--pipelines", default="1,16", help="comma list of -P values (default: 1,16)")
+    p.add_argument("--clients", "-c", type=int, default=50, help="-c (default 50)")
+    p.add_argument("--data-size", "-d", type=int, default=128, help="-d value bytes (default 128)")
+    p.add_argument("--keyspace", "-r", type=int, default=None, help="-r (default 1000000)")
+    p.add_argument("--requests", "-n", type=int, default=None,
+                   help="-n for P=1 (default 200000; --quick 50000); times the workload's scale")
+    p.add_argument("--pipelined-requests", type=int, default=None,
+                   help="-n for P>1 (default 5 x --requests, i.e. 1000000)")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="runs per (workload, pipeline, target), interleaved; report the median")
+    p.add_argument("--quick", action="store_true",
+                   help="small runs (-n 50000/250000, -r 100000): whole run well under a minute")
+    p.add_argument("--json", metavar="FILE", help="also write results as JSON")
+    p.add_argument("--markdown", action="store_true",
+                   help="print the table as markdown (for issue notes) instead of plain text")
+    p.add_argument("--no-fill", action="store_true",
+                   help="skip deterministic pre-population (GET then hits only keys SET wrote)")
+    p.add_argument("--settle", type=float, default=2.0,
+                   help="seconds to wait after the first fill (default 2)")
+    p.add_argument("--run-timeout", type=float, default=None,
+                   help="seconds per redis-benchmark run / fill (default 300; --quick 60)")
+    p.add_argument("--start-timeout", type=float, default=30.0,
+                   help="seconds for a server to answer PING (default 30)")
+    p.add_argument("--tmp-root", default=None, help="parent dir for temp dirs (default $TMPDIR)")
+    p.add_argument("--keep-tmp", action="store_true", help="keep server temp dirs (debugging)")
+    p.add_argument("--strata-bin", default=None,
+                   help="strata-server binary (default $STRATA_SERVER or "
+                        "${CARGO_TARGET_DIR:-<repo>/target}/release/strata-server)")
+    p.add_argument("--redis-server", default=os.environ.get("REDIS_SERVER", "redis-server"))
+    p.add_argument("--redis-benchmark", default=os.environ.get("REDIS_BENCHMARK", "redis-benchmark"))
+    p.add_argument("--no-build", action="store_true", help="(run.sh) don't cargo build first")
+    p.add_argument("--list-workloads", action="store_true", help="list workloads and exit")
+    p.add_argument("--self-test", action="store_true", help="test the output parser and exit")
+    # Hidden: replace the Strata command, e.g. to self-test the harness with redis-server.
+    # Without {port}/{dir} placeholders, "--bind 127.0.0.1 --port P --dir D --appendfsync
+    # everysec" is appended. Also read from $STRATA_CMD.
+    p.add_argument("--strata-cmd", default=None, help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+
+    if a.quick:
+        a.requests = a.requests or 50000
+        a.pipelined_requests = a.pipelined_requests or 250000
+        a.keyspace = a.keyspace or 100000
+        a.run_timeout = a.run_timeout or 60.0
+    a.requests = a.requests or 200000
+    a.pipelined_requests = a.pipelined_requests or 5 * a.requests
+    a.keyspace = a.keyspace or 1000000
+    a.run_timeout = a.run_timeout or 300.0
+    a.strata_bin = a.strata_bin or default_strata_bin()
+
+    names = [w.strip() for w in (a.workloads or "").split(",") if w.strip()] if a.workloads \
+        else [w.name for w in WORKLOADS if w.default]
+    unknown = [n for n in names if n not in WORKLOADS_BY_NAME]
+    if unknown:
+        p.error(f"unknown workload(s) {unknown}; known: {', '.join(WORKLOADS_BY_NAME)}")
+    a.workloads = [WORKLOADS_BY_NAME[n] for n in names]
+    a.targets = [t.strip() for t in a.targets.split(",") if t.strip()]
+    bad = [t for t in a.targets if t not in TARGET_ORDER]
+    if bad or not a.targets:
+        p.error(f"unknown target(s) {bad}; known: {', '.join(TARGET_ORDER)}")
+    try:
+        a.pipelines = [int(x) for x in a.pipelines.split(",") if x.strip()]
+    except ValueError:
+        p.error("--pipelines must be a comma list of integers")
+    if a.no_fill:
+        a.workloads = [Workload(**{**w.__dict__, "needs": ()}) for w in a.workloads]
+    a.live_procs, a.cleanup_dirs, a.fills, a.results = [], [], [], []
+    a.started = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+    return a
+
+
+def _raise_interrupt(signum, _frame):
+    raise Interrupted(f"signal {signum}")
+
+
+def main(argv):
+    cfg = parse_args(argv)
+    if cfg.self_test:
+        self_test()
+        return 0
+    if cfg.list_workloads:
+        for w in WORKLOADS:
+            how = f"-t {w.test}" if w.test else shlex.join(w.command)
+            print(f"{w.name:12} {'default' if w.default else '':8} {how:28} "
+                  f"-n x{w.scale:<4g} {w.note}")
+        return 0
+
+    for tool in (cfg.redis_benchmark, cfg.redis_server):
+        if not shutil.which(tool):
+            log(f"ERROR: {tool} not found on PATH")
+            return 2
+    all_targets = make_targets(cfg)
+    if "strata" in cfg.targets and not (cfg.strata_cmd or os.environ.get("STRATA_CMD")):
+        b = cfg.strata_bin
+        if not (os.path.isfile(b) and os.access(b, os.X_OK)):
+            log(f"ERROR: Strata server binary not found (or not executable): {b}\n"
+                f"  build it with `cargo build --release -p strata-server` (bench/run.sh does "
+                f"this unless --no-build), or set STRATA_SERVER=/path/to/strata-server, or "
+                f"leave Strata out with --targets redis-nopersist,redis-aof")
+            return 2
+    targets = [all_targets[n] for n in cfg.targets]
+
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGHUP, _raise_interrupt)
+    cfg.load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    rc = 0
+
+    def report(partial):
+        cfg.load_after = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        if partial:
+            if not cfg.results:
+                log("no complete rows to report")
+                return
+            log("partial results follow (complete rows only)")
+        if cfg.markdown:
+            print_markdown_table(cfg, cfg.results, sys.stdout)
+        else:
+            print_text_table(cfg, cfg.results, sys.stdout)
+        sys.stdout.flush()
+        if cfg.json:
+            write_json(cfg, targets, cfg.results, cfg.json)
+
+    try:
+        for t in targets:
+            t.start(cfg.tmp_root, cfg.start_timeout)
+        run_all(cfg, targets)
+        report(partial=False)
+        if any("error" in r for r in cfg.results):
+            rc = 1
+    except BenchError as e:
+        log(f"ERROR: {e}")
+        rc = 2
+    except (KeyboardInterrupt, Interrupted) as e:
+        log(f"interrupted ({str(e) or 'SIGINT'}); stopping servers")
+        rc = 130
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            report(partial=True)
+        except Exception as e2:  # never let reporting skip the cleanup below
+            log(f"could not print partial results: {e2}")
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # finish cleanup even on a second ^C
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for p in list(cfg.live_procs):
+            kill_proc(p, grace=2)
+        for t in targets:
+            t.stop(cfg.keep_tmp)
+        for d in cfg.cleanup_dirs:
+            shutil.rmtree(d, ignore_errors=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,118 @@
+//! Every error text a client can see, byte for byte as Redis 7 writes it (without the leading '-').
+//! Handlers never spell an error inline; they use these, so a wording fix happens in one place.
+
+use strata_resp::Frame;
+
+/// An error reply with the given full text (prefix included, e.g. "ERR ..." or "WRONGTYPE ...").
+pub fn err(text: impl Into<String>) -> Frame {
+    Frame::Error(text.into().into())
+}
+
+pub const SYNTAX: &str = "ERR syntax error";
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+pub const NOT_FLOAT: &str = "ERR value is not a valid float";
+pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
+pub const NAN_OR_INF: &str = "ERR increment would produce NaN or Infinity";
+pub const NO_SUCH_KEY: &str = "ERR no such key";
+pub const DB_INDEX: &str = "ERR DB index is out of range";
+pub const INVALID_DB_INDEX: &str = "ERR invalid DB index";
+pub const STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+pub const OFFSET_OUT_OF_RANGE: &str = "ERR offset is out of range";
+pub const SAME_OBJECT: &str = "ERR source and destination objects are the same";
+pub const NOAUTH: &str = "NOAUTH Authentication required.";
+pub const WRONGPASS: &str =
+    "WRONGPASS invalid username-password pair or user is disabled.";
+pub const AUTH_NOT_CONFIGURED: &str = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?";
+pub const NOPROTO: &str = "NOPROTO unsupported protocol version";
+pub const PROTOCOL_VERSION_NOT_INTEGER: &str = "ERR Protocol version is not an integer or out of range";
+pub const INVALID_CURSOR: &str = "ERR invalid cursor";
+pub const TIMEOUT_NOT_FLOAT: &str = "ERR timeout is not a float or out of range";
+pub const NX_XX_GT_LT: &str =
+    "ERR NX and XX, GT or LT options at the same time are not compatible";
+pub const GT_AND_LT: &str = "ERR GT and LT options at the same time are not compatible";
+pub const LFU_NOT_SELECTED: &str = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
+pub const LCS_TOO_BIG: &str =
+    "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len";
+pub const DECREMENT_OVERFLOW: &str = "ERR decrement would overflow";
+pub const LCS_NOT_STRINGS: &str = "ERR The specified keys must contain string values";
+pub const LCS_LEN_AND_IDX: &str =
+    "ERR If you want both the length and indexes, please just use IDX.";
+pub const CLIENT_NAME_SPACES: &str =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+pub const INVALID_CLIENT_ID: &str = "ERR client-id should be greater than 0";
+pub const HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time";
+pub const INVALID_FIRST_DB: &str = "ERR invalid first DB index";
+pub const INVALID_SECOND_DB: &str = "ERR invalid second DB index";
+pub const NO_SHUTDOWN_IN_PROGRESS: &str = "ERR No shutdown in progress.";
+pub const GETKEYS_INVALID_COMMAND: &str = "ERR Invalid command specified";
+pub const GETKEYS_BAD_ARITY: &str = "ERR Invalid number of arguments specified for command";
+pub const GETKEYS_NO_KEYS: &str = "ERR The command has no key arguments";
+pub const NO_SUCH_CLIENT: &str = "ERR No such client";
+
+/// "ERR wrong number of arguments for 'get' command".
+pub fn wrong_arity(name: &str) -> Frame {
+    err(format!("ERR wrong number of arguments for '{name}' command"))
+}
+
+/// "ERR unknown command 'foo', with args beginning with: 'a' 'b' ".
+pub fn unknown_command(argv: &[bytes::Bytes]) -> Frame {
+    let mut text = format!(
+        "ERR unknown command '{}', with args beginning with: ",
+        sanitize(&argv[0], 128)
+    );
+    for a in argv.iter().skip(1) {
+        if text.len() >= 128 {
+            break;
+        }
+        text.push_str(&format!("'{}' ", sanitize(a, 128 - text.len().min(128))));
+    }
+    err(text)
+}
+
+/// "ERR unknown subcommand 'foo'. Try CONFIG HELP.".
+pub fn unknown_subcommand(container: &str, sub: &[u8]) -> Frame {
+    err(format!(
+        "ERR unknown subcommand '{}'. Try {} HELP.",
+        sanitize(sub, 128),
+        container.to_ascii_uppercase()
+    ))
+}
+
+/// "ERR invalid expire time in 'set' command".
+pub fn invalid_expire(cmd: &str) -> Frame {
+    err(format!("ERR invalid expire time in '{cmd}' command"))
+}
+
+/// Redis prints arguments in error messages with non-printable bytes replaced by spaces... it keeps
+/// them verbatim up to a length; we replace CR/LF so the reply stays one line.
+fn sanitize(b: &[u8], max: usize) -> String {
+    let s: String = String::from_utf8_lossy(&b[..b.len().min(max)])
+        .chars()
+        .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
+        .collect();
+    s
+}
+
+/// Maps a data-model error to its Redis reply.
+pub fn from_db(e: strata::Error) -> Frame {
+    match e {
+        strata::Error::WrongType => err(WRONGTYPE),
+        strata::Error::NotInteger => err(NOT_INTEGER),
+        strata::Error::NotFloat => err(NOT_FLOAT),
+        strata::Error::Overflow => err(OVERFLOW),
+        strata::Error::NanOrInfinity => err(NAN_OR_INF),
+        strata::Error::NoSuchKey => err(NO_SUCH_KEY),
+        strata::Error::DbIndexOutOfRange => err(DB_INDEX),
+        strata::Error::StringTooLong => err(STRING_TOO_LONG),
+        strata::Error::Locked(m) => err(format!("ERR {m}")),
+        strata::Error::Corrupt(m) => err(format!("ERR corrupt data: {m}")),
+        strata::Error::Storage(m) => {
+            if m.contains("No space left") || m.contains("NoSpace") {
+                err(format!("MISCONF Errors writing to disk: {m}"))
+            } else {
+                err(format!("ERR storage error: {m}"))
+            }
+        }
+    }
+}

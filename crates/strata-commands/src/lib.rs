@@ -1,0 +1,144 @@
+//! # strata-commands
+//!
+//! Redis commands on the `strata` data model: the command table (one row per command, see
+//! [`table`]), per-family handlers that parse arguments into typed values, call `strata::Db`, and
+//! map the result to a RESP [`Frame`], and [`errors`], the one file holding every error text.
+//! This crate does no I/O: the server owns sockets, the client registry and configuration, and
+//! offers them to handlers through the [`ServerApi`] trait.
+
+pub mod args;
+pub mod connection_family;
+pub mod errors;
+pub mod keys_family;
+pub mod server_family;
+pub mod string_family;
+pub mod table;
+
+use bytes::Bytes;
+
+/// The Redis version Strata reports (HELLO, INFO), so clients enable the features it implements.
+pub const REDIS_VERSION: &str = "7.0.15";
+pub use strata_resp::{Frame, Protocol};
+
+/// What CLIENT REPLY set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyMode {
+    /// Replies are sent.
+    On,
+    /// No replies are sent.
+    Off,
+    /// The reply of the next command is skipped.
+    Skip,
+}
+
+/// Per-connection state that commands read and change.
+pub struct Session {
+    /// CLIENT ID.
+    pub id: u64,
+    /// The selected database.
+    pub db: strata::Db,
+    /// RESP2 or RESP3 (HELLO).
+    pub protocol: Protocol,
+    /// CLIENT SETNAME.
+    pub name: Option<Bytes>,
+    /// Whether AUTH succeeded (or no password is configured).
+    pub authenticated: bool,
+    /// CLIENT REPLY.
+    pub reply_mode: ReplyMode,
+    /// Set by QUIT: close after sending the reply.
+    pub close_after_reply: bool,
+    /// CLIENT NO-EVICT.
+    pub no_evict: bool,
+}
+
+impl Session {
+    /// A new session on database 0 of `db`, authenticated when no password is required.
+    pub fn new(id: u64, db: strata::Db, needs_auth: bool) -> Session {
+        Session {
+            id,
+            db,
+            protocol: Protocol::Resp2,
+            name: None,
+            authenticated: !needs_auth,
+            reply_mode: ReplyMode::On,
+            close_after_reply: false,
+            no_evict: false,
+        }
+    }
+}
+
+/// CLIENT KILL filters.
+#[derive(Clone, Debug, Default)]
+pub struct KillFilter {
+    /// `ip:port` of the client (old form or ADDR).
+    pub addr: Option<String>,
+    /// LADDR.
+    pub laddr: Option<String>,
+    /// ID.
+    pub id: Option<u64>,
+    /// TYPE normal|master|replica|pubsub.
+    pub kind: Option<String>,
+    /// SKIPME yes|no (default yes).
+    pub skip_me: bool,
+}
+
+/// What handlers may ask of the server that runs them.
+pub trait ServerApi: Send + Sync {
+    /// The configured password, if any.
+    fn requirepass(&self) -> Option<Vec<u8>>;
+    /// CONFIG GET: matching `(name, value)` pairs.
+    fn config_get(&self, pattern: &[u8]) -> Vec<(String, String)>;
+    /// CONFIG SET: all pairs or none; Err carries the full error text.
+    fn config_set(&self, pairs: &[(String, String)]) -> Result<(), String>;
+    /// CONFIG REWRITE.
+    fn config_rewrite(&self) -> Result<(), String>;
+    /// CONFIG RESETSTAT.
+    fn reset_stats(&self);
+    /// INFO text for the given (lowercase) sections; empty = default sections.
+    fn info(&self, session: &Session, sections: &[String]) -> String;
+    /// CLIENT LIST lines (already filtered by ids / type when given).
+    fn client_list(&self, ids: Option<&[u64]>, kind: Option<&str>) -> String;
+    /// CLIENT INFO line of one client.
+    fn client_info(&self, session: &Session) -> String;
+    /// Publishes a session's visible state (name, db, protocol) to the registry.
+    fn client_update(&self, session: &Session);
+    /// CLIENT KILL: number of clients killed.
+    fn client_kill(&self, filter: &KillFilter, self_id: u64) -> usize;
+    /// BGSAVE: start a checkpoint in the background.
+    fn bgsave(&self) -> Result<(), String>;
+    /// LASTSAVE: Unix seconds of the last successful save.
+    fn lastsave(&self) -> u64;
+    /// SHUTDOWN: flush and stop the server. Err = reason it refused.
+    fn shutdown(&self) -> Result<(), String>;
+    /// The name of the command being executed right now, for the registry (`cmd=` in CLIENT LIST).
+    fn note_command(&self, session: &Session, name: &str);
+}
+
+/// What a handler works with: the connection's session and the server.
+pub struct Ctx<'a> {
+    /// The connection's state.
+    pub session: &'a mut Session,
+    /// The server.
+    pub server: &'a dyn ServerApi,
+}
+
+/// Runs one command: lookup, arity, authentication, then the handler.
+pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    if argv.is_empty() {
+        return Frame::Null;
+    }
+    let Some(spec) = table::lookup(&argv[0]).filter(|s| !s.name.contains('|')) else {
+        if !ctx.session.authenticated {
+            return errors::err(errors::NOAUTH);
+        }
+        return errors::unknown_command(argv);
+    };
+    if !ctx.session.authenticated && !spec.has_flag("no-auth") {
+        return errors::err(errors::NOAUTH);
+    }
+    if !spec.arity_ok(argv.len()) {
+        return errors::wrong_arity(spec.name);
+    }
+    ctx.server.note_command(ctx.session, spec.name);
+    (spec.handler)(ctx, argv)
+}

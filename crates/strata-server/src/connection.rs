@@ -1,0 +1,179 @@
+//! One client connection: read into a buffer, decode every complete request in it, execute them
+//! in order on this worker (commands call synchronous RocksDB: that is the design), append the
+//! encoded replies to one output buffer and write it with one call. This is the hot path: no lock
+//! and no shared-counter update per command; settings are cached and refreshed when the server's
+//! configuration generation changes; statistics are added once per read batch. Owns the socket;
+//! knows nothing of command semantics beyond the `Session` flags (CLIENT REPLY, QUIT).
+
+use std::io;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use strata_commands::{execute, Ctx, ReplyMode, Session};
+use strata_resp::{encode, Frame, RequestDecoder};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::log::{self, warning};
+use crate::registry::ClientEntry;
+use crate::server::{ClientApi, Server};
+
+/// Read buffer growth step (Redis reads 16 KiB at a time).
+const READ_CHUNK: usize = 16 * 1024;
+/// Replies are written early once this much has accumulated within one batch.
+const WRITE_FLUSH: usize = 256 * 1024;
+/// Buffers larger than this are released once empty, so an idle client holds little memory.
+const SHRINK_ABOVE: usize = 1024 * 1024;
+
+/// Serves one registered client until it disconnects, is killed, quits or misbehaves, then
+/// removes it from the registry (before the socket is closed, see `registry`).
+pub async fn run(server: Arc<Server>, mut stream: TcpStream, client: Arc<ClientEntry>) {
+    // Deregisters even if the task unwinds. Locals drop in reverse order, so the guard (declared
+    // after the `stream` parameter) always runs before the socket is closed.
+    let guard = Deregister {
+        server: &server,
+        id: client.id,
+    };
+    if let Err(e) = serve(&server, &mut stream, &client).await {
+        log::verbose!("Client id={} addr={} closed: {e}", client.id, client.addr);
+    }
+    drop(guard);
+    drop(stream);
+}
+
+/// Removes a client from the registry when dropped.
+struct Deregister<'a> {
+    server: &'a Server,
+    id: u64,
+}
+
+impl Drop for Deregister<'_> {
+    fn drop(&mut self) {
+        self.server.registry.deregister(self.id);
+    }
+}
+
+async fn serve(server: &Arc<Server>, stream: &mut TcpStream, client: &ClientEntry) -> io::Result<()> {
+    let api = ClientApi { server, client };
+    let mut session = Session::new(client.id, server.db.clone(), server.needs_auth());
+    let mut gen = server.config_gen();
+    let mut settings = server.live_settings();
+    let mut decoder = RequestDecoder::new(settings.limits);
+    let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut wbuf = BytesMut::with_capacity(READ_CHUNK);
+
+    loop {
+        if rbuf.capacity() - rbuf.len() < READ_CHUNK / 2 {
+            rbuf.reserve(READ_CHUNK);
+        }
+        let n = stream.read_buf(&mut rbuf).await?;
+        if n == 0 || client.killed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        client
+            .last_interaction_ms
+            .store(server.clock_ms(), Ordering::Relaxed);
+        let current = server.config_gen();
+        if current != gen {
+            gen = current;
+            settings = server.live_settings();
+            decoder.set_limits(settings.limits);
+        }
+
+        let mut commands = 0u64;
+        let mut written = 0u64;
+        let mut close = false;
+        loop {
+            match decoder.decode(&mut rbuf) {
+                Ok(Some(argv)) => {
+                    commands += 1;
+                    let before = session.reply_mode;
+                    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        execute(
+                            &mut Ctx {
+                                session: &mut session,
+                                server: &api,
+                            },
+                            &argv,
+                        )
+                    }));
+                    let Ok(reply) = outcome else {
+                        warning!(
+                            "Internal error running '{}' for client id={}; closing the connection",
+                            String::from_utf8_lossy(&argv[0]),
+                            client.id
+                        );
+                        encode(&Frame::error("ERR internal error"), session.protocol, &mut wbuf);
+                        close = true;
+                        break;
+                    };
+                    match session.reply_mode {
+                        ReplyMode::On => encode(&reply, session.protocol, &mut wbuf),
+                        // The command after CLIENT REPLY SKIP: its reply is dropped, then replies resume.
+                        ReplyMode::Skip if before == ReplyMode::Skip => {
+                            session.reply_mode = ReplyMode::On
+                        }
+                        ReplyMode::Skip | ReplyMode::Off => {}
+                    }
+                    if session.close_after_reply
+                        || client.close_after_reply.load(Ordering::Relaxed)
+                    {
+                        close = true;
+                        break;
+                    }
+                    if wbuf.len() >= WRITE_FLUSH {
+                        stream.write_all(&wbuf).await?;
+                        written += wbuf.len() as u64;
+                        wbuf.clear();
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    log::verbose!(
+                        "Closing client id={} addr={}: {e}",
+                        client.id,
+                        client.addr
+                    );
+                    encode(&e.to_frame(), session.protocol, &mut wbuf);
+                    close = true;
+                    break;
+                }
+            }
+        }
+        if !wbuf.is_empty() {
+            stream.write_all(&wbuf).await?;
+            written += wbuf.len() as u64;
+            wbuf.clear();
+        }
+
+        server.stats.add_batch(commands, n as u64, written);
+
+        if close {
+            return Ok(());
+        }
+        if rbuf.len() > settings.query_buffer_limit {
+            warning!(
+                "Closing client that reached max query buffer length: id={} addr={} qbuf={}",
+                client.id,
+                client.addr,
+                rbuf.len()
+            );
+            return Ok(());
+        }
+        if rbuf.is_empty() && rbuf.capacity() > SHRINK_ABOVE {
+            rbuf = BytesMut::with_capacity(READ_CHUNK);
+        }
+        if wbuf.capacity() > SHRINK_ABOVE {
+            wbuf = BytesMut::with_capacity(READ_CHUNK);
+        }
+        client.qbuf.store(rbuf.len(), Ordering::Relaxed);
+        client
+            .qbuf_free
+            .store(rbuf.capacity() - rbuf.len(), Ordering::Relaxed);
+        client
+            .buf_mem
+            .store(rbuf.capacity() + wbuf.capacity(), Ordering::Relaxed);
+    }
+}

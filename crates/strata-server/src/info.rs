@@ -1,0 +1,413 @@
+//! The INFO command's text: Redis 7's sections and field names (server, clients, memory,
+//! persistence, stats, replication, cpu, modules, errorstats, cluster, keyspace, plus the empty
+//! commandstats/latencystats of `INFO all`), filled from the server's state, the storage engine and
+//! the operating system (`/proc/self/statm`, `getrusage`, `uname`). Only reads; changes nothing.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use crate::server::Server;
+
+/// The sections `INFO` / `INFO default` prints, in Redis's order.
+const DEFAULT: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
+
+/// The sections of `INFO all` (`everything` adds nothing more here: there are no modules).
+const ALL: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "commandstats",
+    "errorstats",
+    "latencystats",
+    "cluster",
+    "keyspace",
+];
+
+/// The INFO text for `sections` (lowercase names or `default` / `all` / `everything`; empty means
+/// default). Unknown section names are ignored, as Redis does.
+pub fn render(server: &Server, sections: &[String]) -> String {
+    let wanted: Vec<&str> = if sections.is_empty() {
+        DEFAULT.to_vec()
+    } else {
+        let mut set = std::collections::HashSet::new();
+        for s in sections {
+            match s.as_str() {
+                "default" => set.extend(DEFAULT.iter().copied()),
+                "all" | "everything" => set.extend(ALL.iter().copied()),
+                other => {
+                    set.insert(other);
+                }
+            }
+        }
+        ALL.iter().copied().filter(|s| set.contains(s)).collect()
+    };
+    let mut out = String::with_capacity(4096);
+    for (i, section) in wanted.iter().enumerate() {
+        if i > 0 {
+            out.push_str("\r\n");
+        }
+        match *section {
+            "server" => server_section(server, &mut out),
+            "clients" => clients_section(server, &mut out),
+            "memory" => memory_section(server, &mut out),
+            "persistence" => persistence_section(server, &mut out),
+            "stats" => stats_section(server, &mut out),
+            "replication" => replication_section(&mut out),
+            "cpu" => cpu_section(&mut out),
+            "modules" => out.push_str("# Modules\r\n"),
+            "commandstats" => out.push_str("# Commandstats\r\n"),
+            "errorstats" => out.push_str("# Errorstats\r\n"),
+            "latencystats" => out.push_str("# Latencystats\r\n"),
+            "cluster" => out.push_str("# Cluster\r\ncluster_enabled:0\r\n"),
+            "keyspace" => keyspace_section(server, &mut out),
+            _ => {}
+        }
+    }
+    out
+}
+
+macro_rules! field {
+    ($out:expr, $name:expr, $($arg:tt)*) => {{
+        let _ = write!($out, "{}:", $name);
+        let _ = write!($out, $($arg)*);
+        $out.push_str("\r\n");
+    }};
+}
+
+fn server_section(server: &Server, out: &mut String) {
+    let cfg = server.config();
+    let hz = cfg.hz();
+    drop(cfg);
+    let uptime = server.started.elapsed().as_secs();
+    let now_us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros())
+        .unwrap_or(0);
+    let executable = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let config_file = server
+        .config_file
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    out.push_str("# Server\r\n");
+    field!(out, "redis_version", "7.0.15");
+    field!(out, "strata_version", "{}", env!("CARGO_PKG_VERSION"));
+    field!(out, "redis_git_sha1", "00000000");
+    field!(out, "redis_git_dirty", "0");
+    field!(out, "redis_build_id", "0");
+    field!(out, "redis_mode", "standalone");
+    field!(out, "os", "{}", os_name());
+    field!(out, "arch_bits", "{}", usize::BITS);
+    field!(out, "monotonic_clock", "POSIX clock_gettime");
+    field!(out, "multiplexing_api", "epoll");
+    field!(out, "atomicvar_api", "c11-builtin");
+    field!(out, "gcc_version", "0.0.0");
+    field!(out, "process_id", "{}", std::process::id());
+    field!(out, "process_supervised", "no");
+    field!(out, "run_id", "{}", server.run_id);
+    field!(out, "tcp_port", "{}", server.port);
+    field!(out, "server_time_usec", "{now_us}");
+    field!(out, "uptime_in_seconds", "{uptime}");
+    field!(out, "uptime_in_days", "{}", uptime / 86400);
+    field!(out, "hz", "{hz}");
+    field!(out, "configured_hz", "{hz}");
+    field!(out, "lru_clock", "{}", (now_us / 1_000_000) & 0xFF_FFFF);
+    field!(out, "executable", "{executable}");
+    field!(out, "config_file", "{config_file}");
+    field!(out, "io_threads_active", "0");
+}
+
+fn clients_section(server: &Server, out: &mut String) {
+    out.push_str("# Clients\r\n");
+    field!(out, "connected_clients", "{}", server.registry.len());
+    field!(out, "cluster_connections", "0");
+    field!(out, "maxclients", "{}", server.maxclients());
+    field!(out, "client_recent_max_input_buffer", "0");
+    field!(out, "client_recent_max_output_buffer", "0");
+    field!(out, "blocked_clients", "0");
+    field!(out, "tracking_clients", "0");
+    field!(out, "clients_in_timeout_table", "0");
+}
+
+fn memory_section(server: &Server, out: &mut String) {
+    let rss = server.sample_memory();
+    let peak = server.mem_peak().max(rss);
+    let block_cache = server.config().block_cache_size();
+    let total = total_system_memory();
+    out.push_str("# Memory\r\n");
+    field!(out, "used_memory", "{rss}");
+    field!(out, "used_memory_human", "{}", human_bytes(rss));
+    field!(out, "used_memory_rss", "{rss}");
+    field!(out, "used_memory_rss_human", "{}", human_bytes(rss));
+    field!(out, "used_memory_peak", "{peak}");
+    field!(out, "used_memory_peak_human", "{}", human_bytes(peak));
+    field!(
+        out,
+        "used_memory_peak_perc",
+        "{:.2}%",
+        if peak > 0 {
+            rss as f64 * 100.0 / peak as f64
+        } else {
+            100.0
+        }
+    );
+    field!(out, "total_system_memory", "{total}");
+    field!(out, "total_system_memory_human", "{}", human_bytes(total));
+    field!(out, "used_memory_lua", "0");
+    field!(out, "maxmemory", "0");
+    field!(out, "maxmemory_human", "0B");
+    field!(out, "maxmemory_policy", "noeviction");
+    field!(out, "mem_fragmentation_ratio", "1.00");
+    field!(out, "mem_allocator", "libc");
+    field!(out, "strata_block_cache_size", "{block_cache}");
+    field!(
+        out,
+        "strata_sst_size",
+        "{}",
+        server.db.engine_property("rocksdb.total-sst-files-size")
+    );
+}
+
+fn persistence_section(server: &Server, out: &mut String) {
+    let appendfsync = server
+        .config()
+        .get("appendfsync")
+        .into_iter()
+        .next()
+        .map(|(_, v)| v)
+        .unwrap_or_default();
+    out.push_str("# Persistence\r\n");
+    field!(out, "loading", "0");
+    field!(out, "async_loading", "0");
+    field!(out, "current_cow_peak", "0");
+    field!(out, "current_cow_size", "0");
+    field!(out, "current_fork_perc", "0.00");
+    field!(out, "current_save_keys_processed", "0");
+    field!(out, "current_save_keys_total", "0");
+    field!(out, "rdb_changes_since_last_save", "0");
+    field!(
+        out,
+        "rdb_bgsave_in_progress",
+        "{}",
+        u8::from(server.bgsave_in_progress())
+    );
+    field!(out, "rdb_last_save_time", "{}", server.lastsave());
+    field!(
+        out,
+        "rdb_last_bgsave_status",
+        "{}",
+        if server.last_bgsave_ok() { "ok" } else { "err" }
+    );
+    field!(out, "rdb_last_bgsave_time_sec", "-1");
+    field!(out, "rdb_current_bgsave_time_sec", "-1");
+    field!(out, "aof_enabled", "1");
+    field!(out, "aof_rewrite_in_progress", "0");
+    field!(out, "aof_rewrite_scheduled", "0");
+    field!(out, "aof_last_rewrite_time_sec", "-1");
+    field!(out, "aof_current_rewrite_time_sec", "-1");
+    field!(out, "aof_last_bgrewrite_status", "ok");
+    field!(out, "aof_last_write_status", "ok");
+    field!(out, "strata_appendfsync", "{appendfsync}");
+}
+
+fn stats_section(server: &Server, out: &mut String) {
+    let s = &server.stats;
+    let d = server.db.stats();
+    let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+    out.push_str("# Stats\r\n");
+    field!(
+        out,
+        "total_connections_received",
+        "{}",
+        get(&s.connections_received)
+    );
+    field!(out, "total_commands_processed", "{}", s.commands_processed());
+    field!(out, "instantaneous_ops_per_sec", "{}", server.ops_per_sec());
+    field!(out, "total_net_input_bytes", "{}", s.net_input_bytes());
+    field!(out, "total_net_output_bytes", "{}", s.net_output_bytes());
+    field!(out, "instantaneous_input_kbps", "0.00");
+    field!(out, "instantaneous_output_kbps", "0.00");
+    field!(out, "rejected_connections", "{}", get(&s.rejected_connections));
+    field!(out, "sync_full", "0");
+    field!(out, "sync_partial_ok", "0");
+    field!(out, "sync_partial_err", "0");
+    field!(out, "expired_keys", "{}", get(&d.expired_keys));
+    field!(out, "expired_stale_perc", "0.00");
+    field!(out, "expired_time_cap_reached_count", "0");
+    field!(out, "evicted_keys", "0");
+    field!(out, "keyspace_hits", "{}", get(&d.keyspace_hits));
+    field!(out, "keyspace_misses", "{}", get(&d.keyspace_misses));
+    field!(out, "pubsub_channels", "0");
+    field!(out, "pubsub_patterns", "0");
+    field!(out, "latest_fork_usec", "0");
+    field!(out, "total_forks", "0");
+    field!(out, "migrate_cached_sockets", "0");
+    field!(out, "total_active_defrag_time", "0");
+    field!(out, "tracking_total_keys", "0");
+    field!(out, "unexpected_error_replies", "0");
+}
+
+fn replication_section(out: &mut String) {
+    let zeros = "0".repeat(40);
+    out.push_str("# Replication\r\n");
+    field!(out, "role", "master");
+    field!(out, "connected_slaves", "0");
+    field!(out, "master_failover_state", "no-failover");
+    field!(out, "master_replid", "{zeros}");
+    field!(out, "master_replid2", "{zeros}");
+    field!(out, "master_repl_offset", "0");
+    field!(out, "second_repl_offset", "-1");
+    field!(out, "repl_backlog_active", "0");
+    field!(out, "repl_backlog_size", "1048576");
+    field!(out, "repl_backlog_first_byte_offset", "0");
+    field!(out, "repl_backlog_histlen", "0");
+}
+
+fn cpu_section(out: &mut String) {
+    let (sys, user) = rusage(libc::RUSAGE_SELF);
+    let (csys, cuser) = rusage(libc::RUSAGE_CHILDREN);
+    out.push_str("# CPU\r\n");
+    field!(out, "used_cpu_sys", "{sys:.6}");
+    field!(out, "used_cpu_user", "{user:.6}");
+    field!(out, "used_cpu_sys_children", "{csys:.6}");
+    field!(out, "used_cpu_user_children", "{cuser:.6}");
+}
+
+fn keyspace_section(server: &Server, out: &mut String) {
+    out.push_str("# Keyspace\r\n");
+    for i in 0..server.db.databases() {
+        let Ok(db) = server.db.select(i) else {
+            continue;
+        };
+        match db.keyspace_info() {
+            Ok((keys, expires, avg_ttl)) if keys > 0 => {
+                let _ = write!(
+                    out,
+                    "db{i}:keys={keys},expires={expires},avg_ttl={avg_ttl}\r\n"
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Resident set size of this process in bytes.
+pub fn process_rss() -> u64 {
+    let page = page_size();
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map(|pages| pages * page)
+        .unwrap_or(0)
+}
+
+fn page_size() -> u64 {
+    // SAFETY: sysconf only reads a system constant.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 {
+        n as u64
+    } else {
+        4096
+    }
+}
+
+fn total_system_memory() -> u64 {
+    // SAFETY: sysconf only reads system constants.
+    let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) };
+    if pages > 0 {
+        pages as u64 * page_size()
+    } else {
+        0
+    }
+}
+
+/// (system, user) CPU seconds of `who`.
+fn rusage(who: libc::c_int) -> (f64, f64) {
+    // SAFETY: getrusage fills the zeroed struct we pass; nothing else is touched.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+        return (0.0, 0.0);
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (secs(ru.ru_stime), secs(ru.ru_utime))
+}
+
+/// `uname -srm`, as Redis's `os` field.
+fn os_name() -> String {
+    // SAFETY: uname fills the zeroed struct; its fields are NUL-terminated C strings.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return std::env::consts::OS.to_string();
+    }
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    format!(
+        "{} {} {}",
+        field(&u.sysname),
+        field(&u.release),
+        field(&u.machine)
+    )
+}
+
+/// Redis's `bytesToHuman`: `512B`, `1.50K`, `2.00M`, `3.25G`.
+pub fn human_bytes(n: u64) -> String {
+    const K: f64 = 1024.0;
+    let f = n as f64;
+    if n < 1024 {
+        format!("{n}B")
+    } else if f < K * K {
+        format!("{:.2}K", f / K)
+    } else if f < K * K * K {
+        format!("{:.2}M", f / (K * K))
+    } else if f < K * K * K * K {
+        format!("{:.2}G", f / (K * K * K))
+    } else {
+        format!("{:.2}T", f / (K * K * K * K))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_bytes_matches_redis() {
+        assert_eq!(human_bytes(0), "0B");
+        assert_eq!(human_bytes(1023), "1023B");
+        assert_eq!(human_bytes(1536), "1.50K");
+        assert_eq!(human_bytes(2 << 20), "2.00M");
+    }
+
+    #[test]
+    fn process_figures_are_available() {
+        assert!(process_rss() > 0);
+        assert!(!os_name().is_empty());
+        let (_, user) = rusage(libc::RUSAGE_SELF);
+        assert!(user >= 0.0);
+    }
+}

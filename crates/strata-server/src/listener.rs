@@ -1,0 +1,166 @@
+//! Listening sockets and the accept loop: binds every `bind` address on `port` (Redis's `*`,
+//! `::*` and optional `-addr` forms included), then for each new connection sets TCP_NODELAY and
+//! keepalive, registers it (refusing it over `maxclients`) and spawns its connection task. Knows
+//! nothing of commands.
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::log::{self, warning};
+use crate::server::Server;
+
+/// Listen backlog, as Redis's default `tcp-backlog`.
+const BACKLOG: i32 = 511;
+
+/// One address to listen on, parsed from a `bind` entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BindAddr {
+    /// The entry as configured (without a leading `-`), for messages.
+    pub text: String,
+    /// The IP address.
+    pub ip: IpAddr,
+    /// A leading `-`: failing to bind because the address is unavailable is not fatal.
+    pub optional: bool,
+}
+
+/// Parses a `bind` entry: an IP address, `*` (every IPv4 address), `::*` (every IPv6 address),
+/// optionally prefixed with `-`.
+pub fn parse_bind(entry: &str) -> Result<BindAddr, String> {
+    let (optional, text) = match entry.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, entry),
+    };
+    let ip = match text {
+        "*" => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        "::*" => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        other => other
+            .parse()
+            .map_err(|_| format!("Invalid bind address '{other}'"))?,
+    };
+    Ok(BindAddr {
+        text: text.to_string(),
+        ip,
+        optional,
+    })
+}
+
+/// Binds `addr` on `port`. IPv6 sockets are IPv6-only so `* ::*` can both be bound.
+pub fn bind(addr: &BindAddr, port: u16) -> io::Result<std::net::TcpListener> {
+    let sa = SocketAddr::new(addr.ip, port);
+    let socket = Socket::new(Domain::for_address(sa), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    if sa.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.bind(&sa.into())?;
+    socket.listen(BACKLOG)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
+/// `strerror` text of an I/O error, without Rust's "(os error N)" suffix.
+pub fn os_error_text(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(code) => {
+            // SAFETY: strerror returns a pointer to a NUL-terminated static (or thread-local) string.
+            let s = unsafe { std::ffi::CStr::from_ptr(libc::strerror(code)) };
+            s.to_string_lossy().into_owned()
+        }
+        None => e.to_string(),
+    }
+}
+
+/// Accepts connections on `listener` forever.
+pub async fn accept_loop(server: Arc<Server>, listener: TcpListener) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                // Typically EMFILE: back off briefly instead of spinning.
+                warning!("Accepting client connection: {}", os_error_text(&e));
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        server
+            .stats
+            .connections_received
+            .fetch_add(1, Ordering::Relaxed);
+        configure(&server, &stream);
+        let local = stream
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], server.port)));
+        let fd = stream.as_raw_fd();
+        match server
+            .registry
+            .register(peer, local, fd, server.clock_ms(), server.maxclients())
+        {
+            Some(client) => {
+                log::verbose!("Accepted {peer}");
+                tokio::spawn(crate::connection::run(server.clone(), stream, client));
+            }
+            None => {
+                server
+                    .stats
+                    .rejected_connections
+                    .fetch_add(1, Ordering::Relaxed);
+                log::verbose!("Refused {peer}: max number of clients reached");
+                tokio::spawn(refuse(stream));
+            }
+        }
+    }
+}
+
+async fn refuse(mut stream: TcpStream) {
+    let _ = stream
+        .write_all(b"-ERR max number of clients reached\r\n")
+        .await;
+    let _ = stream.shutdown().await;
+}
+
+fn configure(server: &Server, stream: &TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let secs = server.config().tcp_keepalive();
+    if secs > 0 {
+        let ka = TcpKeepalive::new()
+            .with_time(Duration::from_secs(secs as u64))
+            .with_interval(Duration::from_secs((secs as u64 / 3).max(1)));
+        let _ = SockRef::from(stream).set_tcp_keepalive(&ka);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bind_entries_follow_redis_forms() -> Result<(), String> {
+        assert_eq!(parse_bind("*")?.ip, IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        let v6 = parse_bind("-::*")?;
+        assert!(v6.optional);
+        assert_eq!(v6.text, "::*");
+        assert_eq!(v6.ip, IpAddr::V6(Ipv6Addr::UNSPECIFIED));
+        assert_eq!(parse_bind("127.0.0.1")?.ip, IpAddr::V4(Ipv4Addr::LOCALHOST));
+        assert!(parse_bind("nonsense").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn address_in_use_is_reported_like_redis() -> Result<(), Box<dyn std::error::Error>> {
+        let addr = parse_bind("127.0.0.1")?;
+        let first = bind(&addr, 0)?;
+        let port = first.local_addr()?.port();
+        let err = bind(&addr, port).err().ok_or("second bind succeeded")?;
+        assert_eq!(os_error_text(&err), "Address already in use");
+        Ok(())
+    }
+}

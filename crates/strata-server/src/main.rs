@@ -1,0 +1,287 @@
+//! `strata-server [config-file] [--directive value ...]`: the Strata server binary. This file owns
+//! the process: command-line handling (`--version`, `--help`), configuration loading, logging
+//! setup, opening the data directory, binding the listeners, the tokio runtime, the cron task,
+//! and orderly shutdown on SIGTERM/SIGINT or SHUTDOWN (stop accepting, flush, exit 0). Everything
+//! else lives in the modules below; this file holds no per-connection logic.
+
+mod config;
+mod connection;
+mod info;
+mod listener;
+mod log;
+mod registry;
+mod server;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::Config;
+use crate::log::{notice, warning};
+use crate::server::Server;
+
+const VERSION_LINE: &str = concat!(
+    "Strata server v=",
+    env!("CARGO_PKG_VERSION"),
+    " (Redis 7.0 compatible)"
+);
+
+const USAGE: &str = "Usage: strata-server [/path/to/strata.conf] [options]
+       strata-server - (read config from stdin)
+       strata-server -v or --version
+       strata-server -h or --help
+
+Examples:
+       strata-server (run the server with default config)
+       strata-server /etc/strata/6379.conf
+       strata-server --port 7777
+       strata-server --port 7777 --replicaof 127.0.0.1 8888
+       strata-server /etc/mystrata.conf --loglevel verbose
+
+Every configuration directive can be given on the command line as --name value.";
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("-v" | "--version") => {
+            println!("{VERSION_LINE}");
+            return;
+        }
+        Some("-h" | "--help") => {
+            println!("{USAGE}");
+            return;
+        }
+        _ => {}
+    }
+    let config = match Config::from_args(&args) {
+        Ok(c) => c,
+        Err(msg) => {
+            eprintln!("{msg}");
+            std::process::exit(1);
+        }
+    };
+    let config_file = args
+        .first()
+        .filter(|a| !a.starts_with("--") && a.as_str() != "-")
+        .map(|a| std::fs::canonicalize(a).unwrap_or_else(|_| PathBuf::from(a)));
+    std::process::exit(run(config, config_file));
+}
+
+/// Logs a fatal startup error (also to stderr when logging to a file) and returns exit code 1.
+fn fatal(msg: &str) -> i32 {
+    warning!("{msg}");
+    if log::to_file() {
+        eprintln!("{msg}");
+    }
+    1
+}
+
+fn run(config: Config, config_file: Option<PathBuf>) -> i32 {
+    log::set_level(&config.loglevel());
+    if let Some(path) = config.logfile() {
+        if let Err(e) = log::set_file(&path) {
+            eprintln!("Can't open the log file {}: {e}", path.display());
+            return 1;
+        }
+    }
+    notice!("oO0OoO0OoO0Oo Strata is starting oO0OoO0OoO0Oo");
+    notice!(
+        "Strata version={}, bits={}, pid={}, just started",
+        env!("CARGO_PKG_VERSION"),
+        usize::BITS,
+        std::process::id()
+    );
+    match &config_file {
+        Some(f) => notice!("Configuration loaded from {}", f.display()),
+        None => notice!("No config file specified, using the default config."),
+    }
+
+    let dir = config.dir();
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return fatal(&format!(
+            "Can't create the data directory {}: {}",
+            dir.display(),
+            listener::os_error_text(&e)
+        ));
+    }
+    let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+
+    let binds = match config
+        .bind()
+        .iter()
+        .map(|b| listener::parse_bind(b))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(b) => b,
+        Err(e) => return fatal(&e),
+    };
+    let port = config.port();
+    // Bind before opening the data directory, so a second server on the same port fails fast
+    // with Redis's message and leaves the directory alone.
+    let mut std_listeners = Vec::new();
+    for b in &binds {
+        match listener::bind(b, port) {
+            Ok(l) => std_listeners.push(l),
+            Err(e)
+                if b.optional
+                    && matches!(
+                        e.raw_os_error(),
+                        Some(libc::EADDRNOTAVAIL | libc::EAFNOSUPPORT | libc::EPROTONOSUPPORT)
+                    ) =>
+            {
+                warning!(
+                    "Skipping optional bind address {}: {}",
+                    b.text,
+                    listener::os_error_text(&e)
+                );
+            }
+            Err(e) => {
+                return fatal(&format!(
+                    "Could not create server TCP listening socket {}:{port}: bind: {}",
+                    b.text,
+                    listener::os_error_text(&e)
+                ));
+            }
+        }
+    }
+    if std_listeners.is_empty() {
+        return fatal("Failed listening on port (tcp), aborting.");
+    }
+
+    let opts = strata::Options {
+        databases: config.databases(),
+        sync: server::sync_policy(config.appendfsync()),
+        block_cache_size: config.block_cache_size(),
+        write_buffer_size: config.write_buffer_size(),
+        compression: match config.compression() {
+            config::Compression::None => strata::Compression::None,
+            config::Compression::Lz4 => strata::Compression::Lz4,
+            config::Compression::Zstd => strata::Compression::Zstd,
+        },
+        active_expire: true,
+        max_string_len: config.proto_max_bulk_len(),
+    };
+    let db = match strata::Db::open_with(&dir, opts) {
+        Ok(db) => db,
+        Err(strata::Error::Locked(_)) => {
+            return fatal(&format!(
+                "Can't open the data directory {}: it is locked by another process (is another strata-server using it?)",
+                dir.display()
+            ));
+        }
+        Err(e) => {
+            return fatal(&format!(
+                "Can't open the data directory {}: {e}",
+                dir.display()
+            ))
+        }
+    };
+    notice!("Server initialized");
+
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("strata-worker")
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fatal(&format!("Can't start the runtime: {e}")),
+    };
+
+    let server = Arc::new(Server::new(db, config, dir, config_file));
+    runtime.block_on(serve(server, std_listeners))
+}
+
+async fn serve(server: Arc<Server>, std_listeners: Vec<std::net::TcpListener>) -> i32 {
+    let mut accept_tasks = Vec::new();
+    for l in std_listeners {
+        let local = l.local_addr().ok();
+        match tokio::net::TcpListener::from_std(l) {
+            Ok(l) => accept_tasks.push(tokio::spawn(listener::accept_loop(server.clone(), l))),
+            Err(e) => {
+                return fatal(&format!(
+                    "Could not register listening socket {local:?}: {e}"
+                ))
+            }
+        }
+    }
+    let cron = tokio::spawn(cron_loop(server.clone()));
+    notice!("Ready to accept connections tcp");
+
+    let reason = wait_for_shutdown(&server).await;
+    notice!("{reason}");
+    for t in &accept_tasks {
+        t.abort();
+    }
+    cron.abort();
+    finish(&server)
+}
+
+/// Runs the server cron `hz` times a second.
+async fn cron_loop(server: Arc<Server>) {
+    let mut tick: u64 = 0;
+    loop {
+        let hz = server.config().hz().clamp(1, 500) as u64;
+        tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
+        tick += 1;
+        server.cron(tick, hz);
+    }
+}
+
+/// Waits for SIGTERM, SIGINT or SHUTDOWN; returns what to log.
+async fn wait_for_shutdown(server: &Server) -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut shutdown = server.shutdown_signal();
+    let term = signal(SignalKind::terminate());
+    let int = signal(SignalKind::interrupt());
+    let (mut term, mut int) = match (term, int) {
+        (Ok(t), Ok(i)) => (t, i),
+        _ => {
+            warning!("Can't install signal handlers; SHUTDOWN still works");
+            let _ = shutdown.wait_for(|v| *v).await;
+            return "Shutting down on request";
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => "Received SIGTERM scheduling shutdown...",
+        _ = int.recv() => "Received SIGINT scheduling shutdown...",
+        _ = shutdown.wait_for(|v| *v) => "Shutdown requested by a client...",
+    }
+}
+
+/// Flushes the database and returns the exit code. Background RocksDB threads are still running,
+/// so the process ends with `_exit` after this (see `exit_now`).
+fn finish(server: &Server) -> i32 {
+    // Let a running BGSAVE complete (bounded), so its checkpoint is not left half written.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while server.bgsave_in_progress() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.db.shutdown();
+    notice!("Flushing the database before exiting.");
+    let code = match server.db.flush() {
+        Ok(()) => {
+            notice!("Data flushed to disk.");
+            0
+        }
+        Err(e) => {
+            warning!("Error flushing the database on shutdown: {e}");
+            1
+        }
+    };
+    notice!("Strata is now ready to exit, bye bye...");
+    exit_now(code)
+}
+
+/// Ends the process at once. The data is already durable (WAL synced and memtables flushed);
+/// skipping C++ static destructors avoids racing RocksDB's background threads at exit.
+fn exit_now(code: i32) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: _exit only ends the process.
+    unsafe { libc::_exit(code) }
+}

@@ -1,0 +1,323 @@
+//! The client registry: one [`ClientEntry`] per open connection, holding what CLIENT LIST / CLIENT
+//! INFO show (address, name, database, protocol, last command, buffer sizes, idle time) and the
+//! means to close a connection from elsewhere (CLIENT KILL, the idle-timeout sweep). Connections
+//! update their own entry with relaxed atomic stores once per read batch; readers (CLIENT LIST, INFO)
+//! take the registry lock. This module does no socket I/O beyond `shutdown(2)` on a killed
+//! connection's descriptor, and knows nothing of commands or storage.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use strata_commands::KillFilter;
+
+/// A command name kept inline (command names are short ASCII; longer ones are cut).
+pub struct CmdName {
+    buf: [u8; 40],
+    len: u8,
+}
+
+impl Default for CmdName {
+    fn default() -> Self {
+        let mut c = CmdName {
+            buf: [0; 40],
+            len: 0,
+        };
+        c.set("NULL");
+        c
+    }
+}
+
+impl CmdName {
+    /// Replaces the name.
+    #[inline]
+    pub fn set(&mut self, name: &str) {
+        let n = name.len().min(self.buf.len());
+        self.buf[..n].copy_from_slice(&name.as_bytes()[..n]);
+        self.len = n as u8;
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.buf[..self.len as usize]).unwrap_or("?")
+    }
+}
+
+/// What the registry knows about one connection.
+pub struct ClientEntry {
+    /// CLIENT ID.
+    pub id: u64,
+    /// Peer `ip:port`.
+    pub addr: String,
+    /// Local `ip:port`.
+    pub laddr: String,
+    /// The socket's file descriptor.
+    pub fd: i32,
+    /// Connection time, Unix ms.
+    pub created_ms: u64,
+    /// Last time the client sent something, Unix ms (coarse clock).
+    pub last_interaction_ms: AtomicU64,
+    /// Selected database.
+    pub db: AtomicU32,
+    /// Protocol version (2 or 3).
+    pub resp: AtomicU8,
+    /// CLIENT SETNAME.
+    pub name: Mutex<Option<Bytes>>,
+    /// Name of the last command run (`NULL` before the first).
+    pub cmd: Mutex<CmdName>,
+    /// Unparsed bytes in the query buffer after the last batch.
+    pub qbuf: AtomicUsize,
+    /// Free space of the query buffer after the last batch.
+    pub qbuf_free: AtomicUsize,
+    /// Bytes held by the connection's buffers.
+    pub buf_mem: AtomicUsize,
+    /// Set by CLIENT KILL (or the timeout sweep): the connection must close.
+    pub killed: AtomicBool,
+    /// Set by CLIENT KILL of the calling client itself: close once its reply is written.
+    pub close_after_reply: AtomicBool,
+}
+
+impl ClientEntry {
+    /// Marks the connection as killed and wakes its reader by shutting the socket down.
+    ///
+    /// Must be called with the registry locked: a connection deregisters itself before its socket
+    /// is closed, so a registered entry's descriptor is still its own.
+    fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        // SAFETY: shutdown(2) on a descriptor the connection still owns (see above); it only
+        // changes the socket's state and never frees anything.
+        unsafe {
+            libc::shutdown(self.fd, libc::SHUT_RDWR);
+        }
+    }
+
+    /// Records the name of the command being run (a copy into a fixed buffer: no allocation).
+    #[inline]
+    pub fn set_cmd(&self, name: &str) {
+        self.cmd.lock().unwrap_or_else(|p| p.into_inner()).set(name);
+    }
+
+    /// The CLIENT LIST line of this client (without the trailing newline).
+    pub fn line(&self, now_ms: u64) -> String {
+        let name = self
+            .name
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .unwrap_or_default();
+        let cmd = self.cmd.lock().unwrap_or_else(|p| p.into_inner()).as_str().to_owned();
+        let age = now_ms.saturating_sub(self.created_ms) / 1000;
+        let idle = now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
+        let qbuf = self.qbuf.load(Ordering::Relaxed);
+        let qbuf_free = self.qbuf_free.load(Ordering::Relaxed);
+        let buf_mem = self.buf_mem.load(Ordering::Relaxed);
+        let mut s = String::with_capacity(300);
+        let _ = write!(
+            s,
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 \
+             multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem={} \
+             events=r cmd={} user=default redir=-1 resp={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            self.fd,
+            name,
+            age,
+            idle,
+            self.db.load(Ordering::Relaxed),
+            qbuf,
+            qbuf_free,
+            buf_mem + std::mem::size_of::<ClientEntry>(),
+            cmd,
+            self.resp.load(Ordering::Relaxed),
+        );
+        s
+    }
+}
+
+/// All open connections, by id.
+#[derive(Default)]
+pub struct Registry {
+    clients: Mutex<BTreeMap<u64, Arc<ClientEntry>>>,
+    next_id: AtomicU64,
+}
+
+impl Registry {
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<u64, Arc<ClientEntry>>> {
+        self.clients.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers a new connection unless `max` clients are already connected (then `None`).
+    pub fn register(
+        &self,
+        peer: SocketAddr,
+        local: SocketAddr,
+        fd: i32,
+        now_ms: u64,
+        max: usize,
+    ) -> Option<Arc<ClientEntry>> {
+        let mut clients = self.lock();
+        if clients.len() >= max {
+            return None;
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let entry = Arc::new(ClientEntry {
+            id,
+            addr: peer.to_string(),
+            laddr: local.to_string(),
+            fd,
+            created_ms: now_ms,
+            last_interaction_ms: AtomicU64::new(now_ms),
+            db: AtomicU32::new(0),
+            resp: AtomicU8::new(2),
+            name: Mutex::new(None),
+            cmd: Mutex::new(CmdName::default()),
+            qbuf: AtomicUsize::new(0),
+            qbuf_free: AtomicUsize::new(0),
+            buf_mem: AtomicUsize::new(0),
+            killed: AtomicBool::new(false),
+            close_after_reply: AtomicBool::new(false),
+        });
+        clients.insert(id, entry.clone());
+        Some(entry)
+    }
+
+    /// Removes a connection; call before its socket is closed.
+    pub fn deregister(&self, id: u64) {
+        self.lock().remove(&id);
+    }
+
+    /// Number of connected clients.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// CLIENT LIST text: one line per client (in id order), each ending in `\n`.
+    pub fn list(&self, ids: Option<&[u64]>, kind: Option<&str>, now_ms: u64) -> String {
+        // Every client is of type normal (no replicas, no pub/sub yet).
+        if kind.is_some_and(|k| !k.eq_ignore_ascii_case("normal")) {
+            return String::new();
+        }
+        let entries: Vec<Arc<ClientEntry>> = {
+            let clients = self.lock();
+            match ids {
+                Some(ids) => ids.iter().filter_map(|id| clients.get(id).cloned()).collect(),
+                None => clients.values().cloned().collect(),
+            }
+        };
+        let mut out = String::with_capacity(entries.len() * 300);
+        for e in entries {
+            out.push_str(&e.line(now_ms));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// CLIENT KILL with filters; returns how many clients were killed. The caller (`self_id`) is
+    /// skipped when `filter.skip_me`; if it matches otherwise it is closed after its reply.
+    pub fn kill(&self, filter: &KillFilter, self_id: u64) -> usize {
+        if filter
+            .kind
+            .as_deref()
+            .is_some_and(|k| !k.eq_ignore_ascii_case("normal"))
+        {
+            return 0;
+        }
+        let clients = self.lock();
+        let mut n = 0;
+        for e in clients.values() {
+            if filter.id.is_some_and(|id| id != e.id)
+                || filter.addr.as_deref().is_some_and(|a| a != e.addr)
+                || filter.laddr.as_deref().is_some_and(|a| a != e.laddr)
+            {
+                continue;
+            }
+            if e.id == self_id {
+                if filter.skip_me {
+                    continue;
+                }
+                e.close_after_reply.store(true, Ordering::Release);
+            } else {
+                e.kill();
+            }
+            n += 1;
+        }
+        n
+    }
+
+    /// Kills every client idle for more than `timeout_ms`; returns how many.
+    pub fn kill_idle(&self, timeout_ms: u64, now_ms: u64) -> usize {
+        let clients = self.lock();
+        let mut n = 0;
+        for e in clients.values() {
+            let last = e.last_interaction_ms.load(Ordering::Relaxed);
+            if now_ms.saturating_sub(last) > timeout_ms && !e.killed.load(Ordering::Relaxed) {
+                e.kill();
+                n += 1;
+            }
+        }
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(s: &str) -> SocketAddr {
+        s.parse().expect("address")
+    }
+
+    #[test]
+    fn register_refuses_over_max() {
+        let r = Registry::default();
+        let a = r.register(addr("127.0.0.1:1000"), addr("127.0.0.1:6379"), -1, 0, 1);
+        assert!(a.is_some());
+        assert!(r
+            .register(addr("127.0.0.1:1001"), addr("127.0.0.1:6379"), -1, 0, 1)
+            .is_none());
+        r.deregister(a.map(|e| e.id).unwrap_or(0));
+        assert_eq!(r.len(), 0);
+    }
+
+    #[test]
+    fn list_line_has_redis_fields() {
+        let r = Registry::default();
+        let e = r
+            .register(addr("127.0.0.1:1000"), addr("127.0.0.1:6379"), 7, 5_000, 10)
+            .expect("registered");
+        *e.name.lock().expect("lock") = Some(Bytes::from_static(b"worker"));
+        e.set_cmd("get");
+        let line = r.list(None, None, 9_000);
+        assert!(line.starts_with(
+            "id=1 addr=127.0.0.1:1000 laddr=127.0.0.1:6379 fd=7 name=worker age=4 idle=4 flags=N db=0"
+        ));
+        assert!(line.contains(" cmd=get user=default redir=-1 resp=2\n"), "{line}");
+        assert_eq!(r.list(None, Some("pubsub"), 0), "");
+        assert_eq!(r.list(Some(&[2]), None, 0), "");
+    }
+
+    #[test]
+    fn kill_skips_the_caller_unless_asked() {
+        let r = Registry::default();
+        let e = r
+            .register(addr("127.0.0.1:1000"), addr("127.0.0.1:6379"), -1, 0, 10)
+            .expect("registered");
+        let by_id = KillFilter {
+            id: Some(e.id),
+            skip_me: true,
+            ..KillFilter::default()
+        };
+        assert_eq!(r.kill(&by_id, e.id), 0);
+        let me_too = KillFilter {
+            skip_me: false,
+            ..by_id
+        };
+        assert_eq!(r.kill(&me_too, e.id), 1);
+        assert!(e.close_after_reply.load(Ordering::Relaxed));
+    }
+}

@@ -1,0 +1,560 @@
+//! The server's shared state: the open database, the configuration (behind an `RwLock`, with the
+//! settings the connection loop needs mirrored in atomics and a generation counter so connections
+//! never lock per command), the client registry, statistics, the background save, the periodic
+//! cron (coarse clock, ops/sec sampling, idle-client sweep) and the shutdown signal. [`ClientApi`]
+//! implements `strata_commands::ServerApi` for one connection on top of it. No socket I/O here.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Instant;
+
+use strata_commands::{KillFilter, ServerApi, Session};
+use strata_resp::DecoderLimits;
+
+use crate::config::{AppendFsync, Config};
+use crate::log::{self, notice, warning};
+use crate::registry::{ClientEntry, Registry};
+
+/// Per-thread slice of the hot counters, on its own cache line so worker threads never contend.
+#[repr(align(128))]
+#[derive(Default)]
+struct StatShard {
+    commands: AtomicU64,
+    net_in: AtomicU64,
+    net_out: AtomicU64,
+}
+
+const STAT_SHARDS: usize = 16;
+
+thread_local! {
+    static SHARD: usize = {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        NEXT.fetch_add(1, Ordering::Relaxed) % STAT_SHARDS
+    };
+}
+
+/// Server-wide counters reported by INFO stats. The per-command ones are sharded by thread and
+/// added to once per read batch; INFO sums the shards.
+#[derive(Default)]
+pub struct ServerStats {
+    shards: [StatShard; STAT_SHARDS],
+    /// Connections accepted (including rejected ones).
+    pub connections_received: AtomicU64,
+    /// Connections refused because of maxclients.
+    pub rejected_connections: AtomicU64,
+}
+
+impl ServerStats {
+    /// Adds one read batch: commands executed, bytes read, bytes written.
+    #[inline]
+    pub fn add_batch(&self, commands: u64, input: u64, output: u64) {
+        let shard = &self.shards[SHARD.with(|s| *s)];
+        shard.commands.fetch_add(commands, Ordering::Relaxed);
+        shard.net_in.fetch_add(input, Ordering::Relaxed);
+        shard.net_out.fetch_add(output, Ordering::Relaxed);
+    }
+
+    fn sum(&self, f: impl Fn(&StatShard) -> &AtomicU64) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| f(s).load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// total_commands_processed.
+    pub fn commands_processed(&self) -> u64 {
+        self.sum(|s| &s.commands)
+    }
+
+    /// total_net_input_bytes.
+    pub fn net_input_bytes(&self) -> u64 {
+        self.sum(|s| &s.net_in)
+    }
+
+    /// total_net_output_bytes.
+    pub fn net_output_bytes(&self) -> u64 {
+        self.sum(|s| &s.net_out)
+    }
+
+    fn reset(&self) {
+        for s in &self.shards {
+            for c in [&s.commands, &s.net_in, &s.net_out] {
+                c.store(0, Ordering::Relaxed);
+            }
+        }
+        self.connections_received.store(0, Ordering::Relaxed);
+        self.rejected_connections.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Number of ops/sec samples averaged, as Redis's `STATS_METRIC_SAMPLES`.
+const OPS_SAMPLES: usize = 16;
+
+#[derive(Default)]
+struct OpsSampler {
+    last_ms: u64,
+    last_count: u64,
+    samples: [u64; OPS_SAMPLES],
+    next: usize,
+}
+
+/// Settings the connection loop reads, mirrored from the configuration.
+#[derive(Clone, Copy, Debug)]
+pub struct LiveSettings {
+    /// Decoder limits (proto-max-bulk-len).
+    pub limits: DecoderLimits,
+    /// client-query-buffer-limit.
+    pub query_buffer_limit: usize,
+}
+
+/// Everything the server shares between connections.
+pub struct Server {
+    /// The open data directory (database 0 selected).
+    pub db: strata::Db,
+    config: RwLock<Config>,
+    /// Bumped after every successful CONFIG SET; connections refresh their cached settings when it changes.
+    config_gen: AtomicU64,
+    live: RwLock<LiveSettings>,
+    maxclients: AtomicU64,
+    timeout_secs: AtomicU64,
+    requirepass: RwLock<Option<Vec<u8>>>,
+    /// The connected clients.
+    pub registry: Registry,
+    /// INFO stats counters.
+    pub stats: ServerStats,
+    clock_ms: AtomicU64,
+    /// When the server started (monotonic).
+    pub started: Instant,
+    /// When the server started, Unix ms.
+    pub started_ms: u64,
+    /// INFO run_id: 40 hex digits, new each start.
+    pub run_id: String,
+    /// Absolute path of the data directory.
+    pub dir: PathBuf,
+    /// The configuration file given on the command line.
+    pub config_file: Option<PathBuf>,
+    /// The TCP port.
+    pub port: u16,
+    ops: Mutex<OpsSampler>,
+    ops_per_sec: AtomicU64,
+    mem_peak: AtomicU64,
+    bgsave_running: AtomicBool,
+    bgsave_ok: AtomicBool,
+    lastsave: AtomicU64,
+    shutdown_tx: tokio::sync::watch::Sender<bool>,
+}
+
+impl Server {
+    /// Shared state for a server on `db` configured by `config`.
+    pub fn new(
+        db: strata::Db,
+        config: Config,
+        dir: PathBuf,
+        config_file: Option<PathBuf>,
+    ) -> Server {
+        let now = strata::now_ms();
+        let (shutdown_tx, _) = tokio::sync::watch::channel(false);
+        let server = Server {
+            db,
+            live: RwLock::new(live_settings(&config)),
+            maxclients: AtomicU64::new(config.maxclients() as u64),
+            timeout_secs: AtomicU64::new(config.timeout_secs() as u64),
+            requirepass: RwLock::new(config.requirepass()),
+            port: config.port(),
+            config: RwLock::new(config),
+            config_gen: AtomicU64::new(0),
+            registry: Registry::default(),
+            stats: ServerStats::default(),
+            clock_ms: AtomicU64::new(now),
+            started: Instant::now(),
+            started_ms: now,
+            run_id: random_hex40(),
+            dir,
+            config_file,
+            ops: Mutex::new(OpsSampler {
+                last_ms: now,
+                ..OpsSampler::default()
+            }),
+            ops_per_sec: AtomicU64::new(0),
+            mem_peak: AtomicU64::new(0),
+            bgsave_running: AtomicBool::new(false),
+            bgsave_ok: AtomicBool::new(true),
+            lastsave: AtomicU64::new(now / 1000),
+            shutdown_tx,
+        };
+        server.sample_memory();
+        server
+    }
+
+    /// Read access to the configuration.
+    pub fn config(&self) -> RwLockReadGuard<'_, Config> {
+        self.config.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn config_mut(&self) -> RwLockWriteGuard<'_, Config> {
+        self.config.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The configuration generation; changes after every successful CONFIG SET.
+    #[inline]
+    pub fn config_gen(&self) -> u64 {
+        self.config_gen.load(Ordering::Acquire)
+    }
+
+    /// The settings connections cache.
+    pub fn live_settings(&self) -> LiveSettings {
+        *self.live.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The coarse clock (Unix ms), updated by the cron.
+    #[inline]
+    pub fn clock_ms(&self) -> u64 {
+        self.clock_ms.load(Ordering::Relaxed)
+    }
+
+    /// maxclients.
+    pub fn maxclients(&self) -> usize {
+        self.maxclients.load(Ordering::Relaxed) as usize
+    }
+
+    /// Whether new connections must AUTH.
+    pub fn needs_auth(&self) -> bool {
+        self.requirepass
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+
+    /// Whether a background save is running.
+    pub fn bgsave_in_progress(&self) -> bool {
+        self.bgsave_running.load(Ordering::Relaxed)
+    }
+
+    /// Whether the last background save succeeded.
+    pub fn last_bgsave_ok(&self) -> bool {
+        self.bgsave_ok.load(Ordering::Relaxed)
+    }
+
+    /// instantaneous_ops_per_sec.
+    pub fn ops_per_sec(&self) -> u64 {
+        self.ops_per_sec.load(Ordering::Relaxed)
+    }
+
+    /// Highest memory use seen.
+    pub fn mem_peak(&self) -> u64 {
+        self.mem_peak.load(Ordering::Relaxed)
+    }
+
+    /// Records the current memory use for used_memory_peak; returns it.
+    pub fn sample_memory(&self) -> u64 {
+        let rss = crate::info::process_rss();
+        self.mem_peak.fetch_max(rss, Ordering::Relaxed);
+        rss
+    }
+
+    /// A receiver that sees `true` once shutdown has been requested.
+    pub fn shutdown_signal(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.shutdown_tx.subscribe()
+    }
+
+    /// Asks the main task to stop the server.
+    pub fn request_shutdown(&self) {
+        self.shutdown_tx.send_replace(true);
+    }
+
+    /// Periodic work, called `hz` times a second: the coarse clock, ops/sec sampling; once a
+    /// second the memory peak and the idle-client sweep.
+    pub fn cron(&self, tick: u64, hz: u64) {
+        let now = strata::now_ms();
+        self.clock_ms.store(now, Ordering::Relaxed);
+        {
+            let mut s = self.ops.lock().unwrap_or_else(|p| p.into_inner());
+            let count = self.stats.commands_processed();
+            let dt = now.saturating_sub(s.last_ms);
+            if dt >= 100 {
+                let ops = count.saturating_sub(s.last_count) * 1000 / dt;
+                let i = s.next;
+                s.samples[i] = ops;
+                s.next = (i + 1) % OPS_SAMPLES;
+                s.last_ms = now;
+                s.last_count = count;
+                let avg = s.samples.iter().sum::<u64>() / OPS_SAMPLES as u64;
+                self.ops_per_sec.store(avg, Ordering::Relaxed);
+            }
+        }
+        if tick % hz.max(1) == 0 {
+            self.sample_memory();
+            let timeout = self.timeout_secs.load(Ordering::Relaxed);
+            if timeout > 0 {
+                let n = self.registry.kill_idle(timeout * 1000, now);
+                if n > 0 {
+                    log::verbose!("Closed {n} idle client(s) (timeout {timeout}s)");
+                }
+            }
+        }
+    }
+
+    /// Applies the live effects of the current configuration (after CONFIG SET).
+    fn apply_config(&self) {
+        let cfg = self.config();
+        let settings = live_settings(&cfg);
+        self.db.set_sync_policy(sync_policy(cfg.appendfsync()));
+        self.db.set_max_string_len(settings.limits.proto_max_bulk_len);
+        *self.live.write().unwrap_or_else(|p| p.into_inner()) = settings;
+        self.maxclients
+            .store(cfg.maxclients() as u64, Ordering::Relaxed);
+        self.timeout_secs
+            .store(cfg.timeout_secs() as u64, Ordering::Relaxed);
+        *self.requirepass.write().unwrap_or_else(|p| p.into_inner()) = cfg.requirepass();
+        log::set_level(&cfg.loglevel());
+        drop(cfg);
+        self.config_gen.fetch_add(1, Ordering::Release);
+    }
+
+    /// Zeroes the INFO stats counters (CONFIG RESETSTAT).
+    pub fn reset_stats(&self) {
+        self.stats.reset();
+        let d = self.db.stats();
+        for c in [&d.expired_keys, &d.keyspace_hits, &d.keyspace_misses] {
+            c.store(0, Ordering::Relaxed);
+        }
+        let mut ops = self.ops.lock().unwrap_or_else(|p| p.into_inner());
+        *ops = OpsSampler {
+            last_ms: strata::now_ms(),
+            ..OpsSampler::default()
+        };
+        self.ops_per_sec.store(0, Ordering::Relaxed);
+    }
+
+    /// LASTSAVE: Unix seconds of the last successful save (the start time before any).
+    pub fn lastsave(&self) -> u64 {
+        self.lastsave.load(Ordering::Relaxed)
+    }
+
+    /// BGSAVE: writes a checkpoint to `<dir>/<bgsave-dir>/checkpoint-<unix ms>` in a background
+    /// thread, keeping the newest two checkpoints.
+    pub fn bgsave(self: &std::sync::Arc<Self>) -> Result<(), String> {
+        if self.bgsave_running.swap(true, Ordering::AcqRel) {
+            return Err("ERR Background save already in progress".into());
+        }
+        let parent = self.dir.join(self.config().bgsave_dir());
+        let me = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("strata-bgsave".into())
+            .spawn(move || {
+                let ok = match me.checkpoint_into(&parent) {
+                    Ok(dest) => {
+                        notice!(
+                            "Background saving terminated with success ({})",
+                            dest.display()
+                        );
+                        me.lastsave.store(strata::now_ms() / 1000, Ordering::Relaxed);
+                        true
+                    }
+                    Err(e) => {
+                        warning!("Background saving error: {e}");
+                        false
+                    }
+                };
+                me.bgsave_ok.store(ok, Ordering::Relaxed);
+                me.bgsave_running.store(false, Ordering::Release);
+            });
+        match spawned {
+            Ok(_) => {
+                notice!("Background saving started");
+                Ok(())
+            }
+            Err(e) => {
+                self.bgsave_running.store(false, Ordering::Release);
+                Err(format!("ERR Can't start background save: {e}"))
+            }
+        }
+    }
+
+    fn checkpoint_into(&self, parent: &std::path::Path) -> Result<PathBuf, String> {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        let mut ms = strata::now_ms();
+        let mut dest = parent.join(format!("checkpoint-{ms}"));
+        while dest.exists() {
+            ms += 1;
+            dest = parent.join(format!("checkpoint-{ms}"));
+        }
+        self.db.checkpoint(&dest).map_err(|e| e.to_string())?;
+        prune_checkpoints(parent, 2);
+        Ok(dest)
+    }
+}
+
+/// Deletes all but the newest `keep` `checkpoint-<ms>` directories in `parent`.
+fn prune_checkpoints(parent: &std::path::Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    let mut found: Vec<(u64, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name();
+            let ms = name.to_str()?.strip_prefix("checkpoint-")?.parse().ok()?;
+            Some((ms, e.path()))
+        })
+        .collect();
+    found.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    for (_, path) in found.into_iter().skip(keep) {
+        if let Err(e) = std::fs::remove_dir_all(&path) {
+            warning!("Could not remove old checkpoint {}: {e}", path.display());
+        }
+    }
+}
+
+fn live_settings(cfg: &Config) -> LiveSettings {
+    LiveSettings {
+        limits: DecoderLimits {
+            proto_max_bulk_len: cfg.proto_max_bulk_len(),
+            ..DecoderLimits::default()
+        },
+        query_buffer_limit: usize::try_from(cfg.client_query_buffer_limit()).unwrap_or(usize::MAX),
+    }
+}
+
+/// The storage sync policy for an `appendfsync` setting.
+pub fn sync_policy(a: AppendFsync) -> strata::SyncPolicy {
+    match a {
+        AppendFsync::Always => strata::SyncPolicy::Always,
+        AppendFsync::EverySec => strata::SyncPolicy::EverySec,
+        AppendFsync::No => strata::SyncPolicy::No,
+    }
+}
+
+/// 40 random hex digits (INFO run_id).
+fn random_hex40() -> String {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    let mut out = String::with_capacity(40);
+    let mut i = 0u64;
+    while out.len() < 40 {
+        let mut h = RandomState::new().build_hasher();
+        h.write_u64(strata::now_ms());
+        h.write_u32(std::process::id());
+        h.write_u64(i);
+        out.push_str(&format!("{:016x}", h.finish()));
+        i += 1;
+    }
+    out.truncate(40);
+    out
+}
+
+/// The server as one connection sees it: forwards to [`Server`], and updates that connection's
+/// registry entry directly (no lookup by id).
+pub struct ClientApi<'a> {
+    /// The shared server.
+    pub server: &'a std::sync::Arc<Server>,
+    /// This connection's registry entry.
+    pub client: &'a ClientEntry,
+}
+
+impl ServerApi for ClientApi<'_> {
+    fn requirepass(&self) -> Option<Vec<u8>> {
+        self.server
+            .requirepass
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn config_get(&self, pattern: &[u8]) -> Vec<(String, String)> {
+        self.server
+            .config()
+            .get(&String::from_utf8_lossy(pattern))
+    }
+
+    fn config_set(&self, pairs: &[(String, String)]) -> Result<(), String> {
+        self.server.config_mut().set_many(pairs)?;
+        self.server.apply_config();
+        Ok(())
+    }
+
+    fn config_rewrite(&self) -> Result<(), String> {
+        self.server.config().rewrite()
+    }
+
+    fn reset_stats(&self) {
+        self.server.reset_stats()
+    }
+
+    fn info(&self, _session: &Session, sections: &[String]) -> String {
+        crate::info::render(self.server, sections)
+    }
+
+    fn client_list(&self, ids: Option<&[u64]>, kind: Option<&str>) -> String {
+        self.server
+            .registry
+            .list(ids, kind, strata::now_ms())
+    }
+
+    fn client_info(&self, _session: &Session) -> String {
+        let mut line = self.client.line(strata::now_ms());
+        line.push('\n');
+        line
+    }
+
+    fn client_update(&self, session: &Session) {
+        let c = self.client;
+        c.db.store(session.db.index(), Ordering::Relaxed);
+        c.resp
+            .store(session.protocol.version() as u8, Ordering::Relaxed);
+        *c.name.lock().unwrap_or_else(|p| p.into_inner()) = session.name.clone();
+    }
+
+    fn client_kill(&self, filter: &KillFilter, self_id: u64) -> usize {
+        self.server.registry.kill(filter, self_id)
+    }
+
+    fn bgsave(&self) -> Result<(), String> {
+        self.server.bgsave()
+    }
+
+    fn lastsave(&self) -> u64 {
+        self.server.lastsave()
+    }
+
+    fn shutdown(&self) -> Result<(), String> {
+        notice!("User requested shutdown...");
+        self.server.request_shutdown();
+        Ok(())
+    }
+
+    #[inline]
+    fn note_command(&self, _session: &Session, name: &str) {
+        self.client.set_cmd(name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_id_is_40_hex_digits() {
+        let id = random_hex40();
+        assert_eq!(id.len(), 40);
+        assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn prune_keeps_the_newest_checkpoints() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        for ms in [100, 300, 200, 50] {
+            std::fs::create_dir(dir.path().join(format!("checkpoint-{ms}")))?;
+        }
+        std::fs::create_dir(dir.path().join("other"))?;
+        prune_checkpoints(dir.path(), 2);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["checkpoint-200", "checkpoint-300", "other"]);
+        Ok(())
+    }
+}

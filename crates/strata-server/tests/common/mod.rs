@@ -1,0 +1,194 @@
+//! Test harness: starts the real `strata-server` binary on a free port with a temporary data
+//! directory, waits until it accepts connections, and kills it (by PID) when dropped.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// The binary under test.
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_strata-server")
+}
+
+/// A port nothing listens on right now.
+pub fn free_port() -> std::io::Result<u16> {
+    let l = TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}
+
+/// A running server, killed when dropped.
+pub struct Server {
+    child: Option<Child>,
+    pub port: u16,
+    pub dir: PathBuf,
+    pub log: PathBuf,
+}
+
+impl Server {
+    /// Starts a server on a free port with data in `root/data`, its log in `root/server-<port>.log`,
+    /// and the extra `--directive value` args.
+    pub fn start(root: &Path, extra: &[&str]) -> Result<Server, Box<dyn std::error::Error>> {
+        let port = free_port()?;
+        Server::start_on(root, port, extra)
+    }
+
+    /// Starts a server on `port`.
+    pub fn start_on(
+        root: &Path,
+        port: u16,
+        extra: &[&str],
+    ) -> Result<Server, Box<dyn std::error::Error>> {
+        let dir = root.join("data");
+        let log = root.join(format!("server-{port}.log"));
+        let stderr = std::fs::File::create(&log)?;
+        let child = Command::new(binary())
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--dir"])
+            .arg(&dir)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(stderr))
+            .spawn()?;
+        let mut server = Server {
+            child: Some(child),
+            port,
+            dir,
+            log,
+        };
+        server.wait_ready()?;
+        Ok(server)
+    }
+
+    fn wait_ready(&mut self) -> Result<(), Box<dyn std::error::Error>> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Some(child) = self.child.as_mut() {
+                if let Some(status) = child.try_wait()? {
+                    return Err(format!(
+                        "server exited early with {status}: {}",
+                        self.log_text()
+                    )
+                    .into());
+                }
+            }
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err(format!("server did not start: {}", self.log_text()).into())
+    }
+
+    /// What the server logged so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// A `redis` crate client.
+    pub fn client(&self) -> redis::RedisResult<redis::Client> {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
+    }
+
+    /// A fresh synchronous connection.
+    pub fn conn(&self) -> redis::RedisResult<redis::Connection> {
+        self.client()?.get_connection()
+    }
+
+    /// A raw TCP connection with a read timeout.
+    pub fn raw(&self) -> std::io::Result<TcpStream> {
+        let s = TcpStream::connect(("127.0.0.1", self.port))?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        Ok(s)
+    }
+
+    /// Waits up to `timeout` for the process to exit by itself; returns its exit code.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Result<Option<i32>, Box<dyn std::error::Error>> {
+        let deadline = Instant::now() + timeout;
+        let child = self.child.as_mut().ok_or("no child")?;
+        while Instant::now() < deadline {
+            if let Some(status) = child.try_wait()? {
+                self.child = None;
+                return Ok(status.code());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err("server did not exit in time".into())
+    }
+
+    /// Sends SIGTERM.
+    pub fn terminate(&self) -> std::io::Result<()> {
+        let pid = self.child.as_ref().map(|c| c.id()).unwrap_or(0);
+        let status = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(std::io::Error::other("kill failed"))
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Runs the binary to completion with `args` (for startup errors), with a time limit.
+pub fn run_to_exit(args: &[&str]) -> Result<Output, Box<dyn std::error::Error>> {
+    let mut child = Command::new(binary())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait()?.is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            return Err("binary did not exit".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(child.wait_with_output()?)
+}
+
+/// Reads from `s` until `want` bytes arrived or the peer closed; returns what was read.
+pub fn read_n(s: &mut TcpStream, want: usize) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while out.len() < want {
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    Ok(out)
+}
+
+/// Whether the peer closed `s` (EOF or reset) within the read timeout.
+pub fn closed_by_peer(s: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 64];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Sends raw bytes.
+pub fn send(s: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
+    s.write_all(bytes)
+}

@@ -1,0 +1,380 @@
+//! The `Db` handle: opening a data directory, selecting one of its logical databases, and the shared
+//! machinery every data-type module uses (reading live metadata, writing batches under key locks, the
+//! logical → physical database map behind SWAPDB, and the housekeeping thread for active expiry and
+//! the once-a-second WAL sync). Type-specific operations live in their own modules.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rocksdb::WriteBatch;
+
+use crate::error::{Error, Result};
+use crate::keys;
+use crate::locks::KeyLocks;
+use crate::meta::{self, KeyType, Meta};
+use crate::storage::{
+    Compression, Storage, StorageOptions, SyncPolicy, CF_EXPIRE, CF_META, DB_MAP_KEY,
+};
+
+/// The current time in Unix milliseconds.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// How a data directory is opened.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Number of logical databases (1..=256), as Redis's `databases`.
+    pub databases: u32,
+    /// When writes reach stable storage.
+    pub sync: SyncPolicy,
+    /// Shared block cache size in bytes.
+    pub block_cache_size: usize,
+    /// Memtable size per column family in bytes.
+    pub write_buffer_size: usize,
+    /// Block compression.
+    pub compression: Compression,
+    /// Run the background cycle that deletes expired keys (on by default).
+    pub active_expire: bool,
+    /// Largest string a command may build (APPEND, SETRANGE), as Redis's `proto-max-bulk-len`.
+    pub max_string_len: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            databases: 16,
+            sync: SyncPolicy::EverySec,
+            block_cache_size: 256 << 20,
+            write_buffer_size: 64 << 20,
+            compression: Compression::Lz4,
+            active_expire: true,
+            max_string_len: 512 << 20,
+        }
+    }
+}
+
+/// Counters the server reports in INFO.
+#[derive(Default, Debug)]
+pub struct Stats {
+    /// Keys deleted because they expired (lazily or by the active cycle).
+    pub expired_keys: AtomicU64,
+    /// Lookups that found a live key.
+    pub keyspace_hits: AtomicU64,
+    /// Lookups that found nothing.
+    pub keyspace_misses: AtomicU64,
+}
+
+pub(crate) struct Inner {
+    pub(crate) storage: Storage,
+    pub(crate) locks: KeyLocks,
+    /// logical database index → physical id used in keys.
+    db_map: RwLock<[u8; 256]>,
+    pub(crate) databases: u32,
+    pub(crate) max_string_len: AtomicU64,
+    pub(crate) stats: Stats,
+    pub(crate) cursors: Mutex<crate::keyspace::CursorTable>,
+    version_counter: AtomicU64,
+    path: PathBuf,
+    stop: AtomicBool,
+}
+
+/// A handle on one logical database of an open data directory. Cloning is cheap; all clones share
+/// the directory. Operations are synchronous and thread-safe.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let db = strata::Db::open(dir.path())?;
+/// db.set(b"greeting", b"hello", strata::SetOptions::default())?;
+/// assert_eq!(db.get(b"greeting")?, Some(b"hello".to_vec()));
+/// let other = db.select(1)?;
+/// assert_eq!(other.get(b"greeting")?, None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Db {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) index: u8,
+}
+
+impl Db {
+    /// Opens (or creates) the data directory at `path` with default options, database 0 selected.
+    pub fn open(path: impl AsRef<Path>) -> Result<Db> {
+        Db::open_with(path, Options::default())
+    }
+
+    /// Opens (or creates) the data directory at `path`.
+    pub fn open_with(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        if opts.databases == 0 || opts.databases > 256 {
+            return Err(Error::DbIndexOutOfRange);
+        }
+        let storage = Storage::open(
+            path.as_ref(),
+            &StorageOptions {
+                block_cache_size: opts.block_cache_size,
+                write_buffer_size: opts.write_buffer_size,
+                compression: opts.compression,
+                sync: opts.sync,
+            },
+        )?;
+        let mut map = [0u8; 256];
+        for (i, slot) in map.iter_mut().enumerate() {
+            *slot = i as u8;
+        }
+        if let Some(saved) = storage.get("default", DB_MAP_KEY)? {
+            if saved.len() != 256 {
+                return Err(Error::Corrupt("database map is not 256 bytes".into()));
+            }
+            map.copy_from_slice(&saved);
+        }
+        // Versions must grow across restarts: start from the clock in microseconds, shifted to leave
+        // room for a counter.
+        let start = now_ms().saturating_mul(1000) << 8;
+        let inner = Arc::new(Inner {
+            storage,
+            locks: KeyLocks::new(),
+            db_map: RwLock::new(map),
+            databases: opts.databases,
+            max_string_len: AtomicU64::new(opts.max_string_len),
+            stats: Stats::default(),
+            cursors: Mutex::new(crate::keyspace::CursorTable::default()),
+            version_counter: AtomicU64::new(start),
+            path: path.as_ref().to_path_buf(),
+            stop: AtomicBool::new(false),
+        });
+        spawn_housekeeping(Arc::downgrade(&inner), opts.active_expire);
+        Ok(Db { inner, index: 0 })
+    }
+
+    /// A handle on logical database `index` of the same directory.
+    pub fn select(&self, index: u32) -> Result<Db> {
+        if index >= self.inner.databases {
+            return Err(Error::DbIndexOutOfRange);
+        }
+        Ok(Db {
+            inner: self.inner.clone(),
+            index: index as u8,
+        })
+    }
+
+    /// The logical database this handle addresses.
+    pub fn index(&self) -> u32 {
+        self.index as u32
+    }
+
+    /// Number of logical databases.
+    pub fn databases(&self) -> u32 {
+        self.inner.databases
+    }
+
+    /// The data directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The current sync policy.
+    pub fn sync_policy(&self) -> SyncPolicy {
+        self.inner.storage.sync_policy()
+    }
+
+    /// Changes the sync policy at runtime.
+    pub fn set_sync_policy(&self, policy: SyncPolicy) {
+        self.inner.storage.set_sync_policy(policy)
+    }
+
+    /// Changes the largest string APPEND/SETRANGE may build.
+    pub fn set_max_string_len(&self, len: u64) {
+        self.inner.max_string_len.store(len, Ordering::Relaxed)
+    }
+
+    /// Counters for INFO.
+    pub fn stats(&self) -> &Stats {
+        &self.inner.stats
+    }
+
+    /// Syncs the WAL and flushes memtables: call before a clean shutdown.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.storage.flush_all()
+    }
+
+    /// Writes a consistent snapshot of the whole directory to `dest` (which must not exist yet).
+    pub fn checkpoint(&self, dest: impl AsRef<Path>) -> Result<()> {
+        self.inner.storage.checkpoint(dest.as_ref())
+    }
+
+    /// Compacts all data now, reclaiming the space of deleted and expired records.
+    pub fn compact(&self) {
+        self.inner.storage.compact_all()
+    }
+
+    /// An approximate figure from the engine (e.g. `rocksdb.total-sst-files-size`), summed over families.
+    pub fn engine_property(&self, name: &str) -> u64 {
+        self.inner.storage.property_sum(name)
+    }
+
+    /// Stops the housekeeping thread; the directory closes when the last handle is dropped.
+    pub fn shutdown(&self) {
+        self.inner.stop.store(true, Ordering::Relaxed);
+    }
+
+    // ----- shared machinery for the type modules -----
+
+    /// Physical id of this handle's logical database.
+    pub(crate) fn phys(&self) -> u8 {
+        self.phys_of(self.index)
+    }
+
+    pub(crate) fn phys_of(&self, logical: u8) -> u8 {
+        match self.inner.db_map.read() {
+            Ok(m) => m[logical as usize],
+            Err(p) => p.into_inner()[logical as usize],
+        }
+    }
+
+    /// The logical database currently mapped to physical id `phys`.
+    pub(crate) fn logical_of(&self, phys: u8) -> Option<u8> {
+        let map = match self.inner.db_map.read() {
+            Ok(m) => *m,
+            Err(p) => *p.into_inner(),
+        };
+        map.iter()
+            .take(self.inner.databases as usize)
+            .position(|&p| p == phys)
+            .map(|i| i as u8)
+    }
+
+    pub(crate) fn meta_key(&self, key: &[u8]) -> Vec<u8> {
+        keys::meta_key(self.phys(), key)
+    }
+
+    /// A fresh collection version, unique for the life of the directory.
+    pub(crate) fn next_version(&self) -> u64 {
+        self.inner.version_counter.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The live (not expired) metadata of `key`, raw. Expired keys read as missing.
+    pub(crate) fn live_raw(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let raw = self.inner.storage.get(CF_META, &self.meta_key(key))?;
+        Ok(match raw {
+            Some(r) => {
+                let exp = meta::expire_of(&r);
+                if exp != 0 && exp <= now_ms() {
+                    None
+                } else {
+                    Some(r)
+                }
+            }
+            None => None,
+        })
+    }
+
+    /// The live metadata of `key`, decoded.
+    pub(crate) fn live_meta(&self, key: &[u8]) -> Result<Option<Meta>> {
+        self.live_raw(key)?.map(|r| Meta::decode(&r)).transpose()
+    }
+
+    /// Live metadata that must be of type `kind` (WRONGTYPE otherwise).
+    pub(crate) fn live_meta_of(&self, key: &[u8], kind: KeyType) -> Result<Option<Meta>> {
+        match self.live_meta(key)? {
+            Some(m) if m.kind != kind => Err(Error::WrongType),
+            other => Ok(other),
+        }
+    }
+
+    pub(crate) fn count_lookup(&self, hit: bool) {
+        let c = if hit {
+            &self.inner.stats.keyspace_hits
+        } else {
+            &self.inner.stats.keyspace_misses
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds the writes that store `m` under `key` (metadata plus expiry index entry) to `batch`.
+    pub(crate) fn put_meta(&self, batch: &mut WriteBatch, key: &[u8], m: &Meta) {
+        self.put_meta_raw(batch, self.phys(), key, m.kind, m.expire_ms, &m.body);
+    }
+
+    pub(crate) fn put_meta_raw(
+        &self,
+        batch: &mut WriteBatch,
+        phys: u8,
+        key: &[u8],
+        kind: KeyType,
+        expire_ms: u64,
+        body: &[u8],
+    ) {
+        let s = &self.inner.storage;
+        batch.put_cf(
+            s.cf(CF_META),
+            keys::meta_key(phys, key),
+            meta::encode_parts(kind, expire_ms, body),
+        );
+        if expire_ms != 0 {
+            batch.put_cf(s.cf(CF_EXPIRE), keys::expire_key(expire_ms, phys, key), []);
+        }
+    }
+
+    /// Adds the deletion of `key`'s metadata to `batch`. Sub-keys of collections are left for the
+    /// compaction filter; the expiry index entry, if any, is dropped by the expiry cycle.
+    pub(crate) fn delete_meta(&self, batch: &mut WriteBatch, phys: u8, key: &[u8]) {
+        let s = &self.inner.storage;
+        batch.delete_cf(s.cf(CF_META), keys::meta_key(phys, key));
+    }
+
+    pub(crate) fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.inner.storage.write(batch)
+    }
+
+    pub(crate) fn storage(&self) -> &Storage {
+        &self.inner.storage
+    }
+
+    /// Swaps two logical databases (SWAPDB). The caller holds every key lock.
+    pub(crate) fn swap_map(&self, a: u8, b: u8) -> Result<()> {
+        let mut map = match self.inner.db_map.write() {
+            Ok(m) => m,
+            Err(p) => p.into_inner(),
+        };
+        let mut next = *map;
+        next.swap(a as usize, b as usize);
+        let mut batch = WriteBatch::default();
+        batch.put(DB_MAP_KEY, next);
+        self.inner.storage.write(batch)?;
+        *map = next;
+        Ok(())
+    }
+}
+
+fn spawn_housekeeping(inner: Weak<Inner>, active_expire: bool) {
+    let spawned = std::thread::Builder::new()
+        .name("strata-housekeeping".into())
+        .spawn(move || {
+            let mut last_sync = std::time::Instant::now();
+            loop {
+                std::thread::sleep(Duration::from_millis(100));
+                let Some(inner) = inner.upgrade() else { return };
+                if inner.stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                if last_sync.elapsed() >= Duration::from_secs(1) {
+                    last_sync = std::time::Instant::now();
+                    if inner.storage.sync_policy() == SyncPolicy::EverySec {
+                        // A failed sync is retried next second; writes themselves report errors.
+                        let _ = inner.storage.sync_wal();
+                    }
+                }
+                if active_expire {
+                    let db = Db { inner, index: 0 };
+                    let _ = crate::expire::active_cycle(&db, Duration::from_millis(25));
+                }
+            }
+        });
+    // Without the thread the database still works (lazy expiry); nothing to do on failure.
+    drop(spawned);
+}

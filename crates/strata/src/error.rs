@@ -1,0 +1,65 @@
+//! The library's error type. Variants name what went wrong in data-model terms (wrong type, not an
+//! integer, ...); mapping them to Redis's reply text is the command layer's job, not this crate's.
+
+use std::fmt;
+
+/// Everything a [`crate::Db`] operation can fail with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// The key holds a value of another type than the operation needs.
+    WrongType,
+    /// The stored value (or an argument) is not an integer in range.
+    NotInteger,
+    /// The stored value is not a valid floating point number.
+    NotFloat,
+    /// The result of an increment would overflow a signed 64-bit integer.
+    Overflow,
+    /// An increment would produce NaN or infinity.
+    NanOrInfinity,
+    /// The key does not exist (for operations that need it, such as rename).
+    NoSuchKey,
+    /// The database index is outside `0..databases`.
+    DbIndexOutOfRange,
+    /// A string would grow beyond the configured maximum size.
+    StringTooLong,
+    /// The data directory is locked by another process.
+    Locked(String),
+    /// A record read from disk does not decode.
+    Corrupt(String),
+    /// The storage engine failed (I/O error, disk full, ...).
+    Storage(String),
+}
+
+/// Short for `std::result::Result<T, strata::Error>`.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::WrongType => f.write_str("key holds a value of another type"),
+            Error::NotInteger => f.write_str("value is not an integer or out of range"),
+            Error::NotFloat => f.write_str("value is not a valid float"),
+            Error::Overflow => f.write_str("increment or decrement would overflow"),
+            Error::NanOrInfinity => f.write_str("increment would produce NaN or Infinity"),
+            Error::NoSuchKey => f.write_str("no such key"),
+            Error::DbIndexOutOfRange => f.write_str("DB index is out of range"),
+            Error::StringTooLong => f.write_str("string exceeds maximum allowed size"),
+            Error::Locked(m) => write!(f, "data directory is in use: {m}"),
+            Error::Corrupt(m) => write!(f, "corrupt record: {m}"),
+            Error::Storage(m) => write!(f, "storage error: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<rocksdb::Error> for Error {
+    fn from(e: rocksdb::Error) -> Self {
+        let text = e.into_string();
+        if text.contains("lock") && text.contains("LOCK") {
+            Error::Locked(text)
+        } else {
+            Error::Storage(text)
+        }
+    }
+}

@@ -1,0 +1,571 @@
+//! Operations on keys of any type: existence, deletion, TTLs, renaming, copying and moving between
+//! databases, iteration (KEYS, SCAN, RANDOMKEY, DBSIZE) and whole-database operations (FLUSHDB,
+//! FLUSHALL, SWAPDB). Type-specific reads and writes live in the type modules.
+
+use std::collections::{HashMap, VecDeque};
+
+use rocksdb::{ReadOptions, WriteBatch};
+
+use crate::db::{now_ms, Db};
+use crate::error::{Error, Result};
+use crate::glob::glob_match;
+use crate::keys;
+use crate::meta::{self, KeyType, Meta};
+use crate::num;
+use crate::storage::{CF_DATA, CF_EXPIRE, CF_META, CF_ZSCORE};
+
+/// The time to live of a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ttl {
+    /// The key does not exist.
+    Missing,
+    /// The key exists and does not expire.
+    Persistent,
+    /// The key expires at this Unix time in milliseconds.
+    ExpiresAt(u64),
+}
+
+/// Condition of EXPIRE and friends (Redis 7's NX/XX/GT/LT).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ExpireCondition {
+    /// Always set.
+    #[default]
+    Always,
+    /// Only if the key has no expiry.
+    IfNone,
+    /// Only if the key has an expiry.
+    IfSome,
+    /// Only if the new expiry is later (a key without expiry counts as infinitely late).
+    IfGreater,
+    /// Only if the new expiry is earlier.
+    IfLess,
+}
+
+/// SCAN's server-side cursors: RocksDB iterates in key order, so a cursor remembers the last key a
+/// SCAN returned. Clients see a number; the table maps it to the position. Bounded: the oldest
+/// cursors are forgotten (a forgotten cursor restarts the iteration).
+#[derive(Default)]
+pub struct CursorTable {
+    next_id: u64,
+    positions: HashMap<u64, (u8, Vec<u8>)>,
+    order: VecDeque<u64>,
+}
+
+const MAX_CURSORS: usize = 65536;
+
+impl CursorTable {
+    fn remember(&mut self, db: u8, last: Vec<u8>) -> u64 {
+        if self.next_id == 0 {
+            // Start somewhere unpredictable so cursors of a previous run are unlikely to collide.
+            self.next_id = (now_ms() % 1_000_000_007) * 7919 + 1;
+        }
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        self.positions.insert(id, (db, last));
+        self.order.push_back(id);
+        while self.order.len() > MAX_CURSORS {
+            if let Some(old) = self.order.pop_front() {
+                self.positions.remove(&old);
+            }
+        }
+        id
+    }
+
+    fn position(&self, id: u64, db: u8) -> Option<Vec<u8>> {
+        match self.positions.get(&id) {
+            Some((d, k)) if *d == db => Some(k.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// One page of a SCAN.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScanPage {
+    /// The cursor to pass next; 0 when the iteration is complete.
+    pub cursor: u64,
+    /// The keys of this page.
+    pub keys: Vec<Vec<u8>>,
+}
+
+impl Db {
+    fn db_read_options(&self, phys: u8) -> ReadOptions {
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_lower_bound(keys::db_start(phys));
+        ro.set_iterate_upper_bound(keys::db_end(phys));
+        ro
+    }
+
+    /// Walks the live keys of this database in storage order starting after `after` (or from the
+    /// beginning), calling `f(key, meta header)` until it returns false. Returns the last key visited.
+    fn walk(
+        &self,
+        after: Option<&[u8]>,
+        mut f: impl FnMut(&[u8], KeyType) -> bool,
+    ) -> Result<Option<Vec<u8>>> {
+        let phys = self.phys();
+        let s = self.storage();
+        let mut it = s
+            .raw()
+            .raw_iterator_cf_opt(s.cf(CF_META), self.db_read_options(phys));
+        match after {
+            Some(k) => {
+                let raw = keys::meta_key(phys, k);
+                it.seek(&raw);
+                if it.valid() && it.key() == Some(raw.as_slice()) {
+                    it.next();
+                }
+            }
+            None => it.seek(keys::db_start(phys)),
+        }
+        let now = now_ms();
+        let mut last = None;
+        while it.valid() {
+            let (Some(k), Some(v)) = (it.key(), it.value()) else {
+                break;
+            };
+            let Some((_, user)) = keys::split_meta_key(k) else {
+                it.next();
+                continue;
+            };
+            last = Some(user.to_vec());
+            if let Ok((kind, exp)) = meta::decode_header(v) {
+                if (exp == 0 || exp > now) && !f(user, kind) {
+                    break;
+                }
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(last)
+    }
+
+    /// EXISTS for one key.
+    pub fn exists(&self, key: &[u8]) -> Result<bool> {
+        Ok(self.live_raw(key)?.is_some())
+    }
+
+    /// TYPE: the type of a key, `None` if missing.
+    pub fn key_type(&self, key: &[u8]) -> Result<Option<KeyType>> {
+        match self.live_raw(key)? {
+            Some(raw) => Ok(Some(meta::decode_header(&raw)?.0)),
+            None => Ok(None),
+        }
+    }
+
+    /// DEL / UNLINK: deletes the keys, returns how many existed. O(1) per key whatever its size:
+    /// a collection's members are reclaimed later by compaction.
+    pub fn del(&self, keys: &[&[u8]]) -> Result<u64> {
+        let _g = self.inner.locks.lock(keys.iter().map(|k| (self.index, *k)));
+        let mut batch = WriteBatch::default();
+        let mut n = 0;
+        let mut seen = std::collections::HashSet::new();
+        for k in keys {
+            if seen.insert(*k) && self.live_raw(k)?.is_some() {
+                self.delete_meta(&mut batch, self.phys(), k);
+                n += 1;
+            }
+        }
+        if n > 0 {
+            self.write(batch)?;
+        }
+        Ok(n)
+    }
+
+    /// TTL / PTTL / EXPIRETIME source: the key's expiry state.
+    pub fn ttl(&self, key: &[u8]) -> Result<Ttl> {
+        Ok(match self.live_raw(key)? {
+            None => Ttl::Missing,
+            Some(raw) => match meta::expire_of(&raw) {
+                0 => Ttl::Persistent,
+                t => Ttl::ExpiresAt(t),
+            },
+        })
+    }
+
+    /// EXPIRE family: sets the expiry to `at_ms` (Unix ms) if every condition in `conds` allows. A
+    /// deadline already in the past deletes the key. Returns whether anything changed (Redis's 1/0).
+    pub fn expire_at(&self, key: &[u8], at_ms: i64, conds: &[ExpireCondition]) -> Result<bool> {
+        let _g = self.inner.locks.lock_one(self.index, key);
+        let Some(mut m) = self.live_meta(key)? else {
+            return Ok(false);
+        };
+        let current = m.expire_ms;
+        let allowed = conds.iter().all(|cond| match cond {
+            ExpireCondition::Always => true,
+            ExpireCondition::IfNone => current == 0,
+            ExpireCondition::IfSome => current != 0,
+            ExpireCondition::IfGreater => current != 0 && at_ms > current as i64,
+            ExpireCondition::IfLess => current == 0 || at_ms < current as i64,
+        });
+        if !allowed {
+            return Ok(false);
+        }
+        let mut batch = WriteBatch::default();
+        if at_ms <= now_ms() as i64 {
+            self.delete_meta(&mut batch, self.phys(), key);
+        } else {
+            m.expire_ms = at_ms as u64;
+            self.put_meta(&mut batch, key, &m);
+        }
+        self.write(batch)?;
+        Ok(true)
+    }
+
+    /// PERSIST: removes the expiry; returns whether there was one.
+    pub fn persist(&self, key: &[u8]) -> Result<bool> {
+        let _g = self.inner.locks.lock_one(self.index, key);
+        let Some(mut m) = self.live_meta(key)? else {
+            return Ok(false);
+        };
+        if m.expire_ms == 0 {
+            return Ok(false);
+        }
+        m.expire_ms = 0;
+        let mut batch = WriteBatch::default();
+        self.put_meta(&mut batch, key, &m);
+        self.write(batch)?;
+        Ok(true)
+    }
+
+    /// Writes a copy of `m` (of `src_key` in physical db `src_phys`) as `dst_key` in physical db
+    /// `dst_phys`. Collections get a new version and their members are copied.
+    fn copy_value(
+        &self,
+        batch: &mut WriteBatch,
+        src_phys: u8,
+        src_key: &[u8],
+        m: &Meta,
+        dst_phys: u8,
+        dst_key: &[u8],
+    ) -> Result<()> {
+        if m.kind == KeyType::String {
+            self.put_meta_raw(batch, dst_phys, dst_key, m.kind, m.expire_ms, &m.body);
+            return Ok(());
+        }
+        let old_version = m
+            .version()
+            .ok_or_else(|| Error::Corrupt("collection metadata without version".into()))?;
+        let new_version = self.next_version();
+        let mut body = m.body.clone();
+        body[..8].copy_from_slice(&new_version.to_be_bytes());
+        self.put_meta_raw(batch, dst_phys, dst_key, m.kind, m.expire_ms, &body);
+        let s = self.storage();
+        for cf in [CF_DATA, CF_ZSCORE] {
+            let prefix = keys::data_prefix(src_phys, src_key, old_version);
+            let mut ro = ReadOptions::default();
+            ro.set_iterate_upper_bound(prefix_successor(&prefix));
+            let mut it = s.raw().raw_iterator_cf_opt(s.cf(cf), ro);
+            it.seek(&prefix);
+            while it.valid() {
+                let (Some(k), Some(v)) = (it.key(), it.value()) else {
+                    break;
+                };
+                if !k.starts_with(&prefix) {
+                    break;
+                }
+                let sub = &k[prefix.len()..];
+                batch.put_cf(
+                    s.cf(cf),
+                    keys::data_key(dst_phys, dst_key, new_version, sub),
+                    v,
+                );
+                it.next();
+            }
+            it.status()?;
+        }
+        Ok(())
+    }
+
+    /// RENAME / RENAMENX: moves `src` to `dst` with its TTL. `NoSuchKey` if `src` is missing; with
+    /// `only_if_absent`, returns false (and does nothing) when `dst` exists.
+    pub fn rename(&self, src: &[u8], dst: &[u8], only_if_absent: bool) -> Result<bool> {
+        let _g = self
+            .inner
+            .locks
+            .lock([(self.index, src), (self.index, dst)]);
+        let Some(m) = self.live_meta(src)? else {
+            return Err(Error::NoSuchKey);
+        };
+        if src == dst {
+            return Ok(!only_if_absent);
+        }
+        if only_if_absent && self.live_raw(dst)?.is_some() {
+            return Ok(false);
+        }
+        let phys = self.phys();
+        let mut batch = WriteBatch::default();
+        self.copy_value(&mut batch, phys, src, &m, phys, dst)?;
+        self.delete_meta(&mut batch, phys, src);
+        self.write(batch)?;
+        Ok(true)
+    }
+
+    /// COPY: copies `src` to `dst` in logical database `dst_db`; with `replace` an existing `dst` is
+    /// overwritten, otherwise nothing happens and false is returned.
+    pub fn copy(&self, src: &[u8], dst_db: u32, dst: &[u8], replace: bool) -> Result<bool> {
+        let target = self.select(dst_db)?;
+        let _g = self
+            .inner
+            .locks
+            .lock([(self.index, src), (target.index, dst)]);
+        let Some(m) = self.live_meta(src)? else {
+            return Ok(false);
+        };
+        if !replace && target.live_raw(dst)?.is_some() {
+            return Ok(false);
+        }
+        let mut batch = WriteBatch::default();
+        self.copy_value(&mut batch, self.phys(), src, &m, target.phys(), dst)?;
+        self.write(batch)?;
+        Ok(true)
+    }
+
+    /// MOVE: moves `key` to logical database `dst_db` unless it exists there.
+    pub fn move_to(&self, key: &[u8], dst_db: u32) -> Result<bool> {
+        let target = self.select(dst_db)?;
+        let _g = self
+            .inner
+            .locks
+            .lock([(self.index, key), (target.index, key)]);
+        let Some(m) = self.live_meta(key)? else {
+            return Ok(false);
+        };
+        if target.live_raw(key)?.is_some() {
+            return Ok(false);
+        }
+        let mut batch = WriteBatch::default();
+        self.copy_value(&mut batch, self.phys(), key, &m, target.phys(), key)?;
+        self.delete_meta(&mut batch, self.phys(), key);
+        self.write(batch)?;
+        Ok(true)
+    }
+
+    /// KEYS: every live key matching the glob `pattern`.
+    pub fn keys(&self, pattern: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let mut out = Vec::new();
+        let all = pattern == b"*";
+        self.walk(None, |k, _| {
+            if all || glob_match(pattern, k, false) {
+                out.push(k.to_vec());
+            }
+            true
+        })?;
+        Ok(out)
+    }
+
+    /// SCAN: visits about `count` keys after `cursor`, returning those that match `pattern` and `kind`.
+    pub fn scan(
+        &self,
+        cursor: u64,
+        pattern: Option<&[u8]>,
+        count: usize,
+        kind: Option<KeyType>,
+    ) -> Result<ScanPage> {
+        let after = if cursor == 0 {
+            None
+        } else {
+            let table = match self.inner.cursors.lock() {
+                Ok(t) => t,
+                Err(p) => p.into_inner(),
+            };
+            table.position(cursor, self.index)
+        };
+        let mut found = Vec::new();
+        let mut visited = 0usize;
+        let count = count.max(1);
+        let mut finished = true;
+        let last = self.walk(after.as_deref(), |k, t| {
+            visited += 1;
+            if kind.is_none_or(|want| want == t)
+                && pattern.is_none_or(|p| glob_match(p, k, false))
+            {
+                found.push(k.to_vec());
+            }
+            if visited >= count {
+                finished = false;
+                return false;
+            }
+            true
+        })?;
+        let next = match (finished, last) {
+            (false, Some(last)) => {
+                let mut table = match self.inner.cursors.lock() {
+                    Ok(t) => t,
+                    Err(p) => p.into_inner(),
+                };
+                table.remember(self.index, last)
+            }
+            _ => 0,
+        };
+        Ok(ScanPage {
+            cursor: next,
+            keys: found,
+        })
+    }
+
+    /// RANDOMKEY: a random live key, `None` if the database is empty.
+    pub fn random_key(&self) -> Result<Option<Vec<u8>>> {
+        let seed = random_u64();
+        for attempt in 0..4u64 {
+            let slot = ((seed >> (attempt * 14)) & 0x3FFF) as u16;
+            let start = keys::meta_key(self.phys(), &[]);
+            let mut probe = start[..1].to_vec();
+            probe.extend_from_slice(&slot.to_be_bytes());
+            let mut found = None;
+            // From a random slot to the end, then from the beginning.
+            let phys = self.phys();
+            let s = self.storage();
+            let mut it = s
+                .raw()
+                .raw_iterator_cf_opt(s.cf(CF_META), self.db_read_options(phys));
+            it.seek(&probe);
+            if !it.valid() {
+                it.seek(keys::db_start(phys));
+            }
+            let now = now_ms();
+            let mut steps = 0;
+            while it.valid() && steps < 64 {
+                if let (Some(k), Some(v)) = (it.key(), it.value()) {
+                    let exp = meta::expire_of(v);
+                    if exp == 0 || exp > now {
+                        found = keys::split_meta_key(k).map(|(_, u)| u.to_vec());
+                        break;
+                    }
+                }
+                steps += 1;
+                it.next();
+            }
+            it.status()?;
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+        // Everything near the probes was expired: fall back to the first live key, if any.
+        let mut first = None;
+        self.walk(None, |k, _| {
+            first = Some(k.to_vec());
+            false
+        })?;
+        Ok(first)
+    }
+
+    /// DBSIZE: the number of live keys. O(n) in the number of keys (see docs/differences.md).
+    pub fn dbsize(&self) -> Result<u64> {
+        let mut n = 0;
+        self.walk(None, |_, _| {
+            n += 1;
+            true
+        })?;
+        Ok(n)
+    }
+
+    /// Number of live keys and of those with an expiry, and the average remaining TTL in ms (INFO keyspace).
+    pub fn keyspace_info(&self) -> Result<(u64, u64, u64)> {
+        let phys = self.phys();
+        let s = self.storage();
+        let mut it = s
+            .raw()
+            .raw_iterator_cf_opt(s.cf(CF_META), self.db_read_options(phys));
+        it.seek(keys::db_start(phys));
+        let now = now_ms();
+        let (mut keys_n, mut expires, mut ttl_sum) = (0u64, 0u64, 0u128);
+        while it.valid() {
+            if let Some(v) = it.value() {
+                let exp = meta::expire_of(v);
+                if exp == 0 {
+                    keys_n += 1;
+                } else if exp > now {
+                    keys_n += 1;
+                    expires += 1;
+                    ttl_sum += (exp - now) as u128;
+                }
+            }
+            it.next();
+        }
+        it.status()?;
+        let avg = if expires > 0 {
+            (ttl_sum / expires as u128) as u64
+        } else {
+            0
+        };
+        Ok((keys_n, expires, avg))
+    }
+
+    /// FLUSHDB: deletes every key of this database.
+    pub fn flushdb(&self) -> Result<()> {
+        let _g = self.inner.locks.lock_all();
+        let phys = self.phys();
+        let s = self.storage();
+        let mut batch = WriteBatch::default();
+        for cf in [CF_META, CF_DATA, CF_ZSCORE] {
+            batch.delete_range_cf(s.cf(cf), keys::db_start(phys), keys::db_end(phys));
+        }
+        self.write(batch)
+    }
+
+    /// FLUSHALL: deletes every key of every database.
+    pub fn flushall(&self) -> Result<()> {
+        let _g = self.inner.locks.lock_all();
+        let s = self.storage();
+        let mut batch = WriteBatch::default();
+        for cf in [CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE] {
+            batch.delete_range_cf(s.cf(cf), vec![0u8], vec![0xFFu8; 12]);
+        }
+        self.write(batch)
+    }
+
+    /// SWAPDB: exchanges the contents of two logical databases, instantly.
+    pub fn swapdb(&self, a: u32, b: u32) -> Result<()> {
+        if a >= self.inner.databases || b >= self.inner.databases {
+            return Err(Error::DbIndexOutOfRange);
+        }
+        let _g = self.inner.locks.lock_all();
+        if a != b {
+            self.swap_map(a as u8, b as u8)?;
+        }
+        Ok(())
+    }
+
+    /// OBJECT ENCODING: the encoding Redis would report for the value (by Redis's size rules).
+    pub fn object_encoding(&self, key: &[u8]) -> Result<Option<&'static str>> {
+        let Some(m) = self.live_meta(key)? else {
+            return Ok(None);
+        };
+        Ok(Some(match m.kind {
+            KeyType::String => {
+                if m.body.len() <= 20 && num::parse_i64(&m.body).is_some() {
+                    "int"
+                } else if m.body.len() <= 44 {
+                    "embstr"
+                } else {
+                    "raw"
+                }
+            }
+            KeyType::Hash => "hashtable",
+            KeyType::List => "quicklist",
+            KeyType::Set => "hashtable",
+            KeyType::ZSet => "skiplist",
+        }))
+    }
+}
+
+/// The smallest key greater than every key starting with `prefix`.
+pub(crate) fn prefix_successor(prefix: &[u8]) -> Vec<u8> {
+    let mut out = prefix.to_vec();
+    while let Some(last) = out.pop() {
+        if last != 0xFF {
+            out.push(last + 1);
+            return out;
+        }
+    }
+    vec![0xFF; prefix.len() + 1]
+}
+
+fn random_u64() -> u64 {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = RandomState::new().build_hasher();
+    h.write_u64(now_ms());
+    h.finish()
+}

@@ -1,0 +1,39 @@
+//! # strata
+//!
+//! Redis's data model on RocksDB, as an embeddable library: open a data directory with
+//! [`Db::open`], then call typed, synchronous methods named after Redis commands (`get`, `set`,
+//! `incr_by`, `expire_at`, `scan`, ...). The Strata server is built on this same API; the library
+//! knows nothing of RESP or the network.
+//!
+//! Each user key has one metadata record (type, expiry, and for strings the value itself); collection
+//! members are versioned sub-keys, so deleting or overwriting a collection of any size is O(1) and
+//! compaction reclaims the members later. The byte layout is in `docs/format.md`.
+//!
+//! ```
+//! use strata::{Db, SetOptions, Expiry};
+//! let dir = tempfile::tempdir()?;
+//! let db = Db::open(dir.path())?;
+//! db.set(b"session", b"token", SetOptions { expiry: Expiry::At(strata::now_ms() + 60_000), ..Default::default() })?;
+//! assert!(matches!(db.ttl(b"session")?, strata::Ttl::ExpiresAt(_)));
+//! assert_eq!(db.incr_by(b"visits", 1)?, 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod db;
+mod error;
+mod expire;
+pub mod glob;
+pub mod keys;
+mod keyspace;
+mod locks;
+pub mod meta;
+pub mod num;
+mod storage;
+mod string;
+
+pub use db::{now_ms, Db, Options, Stats};
+pub use error::{Error, Result};
+pub use keyspace::{ExpireCondition, ScanPage, Ttl};
+pub use meta::KeyType;
+pub use storage::{Compression, SyncPolicy};
+pub use string::{lcs, Expiry, GetExpiry, Lcs, SetCondition, SetOptions, SetOutcome};

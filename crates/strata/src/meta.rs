@@ -1,0 +1,201 @@
+//! The metadata record: the value stored under each user key in the `meta` column family. It says the
+//! key's type, its expiry and (for collections) the version and length of its sub-keys; a string keeps
+//! its value inline so GET is one read. Byte layout is documented in `docs/format.md`. Knows nothing
+//! of RocksDB.
+
+use crate::error::{Error, Result};
+
+/// Current encoding version of metadata records (byte 1). Readers refuse versions they don't know.
+pub const ENCODING_VERSION: u8 = 1;
+
+/// Common header length: type (1) + encoding (1) + expire_ms (8).
+pub const HEADER_LEN: usize = 10;
+
+/// The type of a key. The numeric ids are part of the on-disk format and are never reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum KeyType {
+    /// A binary-safe string (inline in the metadata).
+    String = 1,
+    /// A hash of field → value.
+    Hash = 2,
+    /// A list of values.
+    List = 3,
+    /// A set of members.
+    Set = 4,
+    /// A sorted set of member → score.
+    ZSet = 5,
+}
+
+impl KeyType {
+    /// The id stored on disk.
+    pub fn id(self) -> u8 {
+        self as u8
+    }
+
+    /// The type for an on-disk id.
+    pub fn from_id(id: u8) -> Option<KeyType> {
+        Some(match id {
+            1 => KeyType::String,
+            2 => KeyType::Hash,
+            3 => KeyType::List,
+            4 => KeyType::Set,
+            5 => KeyType::ZSet,
+            _ => return None,
+        })
+    }
+
+    /// The name Redis's TYPE command prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyType::String => "string",
+            KeyType::Hash => "hash",
+            KeyType::List => "list",
+            KeyType::Set => "set",
+            KeyType::ZSet => "zset",
+        }
+    }
+
+    /// Parses a TYPE name (as SCAN's TYPE option takes it), case-insensitively.
+    pub fn from_name(name: &[u8]) -> Option<KeyType> {
+        let lower = name.to_ascii_lowercase();
+        Some(match lower.as_slice() {
+            b"string" => KeyType::String,
+            b"hash" => KeyType::Hash,
+            b"list" => KeyType::List,
+            b"set" => KeyType::Set,
+            b"zset" => KeyType::ZSet,
+            _ => return None,
+        })
+    }
+}
+
+/// A decoded metadata record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Meta {
+    /// The key's type.
+    pub kind: KeyType,
+    /// Absolute expiry in Unix milliseconds; 0 means the key does not expire.
+    pub expire_ms: u64,
+    /// The type-specific body: the value of a string; `[version u64][len u64][...]` of a collection.
+    pub body: Vec<u8>,
+}
+
+impl Meta {
+    /// A string record.
+    pub fn string(value: Vec<u8>, expire_ms: u64) -> Meta {
+        Meta {
+            kind: KeyType::String,
+            expire_ms,
+            body: value,
+        }
+    }
+
+    /// Encodes the record into its on-disk bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        encode_parts(self.kind, self.expire_ms, &self.body)
+    }
+
+    /// Decodes on-disk bytes; a record that is too short or of an unknown type/version is `Corrupt`.
+    pub fn decode(raw: &[u8]) -> Result<Meta> {
+        let (kind, expire_ms) = decode_header(raw)?;
+        Ok(Meta {
+            kind,
+            expire_ms,
+            body: raw[HEADER_LEN..].to_vec(),
+        })
+    }
+
+    /// Whether the key is expired at `now_ms`.
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.expire_ms != 0 && self.expire_ms <= now_ms
+    }
+
+    /// The collection version (first 8 body bytes) of a non-string record.
+    pub fn version(&self) -> Option<u64> {
+        read_u64(&self.body, 0)
+    }
+
+    /// The collection length (body bytes 8..16) of a non-string record.
+    pub fn len(&self) -> Option<u64> {
+        read_u64(&self.body, 8)
+    }
+}
+
+fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
+    let slice = bytes.get(at..at + 8)?;
+    let mut b = [0u8; 8];
+    b.copy_from_slice(slice);
+    Some(u64::from_be_bytes(b))
+}
+
+/// Encodes a record from its parts without building a [`Meta`] first.
+pub fn encode_parts(kind: KeyType, expire_ms: u64, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN + body.len());
+    out.push(kind.id());
+    out.push(ENCODING_VERSION);
+    out.extend_from_slice(&expire_ms.to_be_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+/// Decodes just the header: `(type, expire_ms)`.
+pub fn decode_header(raw: &[u8]) -> Result<(KeyType, u64)> {
+    if raw.len() < HEADER_LEN {
+        return Err(Error::Corrupt(format!(
+            "metadata record of {} bytes is shorter than its header",
+            raw.len()
+        )));
+    }
+    let kind = KeyType::from_id(raw[0])
+        .ok_or_else(|| Error::Corrupt(format!("unknown type id {}", raw[0])))?;
+    if raw[1] != ENCODING_VERSION {
+        return Err(Error::Corrupt(format!(
+            "unknown metadata encoding version {}",
+            raw[1]
+        )));
+    }
+    let expire = read_u64(raw, 2).unwrap_or(0);
+    Ok((kind, expire))
+}
+
+/// The expiry field of an encoded record (0 when none or undecodable).
+pub fn expire_of(raw: &[u8]) -> u64 {
+    read_u64(raw, 2).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_record_round_trips() {
+        let m = Meta::string(b"hello\0world".to_vec(), 12345);
+        let raw = m.encode();
+        assert_eq!(raw[0], 1);
+        assert_eq!(raw[1], ENCODING_VERSION);
+        assert_eq!(Meta::decode(&raw).unwrap(), m);
+        assert_eq!(expire_of(&raw), 12345);
+    }
+
+    #[test]
+    fn truncated_or_unknown_records_are_corrupt_not_panics() {
+        assert!(matches!(Meta::decode(b"\x01\x01"), Err(Error::Corrupt(_))));
+        assert!(matches!(
+            Meta::decode(&[99, 1, 0, 0, 0, 0, 0, 0, 0, 0]),
+            Err(Error::Corrupt(_))
+        ));
+        assert!(matches!(
+            Meta::decode(&[1, 77, 0, 0, 0, 0, 0, 0, 0, 0]),
+            Err(Error::Corrupt(_))
+        ));
+    }
+
+    #[test]
+    fn expiry_is_inclusive_of_the_deadline() {
+        let m = Meta::string(vec![], 100);
+        assert!(!m.is_expired(99));
+        assert!(m.is_expired(100));
+        assert!(!Meta::string(vec![], 0).is_expired(u64::MAX));
+    }
+}

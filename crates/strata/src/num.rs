@@ -1,0 +1,128 @@
+//! Number parsing and formatting with Redis's exact rules, shared by the data model (INCR on a stored
+//! value) and the command layer (integer and float arguments), so both accept the same inputs.
+
+/// Parses a signed 64-bit integer the way Redis's `string2ll` does: optional `-`, no `+`, no spaces,
+/// no leading zeros (except `0` itself), at most 20 characters, no overflow.
+pub fn parse_i64(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    if s == b"0" {
+        return Some(0);
+    }
+    let (neg, digits) = match s[0] {
+        b'-' => (true, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || !(b'1'..=b'9').contains(&digits[0]) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    if neg {
+        if v > (i64::MAX as u64) + 1 {
+            None
+        } else {
+            Some((v as i64).wrapping_neg())
+        }
+    } else if v > i64::MAX as u64 {
+        None
+    } else {
+        Some(v as i64)
+    }
+}
+
+/// Parses a float the way Redis's `string2ld`/`strtod` based parsers do: no leading or trailing
+/// space, the whole input consumed, `inf`/`-inf`/`+inf` accepted, NaN refused.
+pub fn parse_f64(s: &[u8]) -> Option<f64> {
+    if s.is_empty() || s.len() > 5000 {
+        return None;
+    }
+    if s[0].is_ascii_whitespace() || s[s.len() - 1].is_ascii_whitespace() {
+        return None;
+    }
+    let text = std::str::from_utf8(s).ok()?;
+    let lower = text.to_ascii_lowercase();
+    let v = match lower.as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
+        "-inf" | "-infinity" => f64::NEG_INFINITY,
+        _ => {
+            // Rust's parser accepts "nan" and "inf" spellings handled above; C's strtod also accepts hex
+            // floats, which no Redis client sends.
+            if lower.contains("nan") || lower.contains("inf") {
+                return None;
+            }
+            lower.parse::<f64>().ok()?
+        }
+    };
+    if v.is_nan() {
+        None
+    } else {
+        Some(v)
+    }
+}
+
+/// Formats the result of INCRBYFLOAT: the shortest decimal that reads back as the same double, never
+/// in exponent form (Redis prints `%.17Lf` with trailing zeros removed; for values a double can hold
+/// the two agree except for the last digits of long fractions).
+pub fn format_incr_float(v: f64) -> String {
+    let s = format!("{v}");
+    if s == "-0" {
+        "0".to_string()
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_follow_string2ll() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-1"), Some(-1));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            &b"9223372036854775808"[..],
+            b"-0",
+            b"+1",
+            b"01",
+            b" 1",
+            b"1 ",
+            b"",
+            b"-",
+            b"1a",
+            b"1.0",
+        ] {
+            assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn floats_refuse_spaces_and_nan() {
+        assert_eq!(parse_f64(b"1.5"), Some(1.5));
+        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_f64(b"+inf"), Some(f64::INFINITY));
+        assert_eq!(parse_f64(b"1e3"), Some(1000.0));
+        assert_eq!(parse_f64(b".5"), Some(0.5));
+        assert_eq!(parse_f64(b"nan"), None);
+        assert_eq!(parse_f64(b" 1"), None);
+        assert_eq!(parse_f64(b"1 "), None);
+        assert_eq!(parse_f64(b"abc"), None);
+    }
+
+    #[test]
+    fn incr_float_results_print_like_redis() {
+        assert_eq!(format_incr_float(10.5 + 0.1), "10.6");
+        assert_eq!(format_incr_float(3000.0), "3000");
+        assert_eq!(format_incr_float(-0.0), "0");
+        assert_eq!(format_incr_float(5.0e3 + 200.0), "5200");
+    }
+}

@@ -1,0 +1,310 @@
+//! The RocksDB wrapper: opening a data directory with Strata's column families and tuning, the
+//! compaction filters that reclaim expired and orphaned records, and the write path with its sync
+//! policy. Everything that names a RocksDB type lives here; the rest of the crate sees `Storage`.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+
+use rocksdb::compaction_filter::Decision;
+use rocksdb::{
+    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType,
+    Options as RocksOptions, WriteBatch, WriteOptions, DB,
+};
+
+use crate::error::{Error, Result};
+use crate::keys;
+use crate::meta;
+
+/// Column family holding one metadata record per user key.
+pub const CF_META: &str = "meta";
+/// Column family holding collection sub-keys (hash fields, set members, list items, zset members).
+pub const CF_DATA: &str = "data";
+/// Column family holding sorted-set entries ordered by score.
+pub const CF_ZSCORE: &str = "zscore";
+/// Column family indexing keys by expiry deadline.
+pub const CF_EXPIRE: &str = "expire";
+/// Key in the default column family holding the logical → physical database map (SWAPDB).
+pub const DB_MAP_KEY: &[u8] = b"strata:dbmap";
+/// Key in the default column family holding the on-disk format version.
+pub const FORMAT_KEY: &[u8] = b"strata:format";
+/// The on-disk format version this build writes and reads.
+pub const FORMAT_VERSION: u8 = 1;
+
+/// When writes reach stable storage, as Redis's `appendfsync`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// fsync the write-ahead log before acknowledging each write.
+    Always,
+    /// fsync the write-ahead log once a second in the background.
+    EverySec,
+    /// Leave flushing to the operating system.
+    No,
+}
+
+impl SyncPolicy {
+    fn to_u8(self) -> u8 {
+        match self {
+            SyncPolicy::Always => 0,
+            SyncPolicy::EverySec => 1,
+            SyncPolicy::No => 2,
+        }
+    }
+    fn from_u8(v: u8) -> SyncPolicy {
+        match v {
+            0 => SyncPolicy::Always,
+            1 => SyncPolicy::EverySec,
+            _ => SyncPolicy::No,
+        }
+    }
+}
+
+/// Block compression for data files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    /// No compression.
+    None,
+    /// LZ4 (fast; the default).
+    Lz4,
+    /// Zstandard (smaller, a little slower).
+    Zstd,
+}
+
+/// Storage tuning, a subset of [`crate::Options`].
+#[derive(Clone, Debug)]
+pub struct StorageOptions {
+    /// Shared block cache size in bytes.
+    pub block_cache_size: usize,
+    /// Memtable size per column family in bytes.
+    pub write_buffer_size: usize,
+    /// Block compression.
+    pub compression: Compression,
+    /// Initial sync policy.
+    pub sync: SyncPolicy,
+}
+
+/// An open data directory.
+pub struct Storage {
+    db: Arc<DB>,
+    sync: AtomicU8,
+}
+
+fn now_ms() -> u64 {
+    crate::db::now_ms()
+}
+
+fn cf_options(
+    opts: &StorageOptions,
+    cache: &Cache,
+    whole_key_bloom: bool,
+) -> (RocksOptions, BlockBasedOptions) {
+    let mut o = RocksOptions::default();
+    o.set_write_buffer_size(opts.write_buffer_size);
+    o.set_max_write_buffer_number(3);
+    o.set_compression_type(match opts.compression {
+        Compression::None => DBCompressionType::None,
+        Compression::Lz4 => DBCompressionType::Lz4,
+        Compression::Zstd => DBCompressionType::Zstd,
+    });
+    if opts.compression != Compression::None {
+        o.set_bottommost_compression_type(DBCompressionType::Zstd);
+    }
+    o.set_level_compaction_dynamic_level_bytes(true);
+    let mut b = BlockBasedOptions::default();
+    b.set_block_cache(cache);
+    b.set_cache_index_and_filter_blocks(true);
+    b.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    if whole_key_bloom {
+        b.set_bloom_filter(10.0, false);
+        b.set_whole_key_filtering(true);
+    }
+    b.set_format_version(5);
+    (o, b)
+}
+
+impl Storage {
+    /// Opens (creating if missing) the data directory at `path`.
+    pub fn open(path: &Path, opts: &StorageOptions) -> Result<Storage> {
+        std::fs::create_dir_all(path)
+            .map_err(|e| Error::Storage(format!("cannot create {}: {e}", path.display())))?;
+        let cache = Cache::new_lru_cache(opts.block_cache_size);
+        let mut db_opts = RocksOptions::default();
+        db_opts.create_if_missing(true);
+        db_opts.create_missing_column_families(true);
+        db_opts.set_max_background_jobs(2);
+        db_opts.set_bytes_per_sync(1 << 20);
+        db_opts.set_keep_log_file_num(5);
+        db_opts.set_max_total_wal_size(4 * opts.write_buffer_size as u64);
+
+        // The data/zscore filters look up the metadata of the key a sub-key belongs to; they get the
+        // database handle once it is open.
+        let handle: Arc<OnceLock<Weak<DB>>> = Arc::new(OnceLock::new());
+
+        let (mut meta_opts, meta_table) = cf_options(opts, &cache, true);
+        meta_opts.set_block_based_table_factory(&meta_table);
+        meta_opts.set_compaction_filter("strata-meta-expired", |_level, _key, value: &[u8]| {
+            let expire = meta::expire_of(value);
+            if expire != 0 && expire <= now_ms() {
+                Decision::Remove
+            } else {
+                Decision::Keep
+            }
+        });
+
+        let (mut data_opts, data_table) = cf_options(opts, &cache, false);
+        data_opts.set_block_based_table_factory(&data_table);
+        let h = handle.clone();
+        data_opts.set_compaction_filter("strata-data-orphans", move |_l, key: &[u8], _v| {
+            orphan_decision(&h, key)
+        });
+
+        let (mut zscore_opts, zscore_table) = cf_options(opts, &cache, false);
+        zscore_opts.set_block_based_table_factory(&zscore_table);
+        let h = handle.clone();
+        zscore_opts.set_compaction_filter("strata-zscore-orphans", move |_l, key: &[u8], _v| {
+            orphan_decision(&h, key)
+        });
+
+        let (mut expire_opts, expire_table) = cf_options(opts, &cache, false);
+        expire_opts.set_block_based_table_factory(&expire_table);
+
+        let cfs = vec![
+            ColumnFamilyDescriptor::new(CF_META, meta_opts),
+            ColumnFamilyDescriptor::new(CF_DATA, data_opts),
+            ColumnFamilyDescriptor::new(CF_ZSCORE, zscore_opts),
+            ColumnFamilyDescriptor::new(CF_EXPIRE, expire_opts),
+        ];
+        let db = Arc::new(DB::open_cf_descriptors(&db_opts, path, cfs)?);
+        let _ = handle.set(Arc::downgrade(&db));
+        let storage = Storage {
+            db,
+            sync: AtomicU8::new(opts.sync.to_u8()),
+        };
+        storage.check_format()?;
+        Ok(storage)
+    }
+
+    fn check_format(&self) -> Result<()> {
+        match self.db.get(FORMAT_KEY)? {
+            None => {
+                self.db.put(FORMAT_KEY, [FORMAT_VERSION])?;
+                Ok(())
+            }
+            Some(v) if v.as_slice() == [FORMAT_VERSION] => Ok(()),
+            Some(v) => Err(Error::Corrupt(format!(
+                "data directory has on-disk format {v:?}; this build reads format {FORMAT_VERSION}"
+            ))),
+        }
+    }
+
+    pub(crate) fn cf(&self, name: &str) -> &ColumnFamily {
+        // The four families are created at open, so the handle always exists.
+        match self.db.cf_handle(name) {
+            Some(cf) => cf,
+            None => unreachable!("column family {name} is created at open"),
+        }
+    }
+
+    pub(crate) fn raw(&self) -> &DB {
+        &self.db
+    }
+
+    /// The current sync policy.
+    pub fn sync_policy(&self) -> SyncPolicy {
+        SyncPolicy::from_u8(self.sync.load(Ordering::Relaxed))
+    }
+
+    /// Changes the sync policy (CONFIG SET appendfsync).
+    pub fn set_sync_policy(&self, policy: SyncPolicy) {
+        self.sync.store(policy.to_u8(), Ordering::Relaxed);
+    }
+
+    /// Applies a batch atomically, honouring the sync policy.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        let mut wo = WriteOptions::default();
+        wo.set_sync(self.sync_policy() == SyncPolicy::Always);
+        self.db.write_opt(batch, &wo)?;
+        Ok(())
+    }
+
+    /// Reads one record of family `cf`.
+    pub fn get(&self, cf: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self
+            .db
+            .get_pinned_cf(self.cf(cf), key)?
+            .map(|v| v.to_vec()))
+    }
+
+    /// Reads one record of family `cf` and hands the pinned bytes to `f` without copying them.
+    pub fn with_pinned<T>(&self, cf: &str, key: &[u8], f: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
+        Ok(self.db.get_pinned_cf(self.cf(cf), key)?.map(|v| f(&v)))
+    }
+
+    /// fsyncs the write-ahead log.
+    pub fn sync_wal(&self) -> Result<()> {
+        self.db.flush_wal(true)?;
+        Ok(())
+    }
+
+    /// Flushes memtables to SST files and syncs the WAL (clean shutdown).
+    pub fn flush_all(&self) -> Result<()> {
+        self.db.flush_wal(true)?;
+        for cf in [CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE] {
+            self.db.flush_cf(self.cf(cf))?;
+        }
+        Ok(())
+    }
+
+    /// Writes a consistent checkpoint (hard links where possible) into `dest`, which must not exist.
+    pub fn checkpoint(&self, dest: &Path) -> Result<()> {
+        let cp = rocksdb::checkpoint::Checkpoint::new(&self.db)?;
+        cp.create_checkpoint(dest)?;
+        Ok(())
+    }
+
+    /// Compacts every family fully (reclaims space of deleted and expired records now).
+    pub fn compact_all(&self) {
+        for cf in [CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE] {
+            self.db
+                .compact_range_cf(self.cf(cf), None::<&[u8]>, None::<&[u8]>);
+        }
+    }
+
+    /// An integer property of the engine (e.g. `rocksdb.estimate-num-keys`) summed over families.
+    pub fn property_sum(&self, name: &str) -> u64 {
+        [CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE]
+            .iter()
+            .filter_map(|cf| {
+                self.db
+                    .property_int_value_cf(self.cf(cf), name)
+                    .ok()
+                    .flatten()
+            })
+            .sum()
+    }
+}
+
+/// The compaction decision for a `data` or `zscore` record: drop it when the metadata it belongs to is
+/// gone, expired, of another type than a collection, or of another version.
+fn orphan_decision(handle: &OnceLock<Weak<DB>>, key: &[u8]) -> Decision {
+    let Some(db) = handle.get().and_then(Weak::upgrade) else {
+        return Decision::Keep;
+    };
+    let Some((dbi, user_key, version, _)) = keys::split_data_key(key) else {
+        return Decision::Keep;
+    };
+    let Some(cf) = db.cf_handle(CF_META) else {
+        return Decision::Keep;
+    };
+    match db.get_pinned_cf(cf, keys::meta_key(dbi, user_key)) {
+        Ok(None) => Decision::Remove,
+        Ok(Some(raw)) => match meta::Meta::decode(&raw) {
+            Ok(m) if m.is_expired(now_ms()) => Decision::Remove,
+            Ok(m) if m.version() != Some(version) || m.kind == meta::KeyType::String => {
+                Decision::Remove
+            }
+            _ => Decision::Keep,
+        },
+        Err(_) => Decision::Keep,
+    }
+}

@@ -20,7 +20,6 @@ import shlex
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -74,7 +73,7 @@ WORKLOADS = [
     Workload("get", test="get", needs=("string_keys",),
              note="GET key:__rand_int__ (keyspace pre-filled, so every GET hits)"),
     Workload("incr", test="incr", note="INCR counter:__rand_int__"),
-    Workload("mset", test="mset", scale=0.2,
+    Workload("mset", test="mset", scale=0.1,
              note="MSET of 10 key:__rand_int__ <d bytes> (1 op = 1 MSET)"),
 ]
 WORKLOADS_BY_NAME = {w.name: w for w in WORKLOADS}

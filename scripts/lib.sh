@@ -6,8 +6,10 @@
 STRATA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export STRATA_ROOT
 
-# Cargo's target directory: honour CARGO_TARGET_DIR, else <repo>/target.
+# Cargo's target directory: honour CARGO_TARGET_DIR, else <repo>/target. The scripts run cargo
+# from the repository root, so a relative CARGO_TARGET_DIR is relative to it.
 STRATA_TARGET="${CARGO_TARGET_DIR:-$STRATA_ROOT/target}"
+[[ "$STRATA_TARGET" = /* ]] || STRATA_TARGET="$STRATA_ROOT/$STRATA_TARGET"
 export STRATA_TARGET
 STRATA_BIN="$STRATA_TARGET/release/strata-server"
 export STRATA_BIN

@@ -7,6 +7,7 @@
 # Directives given here come after the defaults, so they win: `scripts/server.sh --port 7000`.
 # Stop it with Ctrl-C (or redis-cli shutdown).
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # A config file, like redis-server's, must be the first argument. Resolve it against the

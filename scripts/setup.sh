@@ -7,6 +7,7 @@
 # System packages come from apt-get (Debian/Ubuntu; sudo is used when not root). Rust comes from
 # rustup, and only when cargo is missing altogether.
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 build_only=0

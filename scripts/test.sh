@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317 # functions run through `step` look unreachable to shellcheck
 # Run every check Strata has, in order, and print a summary:
 #
 #   setup    scripts/setup.sh (toolchain, redis, Python venv)
@@ -13,6 +14,7 @@
 # Honours CARGO_TARGET_DIR (default <repo>/target). Extra arguments go to pytest, e.g.
 #   scripts/test.sh -k incr -x
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$STRATA_ROOT"
 
@@ -40,6 +42,7 @@ skip() { summary+=("$(printf '%-7s %-5s (%s)' "$1" SKIP "$2")"); }
 print_summary() {
     printf '\n==== summary ====\n'
     printf '%s\n' "${summary[@]}"
+    printf '%-13s %5ss\n' total "$SECONDS"
     # Last line in the plain "N passed, N failed" form: tests counted over cargo test and pytest.
     if [ "$tests_skipped" -gt 0 ]; then
         printf 'tests: %d passed, %d failed, %d skipped\n' "$tests_passed" "$tests_failed" "$tests_skipped"
@@ -60,12 +63,20 @@ count_cargo_tests() {
 
 # Read pytest's closing line, e.g. "2 failed, 180 passed, 1 skipped, 3 errors in 61.2s".
 count_pytest_tests() {
-    local line n
+    local line
     line="$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|errors?|xfailed|xpassed|deselected)' "$1" | tail -n 1 || true)"
-    n() { grep -oE "[0-9]+ $1" <<<"$line" | grep -oE '^[0-9]+' || echo 0; }
-    tests_passed=$((tests_passed + $(n passed) + $(n xfailed)))
-    tests_failed=$((tests_failed + $(n failed) + $(n 'errors?') + $(n xpassed)))
-    tests_skipped=$((tests_skipped + $(n skipped)))
+    # how_many WORD: the number before WORD in that line, or 0
+    how_many() { { grep -oE "[0-9]+ $1" <<<"$line" || echo 0; } | grep -oE '^[0-9]+' | head -n 1; }
+    tests_passed=$((tests_passed + $(how_many passed) + $(how_many xfailed)))
+    tests_failed=$((tests_failed + $(how_many failed) + $(how_many 'errors?') + $(how_many xpassed)))
+    tests_skipped=$((tests_skipped + $(how_many skipped)))
+}
+
+# The two test runners, with their output also kept for counting (pipefail keeps their status).
+run_cargo_tests() { cargo test --release --workspace 2>&1 | tee "$logs/cargo.log"; }
+run_python_tests() {
+    # The suite starts $STRATA_SERVER itself, and a real redis-server to compare against.
+    STRATA_SERVER="$STRATA_BIN" .venv/bin/python -m pytest -q tests/python "$@" 2>&1 | tee "$logs/pytest.log"
 }
 
 # Setup is the one step everything depends on.
@@ -81,12 +92,9 @@ step fmt cargo fmt --all -- --check || true
 step clippy cargo clippy --release --workspace --all-targets -- -D warnings || true
 
 if [ "$built" = 1 ]; then
-    step cargo bash -c 'set -o pipefail; cargo test --release --workspace 2>&1 | tee "$1"' _ "$logs/cargo.log" || true
+    step cargo run_cargo_tests || true
     count_cargo_tests "$logs/cargo.log"
-    # The Python suite starts $STRATA_SERVER itself and a real redis-server to compare against.
-    step python env STRATA_SERVER="$STRATA_BIN" bash -c \
-        'set -o pipefail; .venv/bin/python -m pytest -q tests/python "${@:2}" 2>&1 | tee "$1"' \
-        _ "$logs/pytest.log" "$@" || true
+    step python run_python_tests "$@" || true
     count_pytest_tests "$logs/pytest.log"
 else
     skip cargo "build failed"

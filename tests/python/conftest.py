@@ -30,6 +30,7 @@ import signal
 import sys
 
 import pytest
+import redis
 
 from harness import Both, Server, ServerDied, redis_is_strata
 
@@ -111,7 +112,7 @@ def redis_ref(redis_server):
 @pytest.fixture
 def both(strata_server, redis_server) -> Both:
     """Differential helper over fresh raw connections (db 0, RESP2) to Strata and redis."""
-    return Both(strata_server.conn(timeout=15), redis_server.conn(timeout=15))
+    return Both(strata_server.conn(), redis_server.conn())
 
 
 def _factory(kind: str):
@@ -142,6 +143,30 @@ def start_redis():
     yield start
     for s in servers:
         s.cleanup()
+
+
+# A server that stops answering would make every remaining test wait for its socket timeout.
+# After this many tests in a row fail on a timeout, the session stops (and reports it).
+MAX_CONSECUTIVE_TIMEOUTS = 5
+_timeouts_in_a_row = 0
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    global _timeouts_in_a_row
+    report = (yield).get_result()
+    if report.when != "call":
+        return
+    timed_out = report.failed and call.excinfo is not None and (
+        call.excinfo.errisinstance((TimeoutError, redis.exceptions.TimeoutError))
+        or str(call.excinfo.value).startswith("Timeout"))  # pytest-timeout
+    if timed_out:
+        _timeouts_in_a_row += 1
+        if _timeouts_in_a_row >= MAX_CONSECUTIVE_TIMEOUTS:
+            item.session.shouldstop = (f"{_timeouts_in_a_row} tests in a row timed out waiting "
+                                       "for the server; stopping")
+    elif report.passed:
+        _timeouts_in_a_row = 0
 
 
 def pytest_report_header(config):

@@ -25,9 +25,9 @@ STOP_GRACE = 8.0  # seconds between SIGTERM and SIGKILL
 def strata_binary() -> str:
     """$STRATA_SERVER, else ${CARGO_TARGET_DIR:-<repo>/target}/release/strata-server."""
     if os.environ.get("STRATA_SERVER"):
-        return os.environ["STRATA_SERVER"]
+        return os.path.abspath(os.environ["STRATA_SERVER"])
     target = os.environ.get("CARGO_TARGET_DIR") or str(REPO / "target")
-    return str(Path(target) / "release" / "strata-server")
+    return str((REPO / target).resolve() / "release" / "strata-server")  # relative: to the repo
 
 
 def redis_is_strata() -> bool:
@@ -184,7 +184,8 @@ class RespConn:
     and assert on them like any other reply.
     """
 
-    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 30.0):
+    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 10.0):
+        self.timeout = timeout
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.buf = bytearray()
 
@@ -269,7 +270,7 @@ class RespConn:
             if not chunk:
                 break
             out += chunk
-        self.sock.settimeout(30.0)
+        self.sock.settimeout(self.timeout)
         return out
 
     def is_closed(self, wait: float = 2.0) -> bool:
@@ -282,7 +283,7 @@ class RespConn:
         except ConnectionResetError:
             return True
         finally:
-            self.sock.settimeout(30.0)
+            self.sock.settimeout(self.timeout)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,6 +293,13 @@ class RespConn:
 
 class ServerDied(Exception):
     pass
+
+
+# When strata-server can't start at all (not built, crashes at startup, never listens), every
+# test would pay for its own failed start. After MAX_START_FAILURES failures in a row, further
+# starts fail at once with the first failure's message. Any successful start resets this.
+MAX_START_FAILURES = 3
+_start_failures: list[str] = []
 
 
 class Client(redis.Redis):
@@ -353,6 +361,26 @@ class Server:
     def start(self, new_port: bool = True) -> "Server":
         """Start (or restart) on the same data dir; waits until PING is answered."""
         assert not self.running, "already running"
+        if self.kind == "strata" and len(_start_failures) >= MAX_START_FAILURES:
+            raise ServerDied(f"not trying again: strata-server failed to start {len(_start_failures)} "
+                             f"times in a row; the first failure was:\n{_start_failures[0]}")
+        try:
+            try:
+                self._start(new_port)
+            except ServerDied as e:
+                # free_port() can race with another process taking the port: retry once.
+                if "in use" not in str(e).lower():
+                    raise
+                self._start(new_port=True)
+        except (ServerDied, OSError) as e:
+            if self.kind == "strata":
+                _start_failures.append(str(e))
+            raise
+        if self.kind == "strata":
+            _start_failures.clear()
+        return self
+
+    def _start(self, new_port: bool):
         if new_port or self.port is None:
             self.port = free_port()
         with open(self.log_path, "ab") as log:
@@ -362,7 +390,6 @@ class Server:
                 self.argv(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 cwd=self.workdir, start_new_session=True)
         self._wait_ready()
-        return self
 
     def _wait_ready(self):
         deadline = time.monotonic() + START_TIMEOUT
@@ -443,13 +470,13 @@ class Server:
 
     def client(self, **kwargs) -> Client:
         """A redis-py client (bytes replies). Closed when the server stops."""
-        kwargs.setdefault("socket_timeout", 30)
+        kwargs.setdefault("socket_timeout", 10)
         c = Client(host="127.0.0.1", port=self.port, decode_responses=False, **kwargs)
         c.server = self
         self._clients.append(c)
         return c
 
-    def conn(self, timeout: float = 30.0) -> RespConn:
+    def conn(self, timeout: float = 10.0) -> RespConn:
         """A raw RESP connection (see RespConn). Closed when the server stops."""
         c = RespConn(self.port, timeout=timeout)
         self._clients.append(c)

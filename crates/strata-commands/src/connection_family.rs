@@ -31,23 +31,166 @@ macro_rules! row {
 
 /// The connection family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
-    row!("ping", -1, ["fast", "sentinel"], ["fast", "connection"], "1.0.0", "Returns the server's liveliness response.", ping),
-    row!("echo", 2, ["fast"], ["fast", "connection"], "1.0.0", "Returns the given string.", echo),
-    row!("select", 2, ["loading", "stale", "fast"], ["fast", "connection"], "1.0.0", "Changes the selected database.", select),
-    row!("quit", -1, ["allow_busy", "noscript", "loading", "stale", "fast", "no-auth"], ["fast", "connection"], "1.0.0", "Closes the connection.", quit),
-    row!("reset", 1, ["noscript", "loading", "stale", "fast", "no-auth"], ["fast", "connection"], "6.2.0", "Resets the connection.", reset),
-    row!("hello", -1, ["noscript", "loading", "stale", "fast", "no-auth", "sentinel"], ["fast", "connection"], "6.0.0", "Handshakes with the Redis server.", hello),
-    row!("auth", -2, ["noscript", "loading", "stale", "fast", "no-auth", "sentinel"], ["fast", "connection"], "1.0.0", "Authenticates the connection.", auth),
-    row!("client", -2, ["sentinel"], ["slow"], "2.4.0", "A container for client connection commands.", client),
-    row!("client|id", 2, ["noscript", "loading", "stale"], ["slow", "connection"], "5.0.0", "Returns the unique client ID of the connection.", client_id),
-    row!("client|setname", 3, ["noscript", "loading", "stale"], ["slow", "connection"], "2.6.9", "Sets the connection name.", client_setname),
-    row!("client|getname", 2, ["noscript", "loading", "stale"], ["slow", "connection"], "2.6.9", "Returns the name of the connection.", client_getname),
-    row!("client|list", -2, ["admin", "noscript", "loading", "stale"], ["admin", "slow", "dangerous", "connection"], "2.4.0", "Lists open connections.", client_list),
-    row!("client|info", 2, ["noscript", "loading", "stale"], ["slow", "connection"], "6.2.0", "Returns information about the connection.", client_info),
-    row!("client|kill", -3, ["admin", "noscript", "loading", "stale"], ["admin", "slow", "dangerous", "connection"], "2.4.0", "Terminates open connections.", client_kill),
-    row!("client|reply", 3, ["noscript", "loading", "stale"], ["slow", "connection"], "3.2.0", "Instructs the server whether to reply to commands.", client_reply),
-    row!("client|no-evict", 3, ["admin", "noscript", "loading", "stale"], ["admin", "slow", "dangerous", "connection"], "7.0.0", "Sets the client eviction mode of the connection.", client_no_evict),
-    row!("client|help", 2, ["loading", "stale"], ["slow", "connection"], "5.0.0", "Returns helpful text about the different subcommands.", client_help),
+    row!(
+        "ping",
+        -1,
+        ["fast", "sentinel"],
+        ["fast", "connection"],
+        "1.0.0",
+        "Returns the server's liveliness response.",
+        ping
+    ),
+    row!(
+        "echo",
+        2,
+        ["fast"],
+        ["fast", "connection"],
+        "1.0.0",
+        "Returns the given string.",
+        echo
+    ),
+    row!(
+        "select",
+        2,
+        ["loading", "stale", "fast"],
+        ["fast", "connection"],
+        "1.0.0",
+        "Changes the selected database.",
+        select
+    ),
+    row!(
+        "quit",
+        -1,
+        [
+            "allow_busy",
+            "noscript",
+            "loading",
+            "stale",
+            "fast",
+            "no-auth"
+        ],
+        ["fast", "connection"],
+        "1.0.0",
+        "Closes the connection.",
+        quit
+    ),
+    row!(
+        "reset",
+        1,
+        ["noscript", "loading", "stale", "fast", "no-auth"],
+        ["fast", "connection"],
+        "6.2.0",
+        "Resets the connection.",
+        reset
+    ),
+    row!(
+        "hello",
+        -1,
+        ["noscript", "loading", "stale", "fast", "no-auth", "sentinel"],
+        ["fast", "connection"],
+        "6.0.0",
+        "Handshakes with the Redis server.",
+        hello
+    ),
+    row!(
+        "auth",
+        -2,
+        ["noscript", "loading", "stale", "fast", "no-auth", "sentinel"],
+        ["fast", "connection"],
+        "1.0.0",
+        "Authenticates the connection.",
+        auth
+    ),
+    row!(
+        "client",
+        -2,
+        ["sentinel"],
+        ["slow"],
+        "2.4.0",
+        "A container for client connection commands.",
+        client
+    ),
+    row!(
+        "client|id",
+        2,
+        ["noscript", "loading", "stale"],
+        ["slow", "connection"],
+        "5.0.0",
+        "Returns the unique client ID of the connection.",
+        client_id
+    ),
+    row!(
+        "client|setname",
+        3,
+        ["noscript", "loading", "stale"],
+        ["slow", "connection"],
+        "2.6.9",
+        "Sets the connection name.",
+        client_setname
+    ),
+    row!(
+        "client|getname",
+        2,
+        ["noscript", "loading", "stale"],
+        ["slow", "connection"],
+        "2.6.9",
+        "Returns the name of the connection.",
+        client_getname
+    ),
+    row!(
+        "client|list",
+        -2,
+        ["admin", "noscript", "loading", "stale"],
+        ["admin", "slow", "dangerous", "connection"],
+        "2.4.0",
+        "Lists open connections.",
+        client_list
+    ),
+    row!(
+        "client|info",
+        2,
+        ["noscript", "loading", "stale"],
+        ["slow", "connection"],
+        "6.2.0",
+        "Returns information about the connection.",
+        client_info
+    ),
+    row!(
+        "client|kill",
+        -3,
+        ["admin", "noscript", "loading", "stale"],
+        ["admin", "slow", "dangerous", "connection"],
+        "2.4.0",
+        "Terminates open connections.",
+        client_kill
+    ),
+    row!(
+        "client|reply",
+        3,
+        ["noscript", "loading", "stale"],
+        ["slow", "connection"],
+        "3.2.0",
+        "Instructs the server whether to reply to commands.",
+        client_reply
+    ),
+    row!(
+        "client|no-evict",
+        3,
+        ["admin", "noscript", "loading", "stale"],
+        ["admin", "slow", "dangerous", "connection"],
+        "7.0.0",
+        "Sets the client eviction mode of the connection.",
+        client_no_evict
+    ),
+    row!(
+        "client|help",
+        2,
+        ["loading", "stale"],
+        ["slow", "connection"],
+        "5.0.0",
+        "Returns helpful text about the different subcommands.",
+        client_help
+    ),
 ];
 
 fn ping(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {

@@ -21,15 +21,14 @@ pub const STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (prot
 pub const OFFSET_OUT_OF_RANGE: &str = "ERR offset is out of range";
 pub const SAME_OBJECT: &str = "ERR source and destination objects are the same";
 pub const NOAUTH: &str = "NOAUTH Authentication required.";
-pub const WRONGPASS: &str =
-    "WRONGPASS invalid username-password pair or user is disabled.";
+pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 pub const AUTH_NOT_CONFIGURED: &str = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?";
 pub const NOPROTO: &str = "NOPROTO unsupported protocol version";
-pub const PROTOCOL_VERSION_NOT_INTEGER: &str = "ERR Protocol version is not an integer or out of range";
+pub const PROTOCOL_VERSION_NOT_INTEGER: &str =
+    "ERR Protocol version is not an integer or out of range";
 pub const INVALID_CURSOR: &str = "ERR invalid cursor";
 pub const TIMEOUT_NOT_FLOAT: &str = "ERR timeout is not a float or out of range";
-pub const NX_XX_GT_LT: &str =
-    "ERR NX and XX, GT or LT options at the same time are not compatible";
+pub const NX_XX_GT_LT: &str = "ERR NX and XX, GT or LT options at the same time are not compatible";
 pub const GT_AND_LT: &str = "ERR GT and LT options at the same time are not compatible";
 pub const LFU_NOT_SELECTED: &str = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
 pub const LCS_TOO_BIG: &str =
@@ -52,7 +51,9 @@ pub const NO_SUCH_CLIENT: &str = "ERR No such client";
 
 /// "ERR wrong number of arguments for 'get' command".
 pub fn wrong_arity(name: &str) -> Frame {
-    err(format!("ERR wrong number of arguments for '{name}' command"))
+    err(format!(
+        "ERR wrong number of arguments for '{name}' command"
+    ))
 }
 
 /// "ERR unknown command 'foo', with args beginning with: 'a' 'b' ".
@@ -116,3 +117,48 @@ pub fn from_db(e: strata::Error) -> Frame {
         }
     }
 }
+
+// ----- sorted sets and lists -----
+
+pub const ZADD_XX_AND_NX: &str = "ERR XX and NX options at the same time are not compatible";
+pub const ZADD_GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same time are not compatible";
+pub const ZADD_INCR_PAIR: &str = "ERR INCR option supports a single increment-element pair";
+pub const SCORE_NAN: &str = "ERR resulting score is not a number (NaN)";
+pub const MIN_MAX_NOT_FLOAT: &str = "ERR min or max is not a float";
+pub const MIN_MAX_NOT_LEX: &str = "ERR min or max not valid string range item";
+pub const LIMIT_NEEDS_BYSCORE_OR_BYLEX: &str =
+    "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX";
+pub const WITHSCORES_WITH_BYLEX: &str =
+    "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
+pub const OUT_OF_RANGE_MUST_BE_POSITIVE: &str = "ERR value is out of range, must be positive";
+pub const VALUE_OUT_OF_RANGE: &str = "ERR value is out of range";
+pub const NUMKEYS_NOT_POSITIVE: &str = "ERR numkeys should be greater than 0";
+pub const COUNT_NOT_POSITIVE: &str = "ERR count should be greater than 0";
+pub const WEIGHT_NOT_FLOAT: &str = "ERR weight value is not a float";
+pub const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";
+pub const INDEX_OUT_OF_RANGE: &str = "ERR index out of range";
+pub const LPOS_RANK_ZERO: &str = "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list";
+pub const LPOS_COUNT_NEGATIVE: &str = "ERR COUNT can't be negative";
+pub const LPOS_MAXLEN_NEGATIVE: &str = "ERR MAXLEN can't be negative";
+
+/// "ERR at least 1 input key is needed for 'zunion' command".
+pub fn at_least_one_input_key(cmd: &str) -> Frame {
+    err(format!(
+        "ERR at least 1 input key is needed for '{cmd}' command"
+    ))
+}
+
+/// "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807".
+pub fn value_out_of_range_between(min: i64, max: i64) -> Frame {
+    err(format!(
+        "ERR value is out of range, value must between {min} and {max}"
+    ))
+}
+
+// ----- hashes and sets -----
+
+pub const HASH_NOT_INTEGER: &str = "ERR hash value is not an integer";
+pub const HASH_NOT_FLOAT: &str = "ERR hash value is not a float";
+pub const VALUE_NAN_OR_INF: &str = "ERR value is NaN or Infinity";
+pub const NUMKEYS_GREATER_THAN_ARGS: &str =
+    "ERR Number of keys can't be greater than number of args";

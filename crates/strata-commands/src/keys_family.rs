@@ -309,7 +309,10 @@ fn scan(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         }
         // An unknown TYPE name matches nothing (as in Redis 7.0).
         if type_given && kind.is_none() {
-            let page = db(ctx.session.db.scan(cursor, Some(b"\x00\x01never"), count, None))?;
+            let page = db(ctx
+                .session
+                .db
+                .scan(cursor, Some(b"\x00\x01never"), count, None))?;
             return Ok(Frame::Array(vec![
                 Frame::bulk(page.cursor.to_string()),
                 Frame::Array(vec![]),
@@ -391,7 +394,7 @@ pub fn help_reply(container: &str, lines: &[&str]) -> Frame {
     let mut out = vec![Frame::simple(format!(
         "{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
     ))];
-    out.extend(lines.iter().map(|l| Frame::simple(*l)));
+    out.extend(lines.iter().map(|l| Frame::simple(l.to_string())));
     out.push(Frame::simple("HELP"));
     out.push(Frame::simple("    Print this help."));
     Frame::Array(out)

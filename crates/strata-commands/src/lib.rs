@@ -9,10 +9,14 @@
 pub mod args;
 pub mod connection_family;
 pub mod errors;
+pub mod hash_family;
 pub mod keys_family;
+pub mod list_family;
 pub mod server_family;
+pub mod set_family;
 pub mod string_family;
 pub mod table;
+pub mod zset_family;
 
 use bytes::Bytes;
 

@@ -164,7 +164,10 @@ fn debug(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     if is(&argv[1], "help") {
         return help_reply(
             "DEBUG",
-            &["SLEEP <seconds>", "    Stop the server for <seconds>. Decimals allowed."],
+            &[
+                "SLEEP <seconds>",
+                "    Stop the server for <seconds>. Decimals allowed.",
+            ],
         );
     }
     err(format!(
@@ -263,7 +266,11 @@ fn command_info(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     Frame::Array(
         argv[2..]
             .iter()
-            .map(|n| table::lookup(n).map(|c| c.info()).unwrap_or(Frame::NullArray))
+            .map(|n| {
+                table::lookup(n)
+                    .map(|c| c.info())
+                    .unwrap_or(Frame::NullArray)
+            })
             .collect(),
     )
 }
@@ -354,4 +361,3 @@ fn command_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
         ],
     )
 }
-

@@ -28,7 +28,6 @@ macro_rules! row {
         }
     };
 }
-pub(crate) use row;
 
 /// The string family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
@@ -275,7 +274,10 @@ fn getex(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
             None if o.persist => GetExpiry::Persist,
             None => GetExpiry::Unchanged,
         };
-        Ok(Frame::bulk_or_null(db(ctx.session.db.getex(&argv[1], change))?))
+        Ok(Frame::bulk_or_null(db(ctx
+            .session
+            .db
+            .getex(&argv[1], change))?))
     })())
 }
 
@@ -335,7 +337,10 @@ fn getrange(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     reply((|| {
         let start = args::int(&argv[2])?;
         let end = args::int(&argv[3])?;
-        Ok(Frame::bulk(db(ctx.session.db.getrange(&argv[1], start, end))?))
+        Ok(Frame::bulk(db(ctx
+            .session
+            .db
+            .getrange(&argv[1], start, end))?))
     })())
 }
 

@@ -135,6 +135,10 @@ pub fn all() -> &'static [&'static CommandSpec] {
             crate::keys_family::COMMANDS,
             crate::server_family::COMMANDS,
             crate::connection_family::COMMANDS,
+            crate::zset_family::COMMANDS,
+            crate::list_family::COMMANDS,
+            crate::hash_family::COMMANDS,
+            crate::set_family::COMMANDS,
         ] {
             v.extend(family.iter());
         }

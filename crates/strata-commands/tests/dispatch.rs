@@ -101,9 +101,18 @@ fn unknown_commands_and_wrong_arity_use_redis_text() {
 #[test]
 fn set_options_conflict_as_in_redis() {
     let mut h = Harness::new();
-    assert_eq!(h.run(&["set", "k", "v", "nx", "xx"]), error("ERR syntax error"));
-    assert_eq!(h.run(&["set", "k", "v", "ex", "1", "px", "1"]), error("ERR syntax error"));
-    assert_eq!(h.run(&["set", "k", "v", "keepttl", "ex", "1"]), error("ERR syntax error"));
+    assert_eq!(
+        h.run(&["set", "k", "v", "nx", "xx"]),
+        error("ERR syntax error")
+    );
+    assert_eq!(
+        h.run(&["set", "k", "v", "ex", "1", "px", "1"]),
+        error("ERR syntax error")
+    );
+    assert_eq!(
+        h.run(&["set", "k", "v", "keepttl", "ex", "1"]),
+        error("ERR syntax error")
+    );
     assert_eq!(
         h.run(&["set", "k", "v", "ex", "0"]),
         error("ERR invalid expire time in 'set' command")
@@ -112,7 +121,10 @@ fn set_options_conflict_as_in_redis() {
         h.run(&["set", "k", "v", "ex", "abc"]),
         error("ERR value is not an integer or out of range")
     );
-    assert_eq!(h.run(&["set", "k", "v", "ex", "100", "ex", "200"]), Frame::ok());
+    assert_eq!(
+        h.run(&["set", "k", "v", "ex", "100", "ex", "200"]),
+        Frame::ok()
+    );
     assert_eq!(h.run(&["set", "k", "w", "nx"]), Frame::Null);
     assert_eq!(h.run(&["set", "k", "w", "get"]), Frame::bulk("v"));
 }
@@ -163,7 +175,10 @@ fn expire_options_are_validated() {
         h.run(&["expire", "k", "10", "gt", "lt"]),
         error("ERR GT and LT options at the same time are not compatible")
     );
-    assert_eq!(h.run(&["expire", "k", "10", "foo"]), error("ERR Unsupported option foo"));
+    assert_eq!(
+        h.run(&["expire", "k", "10", "foo"]),
+        error("ERR Unsupported option foo")
+    );
     assert_eq!(h.run(&["expire", "k", "10", "xx"]), Frame::Integer(0));
     assert_eq!(h.run(&["expire", "k", "10"]), Frame::Integer(1));
     assert_eq!(h.run(&["ttl", "k"]), Frame::Integer(10));

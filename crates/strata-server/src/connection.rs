@@ -55,7 +55,11 @@ impl Drop for Deregister<'_> {
     }
 }
 
-async fn serve(server: &Arc<Server>, stream: &mut TcpStream, client: &ClientEntry) -> io::Result<()> {
+async fn serve(
+    server: &Arc<Server>,
+    stream: &mut TcpStream,
+    client: &ClientEntry,
+) -> io::Result<()> {
     let api = ClientApi { server, client };
     let mut session = Session::new(client.id, server.db.clone(), server.needs_auth());
     let mut gen = server.config_gen();
@@ -105,7 +109,11 @@ async fn serve(server: &Arc<Server>, stream: &mut TcpStream, client: &ClientEntr
                             String::from_utf8_lossy(&argv[0]),
                             client.id
                         );
-                        encode(&Frame::error("ERR internal error"), session.protocol, &mut wbuf);
+                        encode(
+                            &Frame::error("ERR internal error"),
+                            session.protocol,
+                            &mut wbuf,
+                        );
                         close = true;
                         break;
                     };
@@ -117,8 +125,7 @@ async fn serve(server: &Arc<Server>, stream: &mut TcpStream, client: &ClientEntr
                         }
                         ReplyMode::Skip | ReplyMode::Off => {}
                     }
-                    if session.close_after_reply
-                        || client.close_after_reply.load(Ordering::Relaxed)
+                    if session.close_after_reply || client.close_after_reply.load(Ordering::Relaxed)
                     {
                         close = true;
                         break;
@@ -131,11 +138,7 @@ async fn serve(server: &Arc<Server>, stream: &mut TcpStream, client: &ClientEntr
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    log::verbose!(
-                        "Closing client id={} addr={}: {e}",
-                        client.id,
-                        client.addr
-                    );
+                    log::verbose!("Closing client id={} addr={}: {e}", client.id, client.addr);
                     encode(&e.to_frame(), session.protocol, &mut wbuf);
                     close = true;
                     break;

@@ -190,7 +190,7 @@ fn memory_section(server: &Server, out: &mut String) {
 fn persistence_section(server: &Server, out: &mut String) {
     let appendfsync = server
         .config()
-        .get("appendfsync")
+        .get(b"appendfsync")
         .into_iter()
         .next()
         .map(|(_, v)| v)
@@ -240,13 +240,23 @@ fn stats_section(server: &Server, out: &mut String) {
         "{}",
         get(&s.connections_received)
     );
-    field!(out, "total_commands_processed", "{}", s.commands_processed());
+    field!(
+        out,
+        "total_commands_processed",
+        "{}",
+        s.commands_processed()
+    );
     field!(out, "instantaneous_ops_per_sec", "{}", server.ops_per_sec());
     field!(out, "total_net_input_bytes", "{}", s.net_input_bytes());
     field!(out, "total_net_output_bytes", "{}", s.net_output_bytes());
     field!(out, "instantaneous_input_kbps", "0.00");
     field!(out, "instantaneous_output_kbps", "0.00");
-    field!(out, "rejected_connections", "{}", get(&s.rejected_connections));
+    field!(
+        out,
+        "rejected_connections",
+        "{}",
+        get(&s.rejected_connections)
+    );
     field!(out, "sync_full", "0");
     field!(out, "sync_partial_ok", "0");
     field!(out, "sync_partial_err", "0");

@@ -132,8 +132,8 @@ fn configure(server: &Server, stream: &TcpStream) {
     let secs = server.config().tcp_keepalive();
     if secs > 0 {
         let ka = TcpKeepalive::new()
-            .with_time(Duration::from_secs(secs as u64))
-            .with_interval(Duration::from_secs((secs as u64 / 3).max(1)));
+            .with_time(Duration::from_secs(secs))
+            .with_interval(Duration::from_secs((secs / 3).max(1)));
         let _ = SockRef::from(stream).set_tcp_keepalive(&ka);
     }
 }

@@ -12,7 +12,6 @@ mod log;
 mod registry;
 mod server;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,7 +26,6 @@ const VERSION_LINE: &str = concat!(
 );
 
 const USAGE: &str = "Usage: strata-server [/path/to/strata.conf] [options]
-       strata-server - (read config from stdin)
        strata-server -v or --version
        strata-server -h or --help
 
@@ -35,7 +33,6 @@ Examples:
        strata-server (run the server with default config)
        strata-server /etc/strata/6379.conf
        strata-server --port 7777
-       strata-server --port 7777 --replicaof 127.0.0.1 8888
        strata-server /etc/mystrata.conf --loglevel verbose
 
 Every configuration directive can be given on the command line as --name value.";
@@ -60,11 +57,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let config_file = args
-        .first()
-        .filter(|a| !a.starts_with("--") && a.as_str() != "-")
-        .map(|a| std::fs::canonicalize(a).unwrap_or_else(|_| PathBuf::from(a)));
-    std::process::exit(run(config, config_file));
+    std::process::exit(run(config));
 }
 
 /// Logs a fatal startup error (also to stderr when logging to a file) and returns exit code 1.
@@ -76,8 +69,8 @@ fn fatal(msg: &str) -> i32 {
     1
 }
 
-fn run(config: Config, config_file: Option<PathBuf>) -> i32 {
-    log::set_level(&config.loglevel());
+fn run(config: Config) -> i32 {
+    log::set_level(config.loglevel());
     if let Some(path) = config.logfile() {
         if let Err(e) = log::set_file(&path) {
             eprintln!("Can't open the log file {}: {e}", path.display());
@@ -91,7 +84,7 @@ fn run(config: Config, config_file: Option<PathBuf>) -> i32 {
         usize::BITS,
         std::process::id()
     );
-    match &config_file {
+    match &config.config_file {
         Some(f) => notice!("Configuration loaded from {}", f.display()),
         None => notice!("No config file specified, using the default config."),
     }
@@ -151,8 +144,8 @@ fn run(config: Config, config_file: Option<PathBuf>) -> i32 {
     let opts = strata::Options {
         databases: config.databases(),
         sync: server::sync_policy(config.appendfsync()),
-        block_cache_size: config.block_cache_size(),
-        write_buffer_size: config.write_buffer_size(),
+        block_cache_size: usize::try_from(config.block_cache_size()).unwrap_or(usize::MAX),
+        write_buffer_size: usize::try_from(config.write_buffer_size()).unwrap_or(usize::MAX),
         compression: match config.compression() {
             config::Compression::None => strata::Compression::None,
             config::Compression::Lz4 => strata::Compression::Lz4,
@@ -191,7 +184,7 @@ fn run(config: Config, config_file: Option<PathBuf>) -> i32 {
         Err(e) => return fatal(&format!("Can't start the runtime: {e}")),
     };
 
-    let server = Arc::new(Server::new(db, config, dir, config_file));
+    let server = Arc::new(Server::new(db, config));
     runtime.block_on(serve(server, std_listeners))
 }
 
@@ -224,7 +217,7 @@ async fn serve(server: Arc<Server>, std_listeners: Vec<std::net::TcpListener>) -
 async fn cron_loop(server: Arc<Server>) {
     let mut tick: u64 = 0;
     loop {
-        let hz = server.config().hz().clamp(1, 500) as u64;
+        let hz = u64::from(server.config().hz().clamp(1, 500));
         tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
         tick += 1;
         server.cron(tick, hz);

@@ -109,7 +109,12 @@ impl ClientEntry {
             .as_ref()
             .map(|n| String::from_utf8_lossy(n).into_owned())
             .unwrap_or_default();
-        let cmd = self.cmd.lock().unwrap_or_else(|p| p.into_inner()).as_str().to_owned();
+        let cmd = self
+            .cmd
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_str()
+            .to_owned();
         let age = now_ms.saturating_sub(self.created_ms) / 1000;
         let idle = now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
         let qbuf = self.qbuf.load(Ordering::Relaxed);
@@ -205,7 +210,10 @@ impl Registry {
         let entries: Vec<Arc<ClientEntry>> = {
             let clients = self.lock();
             match ids {
-                Some(ids) => ids.iter().filter_map(|id| clients.get(id).cloned()).collect(),
+                Some(ids) => ids
+                    .iter()
+                    .filter_map(|id| clients.get(id).cloned())
+                    .collect(),
                 None => clients.values().cloned().collect(),
             }
         };
@@ -296,7 +304,10 @@ mod tests {
         assert!(line.starts_with(
             "id=1 addr=127.0.0.1:1000 laddr=127.0.0.1:6379 fd=7 name=worker age=4 idle=4 flags=N db=0"
         ));
-        assert!(line.contains(" cmd=get user=default redir=-1 resp=2\n"), "{line}");
+        assert!(
+            line.contains(" cmd=get user=default redir=-1 resp=2\n"),
+            "{line}"
+        );
         assert_eq!(r.list(None, Some("pubsub"), 0), "");
         assert_eq!(r.list(Some(&[2]), None, 0), "");
     }

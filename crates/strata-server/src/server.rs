@@ -126,13 +126,9 @@ pub struct Server {
     clock_ms: AtomicU64,
     /// When the server started (monotonic).
     pub started: Instant,
-    /// When the server started, Unix ms.
-    pub started_ms: u64,
     /// INFO run_id: 40 hex digits, new each start.
     pub run_id: String,
-    /// Absolute path of the data directory.
-    pub dir: PathBuf,
-    /// The configuration file given on the command line.
+    /// The configuration file given on the command line (absolute).
     pub config_file: Option<PathBuf>,
     /// The TCP port.
     pub port: u16,
@@ -147,31 +143,24 @@ pub struct Server {
 
 impl Server {
     /// Shared state for a server on `db` configured by `config`.
-    pub fn new(
-        db: strata::Db,
-        config: Config,
-        dir: PathBuf,
-        config_file: Option<PathBuf>,
-    ) -> Server {
+    pub fn new(db: strata::Db, config: Config) -> Server {
         let now = strata::now_ms();
         let (shutdown_tx, _) = tokio::sync::watch::channel(false);
         let server = Server {
             db,
             live: RwLock::new(live_settings(&config)),
-            maxclients: AtomicU64::new(config.maxclients() as u64),
-            timeout_secs: AtomicU64::new(config.timeout_secs() as u64),
+            maxclients: AtomicU64::new(config.maxclients()),
+            timeout_secs: AtomicU64::new(config.timeout_secs()),
             requirepass: RwLock::new(config.requirepass()),
             port: config.port(),
+            config_file: config.config_file.clone(),
             config: RwLock::new(config),
             config_gen: AtomicU64::new(0),
             registry: Registry::default(),
             stats: ServerStats::default(),
             clock_ms: AtomicU64::new(now),
             started: Instant::now(),
-            started_ms: now,
             run_id: random_hex40(),
-            dir,
-            config_file,
             ops: Mutex::new(OpsSampler {
                 last_ms: now,
                 ..OpsSampler::default()
@@ -300,14 +289,14 @@ impl Server {
         let cfg = self.config();
         let settings = live_settings(&cfg);
         self.db.set_sync_policy(sync_policy(cfg.appendfsync()));
-        self.db.set_max_string_len(settings.limits.proto_max_bulk_len);
+        self.db
+            .set_max_string_len(settings.limits.proto_max_bulk_len);
         *self.live.write().unwrap_or_else(|p| p.into_inner()) = settings;
-        self.maxclients
-            .store(cfg.maxclients() as u64, Ordering::Relaxed);
+        self.maxclients.store(cfg.maxclients(), Ordering::Relaxed);
         self.timeout_secs
-            .store(cfg.timeout_secs() as u64, Ordering::Relaxed);
+            .store(cfg.timeout_secs(), Ordering::Relaxed);
         *self.requirepass.write().unwrap_or_else(|p| p.into_inner()) = cfg.requirepass();
-        log::set_level(&cfg.loglevel());
+        log::set_level(cfg.loglevel());
         drop(cfg);
         self.config_gen.fetch_add(1, Ordering::Release);
     }
@@ -338,7 +327,7 @@ impl Server {
         if self.bgsave_running.swap(true, Ordering::AcqRel) {
             return Err("ERR Background save already in progress".into());
         }
-        let parent = self.dir.join(self.config().bgsave_dir());
+        let parent = self.config().bgsave_dir();
         let me = self.clone();
         let spawned = std::thread::Builder::new()
             .name("strata-bgsave".into())
@@ -349,7 +338,8 @@ impl Server {
                             "Background saving terminated with success ({})",
                             dest.display()
                         );
-                        me.lastsave.store(strata::now_ms() / 1000, Ordering::Relaxed);
+                        me.lastsave
+                            .store(strata::now_ms() / 1000, Ordering::Relaxed);
                         true
                     }
                     Err(e) => {
@@ -463,9 +453,7 @@ impl ServerApi for ClientApi<'_> {
     }
 
     fn config_get(&self, pattern: &[u8]) -> Vec<(String, String)> {
-        self.server
-            .config()
-            .get(&String::from_utf8_lossy(pattern))
+        self.server.config().get(pattern)
     }
 
     fn config_set(&self, pairs: &[(String, String)]) -> Result<(), String> {
@@ -487,9 +475,7 @@ impl ServerApi for ClientApi<'_> {
     }
 
     fn client_list(&self, ids: Option<&[u64]>, kind: Option<&str>) -> String {
-        self.server
-            .registry
-            .list(ids, kind, strata::now_ms())
+        self.server.registry.list(ids, kind, strata::now_ms())
     }
 
     fn client_info(&self, _session: &Session) -> String {

@@ -30,14 +30,28 @@ fn client_list_shows_redis_fields_for_every_client() -> TestResult {
         .find(|l| l.contains(" name=worker "))
         .ok_or("named client missing")?;
     for field in [
-        "id=", " addr=127.0.0.1:", " laddr=127.0.0.1:", " fd=", " age=", " idle=", " flags=N ",
-        " db=3 ", " sub=0 psub=0 ssub=0 multi=-1 qbuf=", " qbuf-free=", " argv-mem=",
-        " tot-mem=", " events=r cmd=select ", " user=default redir=-1 resp=2",
+        "id=",
+        " addr=127.0.0.1:",
+        " laddr=127.0.0.1:",
+        " fd=",
+        " age=",
+        " idle=",
+        " flags=N ",
+        " db=3 ",
+        " sub=0 psub=0 ssub=0 multi=-1 qbuf=",
+        " qbuf-free=",
+        " argv-mem=",
+        " tot-mem=",
+        " events=r cmd=select ",
+        " user=default redir=-1 resp=2",
     ] {
         assert!(worker.contains(field), "{field} missing in {worker}");
     }
     let info: String = redis::cmd("CLIENT").arg("INFO").query(&mut a)?;
-    assert!(info.contains(&format!("id={} ", client_id(&mut a)?)), "{info}");
+    assert!(
+        info.contains(&format!("id={} ", client_id(&mut a)?)),
+        "{info}"
+    );
     assert!(info.contains(" cmd=client "), "{info}");
     Ok(())
 }

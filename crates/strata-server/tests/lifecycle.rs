@@ -80,9 +80,15 @@ fn data_survives_sigterm_and_restart() -> TestResult {
     let root = tempfile::tempdir()?;
     let mut server = Server::start(root.path(), &[])?;
     let mut con = server.conn()?;
-    redis::cmd("SET").arg("durable").arg("yes").query::<()>(&mut con)?;
+    redis::cmd("SET")
+        .arg("durable")
+        .arg("yes")
+        .query::<()>(&mut con)?;
     redis::cmd("SELECT").arg(2).query::<()>(&mut con)?;
-    redis::cmd("SET").arg("other-db").arg("1").query::<()>(&mut con)?;
+    redis::cmd("SET")
+        .arg("other-db")
+        .arg("1")
+        .query::<()>(&mut con)?;
     server.terminate()?;
     assert_eq!(server.wait_exit(Duration::from_secs(20))?, Some(0));
     assert!(server.log_text().contains("Received SIGTERM"));
@@ -153,7 +159,11 @@ fn bgsave_writes_a_checkpoint_and_updates_lastsave() -> TestResult {
         let path = e.path();
         if path.is_dir() {
             for inner in std::fs::read_dir(&path)?.filter_map(|e| e.ok()) {
-                if inner.file_name().to_string_lossy().starts_with("checkpoint-") {
+                if inner
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("checkpoint-")
+                {
                     checkpoints += 1;
                 }
             }

@@ -10,7 +10,10 @@ fn set_then_get_returns_the_value() -> TestResult {
     let root = tempfile::tempdir()?;
     let server = Server::start(root.path(), &[])?;
     let mut con = server.conn()?;
-    redis::cmd("SET").arg("greeting").arg("hello").query::<()>(&mut con)?;
+    redis::cmd("SET")
+        .arg("greeting")
+        .arg("hello")
+        .query::<()>(&mut con)?;
     let got: Option<String> = redis::cmd("GET").arg("greeting").query(&mut con)?;
     assert_eq!(got.as_deref(), Some("hello"));
     let missing: Option<String> = redis::cmd("GET").arg("nope").query(&mut con)?;

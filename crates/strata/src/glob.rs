@@ -92,7 +92,7 @@ pub fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
 
 /// Byte equality, ignoring ASCII case when `nocase`.
 fn same_byte(a: u8, b: u8, nocase: bool) -> bool {
-    a == b || (nocase && a.to_ascii_lowercase() == b.to_ascii_lowercase())
+    a == b || (nocase && a.eq_ignore_ascii_case(&b))
 }
 
 /// Matches byte `c` against the set whose body starts at `p[i]` (just after the `[`). Returns

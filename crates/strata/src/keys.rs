@@ -180,7 +180,10 @@ mod tests {
     #[test]
     fn data_keys_split_back_into_their_parts() {
         let raw = data_key(3, b"my\0key", 42, b"field");
-        assert_eq!(split_data_key(&raw), Some((3, &b"my\0key"[..], 42, &b"field"[..])));
+        assert_eq!(
+            split_data_key(&raw),
+            Some((3, &b"my\0key"[..], 42, &b"field"[..]))
+        );
         assert!(raw.starts_with(&data_prefix(3, b"my\0key", 42)));
     }
 
@@ -215,10 +218,18 @@ mod tests {
             f64::INFINITY,
         ];
         for w in values.windows(2) {
-            assert!(encode_score(w[0]) <= encode_score(w[1]), "{} {}", w[0], w[1]);
+            assert!(
+                encode_score(w[0]) <= encode_score(w[1]),
+                "{} {}",
+                w[0],
+                w[1]
+            );
         }
         for v in values {
-            assert_eq!(decode_score(encode_score(v)), if v == 0.0 { 0.0 } else { v });
+            assert_eq!(
+                decode_score(encode_score(v)),
+                if v == 0.0 { 0.0 } else { v }
+            );
         }
     }
 }

@@ -41,13 +41,16 @@ pub enum ExpireCondition {
     IfLess,
 }
 
-/// SCAN's server-side cursors: RocksDB iterates in key order, so a cursor remembers the last key a
-/// SCAN returned. Clients see a number; the table maps it to the position. Bounded: the oldest
-/// cursors are forgotten (a forgotten cursor restarts the iteration).
+/// Server-side cursors of SCAN and of the collection scans (HSCAN, SSCAN, ZSCAN): RocksDB iterates
+/// in key order, so a cursor remembers the last key (or, for a collection, the last sub-key of
+/// which key) a page returned. Clients see a number; the table maps it to the position. Bounded:
+/// the oldest cursors are forgotten (a forgotten cursor restarts the iteration). One table serves
+/// every kind of scan; a cursor only resumes the scan of the same database and collection key.
 #[derive(Default)]
 pub struct CursorTable {
     next_id: u64,
-    positions: HashMap<u64, (u8, Vec<u8>)>,
+    /// cursor → (logical db, collection key or None for SCAN, last position returned).
+    positions: HashMap<u64, (u8, Option<Vec<u8>>, Vec<u8>)>,
     order: VecDeque<u64>,
 }
 
@@ -55,13 +58,23 @@ const MAX_CURSORS: usize = 65536;
 
 impl CursorTable {
     fn remember(&mut self, db: u8, last: Vec<u8>) -> u64 {
+        self.remember_in(db, None, last)
+    }
+
+    fn position(&self, id: u64, db: u8) -> Option<Vec<u8>> {
+        self.position_in(id, db, None)
+    }
+
+    /// Stores a position of a scan of collection `owner` (None: the keyspace) and returns its cursor.
+    pub(crate) fn remember_in(&mut self, db: u8, owner: Option<&[u8]>, last: Vec<u8>) -> u64 {
         if self.next_id == 0 {
             // Start somewhere unpredictable so cursors of a previous run are unlikely to collide.
             self.next_id = (now_ms() % 1_000_000_007) * 7919 + 1;
         }
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1).max(1);
-        self.positions.insert(id, (db, last));
+        self.positions
+            .insert(id, (db, owner.map(|o| o.to_vec()), last));
         self.order.push_back(id);
         while self.order.len() > MAX_CURSORS {
             if let Some(old) = self.order.pop_front() {
@@ -71,9 +84,10 @@ impl CursorTable {
         id
     }
 
-    fn position(&self, id: u64, db: u8) -> Option<Vec<u8>> {
+    /// The position of cursor `id` if it belongs to a scan of `owner` in database `db`.
+    pub(crate) fn position_in(&self, id: u64, db: u8, owner: Option<&[u8]>) -> Option<Vec<u8>> {
         match self.positions.get(&id) {
-            Some((d, k)) if *d == db => Some(k.clone()),
+            Some((d, o, k)) if *d == db && o.as_deref() == owner => Some(k.clone()),
             _ => None,
         }
     }
@@ -89,6 +103,26 @@ pub struct ScanPage {
 }
 
 impl Db {
+    /// Remembers the last sub-key a collection scan (HSCAN/SSCAN/ZSCAN) of `key` returned and
+    /// returns the cursor number to give the client.
+    pub(crate) fn scan_cursor_remember(&self, key: &[u8], last_sub: Vec<u8>) -> u64 {
+        let mut table = match self.inner.cursors.lock() {
+            Ok(t) => t,
+            Err(p) => p.into_inner(),
+        };
+        table.remember_in(self.index, Some(key), last_sub)
+    }
+
+    /// The last sub-key returned under collection-scan `cursor` of `key`; None if the cursor is
+    /// unknown, forgotten or of another scan (the scan then starts over).
+    pub(crate) fn scan_cursor_position(&self, cursor: u64, key: &[u8]) -> Option<Vec<u8>> {
+        let table = match self.inner.cursors.lock() {
+            Ok(t) => t,
+            Err(p) => p.into_inner(),
+        };
+        table.position_in(cursor, self.index, Some(key))
+    }
+
     fn db_read_options(&self, phys: u8) -> ReadOptions {
         let mut ro = ReadOptions::default();
         ro.set_iterate_lower_bound(keys::db_start(phys));
@@ -377,8 +411,7 @@ impl Db {
         let mut finished = true;
         let last = self.walk(after.as_deref(), |k, t| {
             visited += 1;
-            if kind.is_none_or(|want| want == t)
-                && pattern.is_none_or(|p| glob_match(p, k, false))
+            if kind.is_none_or(|want| want == t) && pattern.is_none_or(|p| glob_match(p, k, false))
             {
                 found.push(k.to_vec());
             }
@@ -542,10 +575,10 @@ impl Db {
                     "raw"
                 }
             }
-            KeyType::Hash => "hashtable",
+            KeyType::Hash => self.hash_encoding(key)?,
             KeyType::List => "quicklist",
-            KeyType::Set => "hashtable",
-            KeyType::ZSet => "skiplist",
+            KeyType::Set => self.set_encoding(key)?,
+            KeyType::ZSet => self.zset_encoding(key)?,
         }))
     }
 }

@@ -19,21 +19,34 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod collection;
 mod db;
 mod error;
 mod expire;
 pub mod glob;
+mod hash;
 pub mod keys;
 mod keyspace;
+mod list;
 mod locks;
+mod members;
 pub mod meta;
 pub mod num;
+mod set;
 mod storage;
 mod string;
+mod zset;
 
 pub use db::{now_ms, Db, Options, Stats};
 pub use error::{Error, Result};
+pub use hash::HashScanPage;
 pub use keyspace::{ExpireCondition, ScanPage, Ttl};
+pub use list::ListEnd;
 pub use meta::KeyType;
+pub use set::SetScanPage;
 pub use storage::{Compression, SyncPolicy};
 pub use string::{lcs, Expiry, GetExpiry, Lcs, SetCondition, SetOptions, SetOutcome};
+pub use zset::{
+    Aggregate, LexBound, LexRange, ScoreRange, ScoredMember, SetOp, ZAddCompare, ZAddCondition,
+    ZAddOptions, ZAddOutcome, ZRangeBy, ZRangeSpec, ZScanPage,
+};

@@ -229,14 +229,16 @@ impl Storage {
 
     /// Reads one record of family `cf`.
     pub fn get(&self, cf: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self
-            .db
-            .get_pinned_cf(self.cf(cf), key)?
-            .map(|v| v.to_vec()))
+        Ok(self.db.get_pinned_cf(self.cf(cf), key)?.map(|v| v.to_vec()))
     }
 
     /// Reads one record of family `cf` and hands the pinned bytes to `f` without copying them.
-    pub fn with_pinned<T>(&self, cf: &str, key: &[u8], f: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
+    pub fn with_pinned<T>(
+        &self,
+        cf: &str,
+        key: &[u8],
+        f: impl FnOnce(&[u8]) -> T,
+    ) -> Result<Option<T>> {
         Ok(self.db.get_pinned_cf(self.cf(cf), key)?.map(|v| f(&v)))
     }
 
@@ -296,7 +298,7 @@ fn orphan_decision(handle: &OnceLock<Weak<DB>>, key: &[u8]) -> Decision {
     let Some(cf) = db.cf_handle(CF_META) else {
         return Decision::Keep;
     };
-    match db.get_pinned_cf(cf, keys::meta_key(dbi, user_key)) {
+    let decision = match db.get_pinned_cf(cf, keys::meta_key(dbi, user_key)) {
         Ok(None) => Decision::Remove,
         Ok(Some(raw)) => match meta::Meta::decode(&raw) {
             Ok(m) if m.is_expired(now_ms()) => Decision::Remove,
@@ -306,5 +308,6 @@ fn orphan_decision(handle: &OnceLock<Weak<DB>>, key: &[u8]) -> Decision {
             _ => Decision::Keep,
         },
         Err(_) => Decision::Keep,
-    }
+    };
+    decision
 }

@@ -144,9 +144,8 @@ impl Db {
     /// ```
     pub fn set(&self, key: &[u8], value: &[u8], opts: SetOptions) -> Result<SetOutcome> {
         let _g = self.inner.locks.lock_one(self.index, key);
-        let plain = opts.condition == SetCondition::Always
-            && opts.expiry != Expiry::Keep
-            && !opts.get;
+        let plain =
+            opts.condition == SetCondition::Always && opts.expiry != Expiry::Keep && !opts.get;
         let old = if plain { None } else { self.live_meta(key)? };
         let mut outcome = SetOutcome {
             written: false,
@@ -294,7 +293,10 @@ impl Db {
     pub fn incr_by(&self, key: &[u8], delta: i64) -> Result<i64> {
         let _g = self.inner.locks.lock_one(self.index, key);
         let (current, expire) = match self.live_meta_of(key, KeyType::String)? {
-            Some(m) => (num::parse_i64(&m.body).ok_or(Error::NotInteger)?, m.expire_ms),
+            Some(m) => (
+                num::parse_i64(&m.body).ok_or(Error::NotInteger)?,
+                m.expire_ms,
+            ),
             None => (0, 0),
         };
         let next = current.checked_add(delta).ok_or(Error::Overflow)?;
@@ -453,10 +455,7 @@ mod tests {
     fn lcs_matches_redis_documentation_example() {
         let r = lcs(b"ohmytext", b"mynewtext", 0, u64::MAX).unwrap();
         assert_eq!(r.sequence, b"mytext");
-        assert_eq!(
-            r.matches,
-            vec![((4, 7), (5, 8), 4), ((2, 3), (0, 1), 2)]
-        );
+        assert_eq!(r.matches, vec![((4, 7), (5, 8), 4), ((2, 3), (0, 1), 2)]);
         let r = lcs(b"ohmytext", b"mynewtext", 4, u64::MAX).unwrap();
         assert_eq!(r.matches, vec![((4, 7), (5, 8), 4)]);
     }

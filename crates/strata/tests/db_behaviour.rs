@@ -4,9 +4,7 @@
 use std::thread::sleep;
 use std::time::Duration;
 
-use strata::{
-    Db, Error, ExpireCondition, Expiry, GetExpiry, SetCondition, SetOptions, Ttl,
-};
+use strata::{Db, Error, ExpireCondition, Expiry, GetExpiry, SetCondition, SetOptions, Ttl};
 
 type R = Result<(), Box<dyn std::error::Error>>;
 
@@ -122,7 +120,12 @@ fn expired_keys_read_as_missing_and_leave_the_keyspace() -> R {
     assert_eq!(db.dbsize()?, 1);
     assert_eq!(db.keys(b"*")?, vec![b"stays".to_vec()]);
     // The active cycle deleted them (counted), without anyone touching the keys.
-    assert!(db.stats().expired_keys.load(std::sync::atomic::Ordering::Relaxed) >= 49);
+    assert!(
+        db.stats()
+            .expired_keys
+            .load(std::sync::atomic::Ordering::Relaxed)
+            >= 49
+    );
     Ok(())
 }
 
@@ -264,8 +267,17 @@ fn expired_data_space_is_reclaimed_by_compaction() -> R {
             ..Default::default()
         },
     )?;
-    let value = vec![b'x'; 1000];
+    // Incompressible values, so the figures measure data rather than compression.
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
     for i in 0..5000 {
+        let value: Vec<u8> = (0..1000)
+            .map(|_| {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (seed >> 56) as u8
+            })
+            .collect();
         db.set(
             format!("k{i}").as_bytes(),
             &value,
@@ -277,7 +289,10 @@ fn expired_data_space_is_reclaimed_by_compaction() -> R {
     }
     db.flush()?;
     let before = db.engine_property("rocksdb.total-sst-files-size");
-    assert!(before > 1_000_000, "expected the values on disk, got {before} bytes");
+    assert!(
+        before > 1_000_000,
+        "expected the values on disk, got {before} bytes"
+    );
     sleep(Duration::from_millis(500));
     // No active expiry here: only the compaction filter can drop them.
     db.compact();

@@ -69,11 +69,9 @@ impl Server {
         while Instant::now() < deadline {
             if let Some(child) = self.child.as_mut() {
                 if let Some(status) = child.try_wait()? {
-                    return Err(format!(
-                        "server exited early with {status}: {}",
-                        self.log_text()
-                    )
-                    .into());
+                    return Err(
+                        format!("server exited early with {status}: {}", self.log_text()).into(),
+                    );
                 }
             }
             if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
@@ -107,7 +105,10 @@ impl Server {
     }
 
     /// Waits up to `timeout` for the process to exit by itself; returns its exit code.
-    pub fn wait_exit(&mut self, timeout: Duration) -> Result<Option<i32>, Box<dyn std::error::Error>> {
+    pub fn wait_exit(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Option<i32>, Box<dyn std::error::Error>> {
         let deadline = Instant::now() + timeout;
         let child = self.child.as_mut().ok_or("no child")?;
         while Instant::now() < deadline {

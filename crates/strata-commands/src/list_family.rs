@@ -1,0 +1,308 @@
+//! List commands (Redis's "list" group, without the blocking ones): pushes and pops at both ends,
+//! indexing, ranges, LINSERT/LREM/LTRIM, LPOS, LMOVE/RPOPLPUSH and LMPOP. Each row of `COMMANDS`
+//! names its handler below; handlers parse arguments in Redis's order (so the same error wins),
+//! call `strata::Db`, and reply.
+
+use bytes::Bytes;
+use strata::ListEnd;
+use strata_resp::Frame;
+
+use crate::args::{self, db, is, reply, Parsed};
+use crate::errors::{self, err};
+use crate::table::CommandSpec;
+use crate::Ctx;
+
+macro_rules! row {
+    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $handler:expr) => {
+        CommandSpec {
+            name: $name,
+            arity: $arity,
+            flags: &[$($flag),*],
+            first_key: $first,
+            last_key: $last,
+            step: $step,
+            acl: &[$($acl),*],
+            group: "list",
+            summary: $summary,
+            since: $since,
+            complexity: $complexity,
+            handler: $handler,
+        }
+    };
+}
+
+/// The list family's rows.
+pub static COMMANDS: &[CommandSpec] = &[
+    row!("lpush", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "list", "fast"], "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Prepend one or multiple elements to a list", lpush),
+    row!("rpush", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "list", "fast"], "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Append one or multiple elements to a list", rpush),
+    row!("lpushx", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "list", "fast"], "2.2.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Prepend an element to a list, only if the list exists", lpushx),
+    row!("rpushx", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "list", "fast"], "2.2.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Append an element to a list, only if the list exists", rpushx),
+    row!("lpop", -2, ["write", "fast"], 1, 1, 1, ["write", "list", "fast"], "1.0.0", "O(N) where N is the number of elements returned", "Remove and get the first elements in a list", lpop),
+    row!("rpop", -2, ["write", "fast"], 1, 1, 1, ["write", "list", "fast"], "1.0.0", "O(N) where N is the number of elements returned", "Remove and get the last elements in a list", rpop),
+    row!("llen", 2, ["readonly", "fast"], 1, 1, 1, ["read", "list", "fast"], "1.0.0", "O(1)", "Get the length of a list", llen),
+    row!("lindex", 3, ["readonly"], 1, 1, 1, ["read", "list", "slow"], "1.0.0", "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).", "Get an element from a list by its index", lindex),
+    row!("lrange", 4, ["readonly"], 1, 1, 1, ["read", "list", "slow"], "1.0.0", "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.", "Get a range of elements from a list", lrange),
+    row!("lset", 4, ["write", "denyoom"], 1, 1, 1, ["write", "list", "slow"], "1.0.0", "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).", "Set the value of an element in a list by its index", lset),
+    row!("linsert", 5, ["write", "denyoom"], 1, 1, 1, ["write", "list", "slow"], "2.2.0", "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N).", "Insert an element before or after another element in a list", linsert),
+    row!("lrem", 4, ["write"], 1, 1, 1, ["write", "list", "slow"], "1.0.0", "O(N+M) where N is the length of the list and M is the number of elements removed.", "Remove elements from a list", lrem),
+    row!("ltrim", 4, ["write"], 1, 1, 1, ["write", "list", "slow"], "1.0.0", "O(N) where N is the number of elements to be removed by the operation.", "Trim a list to the specified range", ltrim),
+    row!("lpos", -3, ["readonly"], 1, 1, 1, ["read", "list", "slow"], "6.0.6", "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.", "Return the index of matching elements on a list", lpos),
+    row!("lmove", 5, ["write", "denyoom"], 1, 2, 1, ["write", "list", "slow"], "6.2.0", "O(1)", "Pop an element from a list, push it to another list and return it", lmove),
+    row!("rpoplpush", 3, ["write", "denyoom"], 1, 2, 1, ["write", "list", "slow"], "1.2.0", "O(1)", "Remove the last element in a list, prepend it to another list and return it", rpoplpush),
+    row!("lmpop", -4, ["write", "movablekeys"], 0, 0, 0, ["write", "list", "slow"], "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "Pop elements from a list", lmpop),
+];
+
+/// LEFT / RIGHT.
+fn end_arg(a: &[u8]) -> Parsed<ListEnd> {
+    if is(a, "left") {
+        Ok(ListEnd::Left)
+    } else if is(a, "right") {
+        Ok(ListEnd::Right)
+    } else {
+        Err(err(errors::SYNTAX))
+    }
+}
+
+/// A non-negative long; any failure replies `msg` (Redis's getPositiveLongFromObjectOrReply).
+fn positive(a: &[u8], msg: &str) -> Parsed<u64> {
+    match strata::num::parse_i64(a) {
+        Some(n) if n >= 0 => Ok(n as u64),
+        _ => Err(err(msg)),
+    }
+}
+
+/// A long of at least 1; any failure replies `msg`.
+fn at_least_one(a: &[u8], msg: &str) -> Parsed<u64> {
+    match strata::num::parse_i64(a) {
+        Some(n) if n >= 1 => Ok(n as u64),
+        _ => Err(err(msg)),
+    }
+}
+
+fn push_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], end: ListEnd, only_if_exists: bool) -> Frame {
+    match ctx
+        .session
+        .db
+        .list_push(&argv[1], end, &args::slices(&argv[2..]), only_if_exists)
+    {
+        Ok(n) => Frame::Integer(n as i64),
+        Err(e) => errors::from_db(e),
+    }
+}
+
+fn lpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    push_generic(ctx, argv, ListEnd::Left, false)
+}
+
+fn rpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    push_generic(ctx, argv, ListEnd::Right, false)
+}
+
+fn lpushx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    push_generic(ctx, argv, ListEnd::Left, true)
+}
+
+fn rpushx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    push_generic(ctx, argv, ListEnd::Right, true)
+}
+
+fn pop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], end: ListEnd) -> Frame {
+    reply((|| {
+        if argv.len() > 3 {
+            return Err(errors::wrong_arity(if end == ListEnd::Left {
+                "lpop"
+            } else {
+                "rpop"
+            }));
+        }
+        let count = match argv.get(2) {
+            Some(a) => Some(positive(a, errors::OUT_OF_RANGE_MUST_BE_POSITIVE)?),
+            None => None,
+        };
+        let items = db(ctx.session.db.list_pop(&argv[1], end, count.unwrap_or(1)))?;
+        Ok(match (items, count) {
+            (None, Some(_)) => Frame::NullArray,
+            (None, None) => Frame::Null,
+            (Some(items), Some(_)) => Frame::bulk_array(items),
+            (Some(items), None) => Frame::bulk_or_null(items.into_iter().next()),
+        })
+    })())
+}
+
+fn lpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    pop_generic(ctx, argv, ListEnd::Left)
+}
+
+fn rpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    pop_generic(ctx, argv, ListEnd::Right)
+}
+
+fn llen(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    match ctx.session.db.llen(&argv[1]) {
+        Ok(n) => Frame::Integer(n as i64),
+        Err(e) => errors::from_db(e),
+    }
+}
+
+fn lindex(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    reply((|| {
+        // Redis looks the key up (and checks its type) before it reads the index.
+        if db(ctx.session.db.llen(&argv[1]))? == 0 {
+            return Ok(Frame::Null);
+        }
+        let index = args::int(&argv[2])?;
+        Ok(Frame::bulk_or_null(db(ctx
+            .session
+            .db
+            .lindex(&argv[1], index))?))
+    })())
+}
+
+fn lrange(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    reply((|| {
+        let (start, stop) = (args::int(&argv[2])?, args::int(&argv[3])?);
+        Ok(Frame::bulk_array(db(ctx
+            .session
+            .db
+            .lrange(&argv[1], start, stop))?))
+    })())
+}
+
+fn lset(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    reply((|| {
+        if db(ctx.session.db.llen(&argv[1]))? == 0 {
+            return Err(err(errors::NO_SUCH_KEY));
+        }
+        let index = args::int(&argv[2])?;
+        if db(ctx.session.db.lset(&argv[1], index, &argv[3]))? {
+            Ok(Frame::ok())
+        } else {
+            Err(err(errors::INDEX_OUT_OF_RANGE))
+        }
+    })())
+}
+
+fn linsert(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    reply((|| {
+        let before = if is(&argv[2], "before") {
+            true
+        } else if is(&argv[2], "after") {
+            false
+        } else {
+            return Err(err(errors::SYNTAX));
+        };
+        let n = db(ctx.session.db.linsert(&argv[1], before, &argv[3], &argv[4]))?;
+        Ok(Frame::Integer(n))
+    })())
+}
+
+fn lrem(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    reply((|| {
+        let count = args::int(&argv[2])?;
+        Ok(Frame::Integer(
+            db(ctx.session.db.lrem(&argv[1], count, &argv[3]))? as i64,
+        ))
+    })())
+}
+
+fn ltrim(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    reply((|| {
+        let (start, stop) = (args::int(&argv[2])?, args::int(&argv[3])?);
+        db(ctx.session.db.ltrim(&argv[1], start, stop))?;
+        Ok(Frame::ok())
+    })())
+}
+
+fn lpos(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    reply((|| {
+        let (mut rank, mut count, mut maxlen) = (1i64, None, 0u64);
+        let mut j = 3;
+        while j < argv.len() {
+            let more = argv.len() - 1 - j;
+            if is(&argv[j], "rank") && more > 0 {
+                j += 1;
+                rank = args::int(&argv[j])?;
+                if rank == 0 {
+                    return Err(err(errors::LPOS_RANK_ZERO));
+                }
+            } else if is(&argv[j], "count") && more > 0 {
+                j += 1;
+                count = Some(positive(&argv[j], errors::LPOS_COUNT_NEGATIVE)?);
+            } else if is(&argv[j], "maxlen") && more > 0 {
+                j += 1;
+                maxlen = positive(&argv[j], errors::LPOS_MAXLEN_NEGATIVE)?;
+            } else {
+                return Err(err(errors::SYNTAX));
+            }
+            j += 1;
+        }
+        let found = db(ctx
+            .session
+            .db
+            .lpos(&argv[1], &argv[2], rank, count.unwrap_or(1), maxlen))?;
+        Ok(match count {
+            Some(_) => Frame::Array(
+                found
+                    .into_iter()
+                    .map(|p| Frame::Integer(p as i64))
+                    .collect(),
+            ),
+            None => found
+                .first()
+                .map_or(Frame::Null, |p| Frame::Integer(*p as i64)),
+        })
+    })())
+}
+
+fn lmove(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    reply((|| {
+        let from = end_arg(&argv[3])?;
+        let to = end_arg(&argv[4])?;
+        Ok(Frame::bulk_or_null(db(ctx
+            .session
+            .db
+            .lmove(&argv[1], &argv[2], from, to))?))
+    })())
+}
+
+fn rpoplpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    match ctx
+        .session
+        .db
+        .lmove(&argv[1], &argv[2], ListEnd::Right, ListEnd::Left)
+    {
+        Ok(v) => Frame::bulk_or_null(v),
+        Err(e) => errors::from_db(e),
+    }
+}
+
+fn lmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    reply((|| {
+        let numkeys = at_least_one(&argv[1], errors::NUMKEYS_NOT_POSITIVE)?;
+        let where_idx = match usize::try_from(numkeys).ok().and_then(|n| n.checked_add(2)) {
+            Some(w) if w < argv.len() => w,
+            _ => return Err(err(errors::SYNTAX)),
+        };
+        let end = end_arg(&argv[where_idx])?;
+        let mut count = None;
+        let mut j = where_idx + 1;
+        while j < argv.len() {
+            let more = argv.len() - 1 - j;
+            if count.is_none() && is(&argv[j], "count") && more > 0 {
+                j += 1;
+                count = Some(at_least_one(&argv[j], errors::COUNT_NOT_POSITIVE)?);
+            } else {
+                return Err(err(errors::SYNTAX));
+            }
+            j += 1;
+        }
+        let keys = args::slices(&argv[2..where_idx]);
+        match db(ctx.session.db.lmpop(&keys, end, count.unwrap_or(1)))? {
+            None => Ok(Frame::NullArray),
+            Some((key, items)) => Ok(Frame::Array(vec![
+                Frame::bulk(key),
+                Frame::bulk_array(items),
+            ])),
+        }
+    })())
+}

@@ -1,0 +1,618 @@
+//! Lists: LPUSH, LRANGE and the rest of Redis's (non-blocking) list family on `Db`.
+//!
+//! A list is a collection (see `collection.rs`) whose metadata carries `[head u64][tail u64]`
+//! after its version and length: the items live at absolute indexes `head..tail`, each under the
+//! `data` sub-key `index as u64 big-endian`. A new list starts at `head = tail = 2^63`, so it can
+//! grow at both ends; pushes and pops at either end and LINDEX/LSET are single-key operations
+//! (O(1)), LRANGE streams from an iterator. Changes in the middle (LINSERT, LREM) shift the items
+//! on the shorter side, O(N). Every write holds the key's lock and commits one batch. This module
+//! knows nothing of RESP.
+
+use rocksdb::WriteBatch;
+
+use crate::collection::CollectionMeta;
+use crate::db::Db;
+use crate::error::{Error, Result};
+use crate::meta::KeyType;
+use crate::storage::CF_DATA;
+use crate::zset::normalize_rank;
+
+/// An end of a list: LEFT (the head, index 0) or RIGHT (the tail).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListEnd {
+    /// The head (LPUSH, LPOP).
+    Left,
+    /// The tail (RPUSH, RPOP).
+    Right,
+}
+
+/// Absolute index of the first item of a new list.
+const LIST_START: u64 = 1 << 63;
+
+/// Spans longer than this are deleted with one range tombstone instead of point deletes.
+const RANGE_DELETE_MIN: u64 = 64;
+
+fn idx(i: u64) -> [u8; 8] {
+    i.to_be_bytes()
+}
+
+fn idx_of(sub: &[u8]) -> Option<u64> {
+    let b: [u8; 8] = sub.try_into().ok()?;
+    Some(u64::from_be_bytes(b))
+}
+
+/// A loaded list: its metadata and absolute bounds.
+struct ListState {
+    c: CollectionMeta,
+    head: u64,
+    tail: u64,
+}
+
+impl ListState {
+    fn from_meta(c: CollectionMeta) -> Result<ListState> {
+        let (head, tail) = if c.extra.is_empty() && c.len == 0 {
+            (LIST_START, LIST_START)
+        } else if c.extra.len() == 16 {
+            let mut h = [0u8; 8];
+            let mut t = [0u8; 8];
+            h.copy_from_slice(&c.extra[..8]);
+            t.copy_from_slice(&c.extra[8..16]);
+            (u64::from_be_bytes(h), u64::from_be_bytes(t))
+        } else {
+            return Err(Error::Corrupt(format!(
+                "list metadata with {} extra bytes",
+                c.extra.len()
+            )));
+        };
+        if tail < head || tail - head != c.len {
+            return Err(Error::Corrupt(format!(
+                "list bounds {head}..{tail} disagree with length {}",
+                c.len
+            )));
+        }
+        Ok(ListState { c, head, tail })
+    }
+
+    fn len(&self) -> u64 {
+        self.tail - self.head
+    }
+
+    /// Writes the bounds back into the metadata.
+    fn sync(&mut self) {
+        self.c.len = self.tail - self.head;
+        let mut extra = Vec::with_capacity(16);
+        extra.extend_from_slice(&self.head.to_be_bytes());
+        extra.extend_from_slice(&self.tail.to_be_bytes());
+        self.c.extra = extra;
+    }
+
+    /// Absolute index of a Redis index (negative counts from the tail), if in range.
+    fn absolute(&self, index: i64) -> Option<u64> {
+        let len = self.len() as i64;
+        let i = if index < 0 {
+            len.checked_add(index)?
+        } else {
+            index
+        };
+        if i < 0 || i >= len {
+            None
+        } else {
+            Some(self.head + i as u64)
+        }
+    }
+}
+
+impl Db {
+    fn list_load(&self, key: &[u8]) -> Result<Option<ListState>> {
+        self.load_collection(key, KeyType::List)?
+            .map(ListState::from_meta)
+            .transpose()
+    }
+
+    fn list_load_or_new(&self, key: &[u8]) -> Result<ListState> {
+        ListState::from_meta(self.load_or_new_collection(key, KeyType::List)?)
+    }
+
+    fn list_put(&self, batch: &mut WriteBatch, key: &[u8], l: &ListState, at: u64, value: &[u8]) {
+        batch.put_cf(
+            self.storage().cf(CF_DATA),
+            self.sub_key(key, &l.c, &idx(at)),
+            value,
+        );
+    }
+
+    /// Deletes the items at absolute indexes `from..to`.
+    fn list_delete_span(
+        &self,
+        batch: &mut WriteBatch,
+        key: &[u8],
+        l: &ListState,
+        from: u64,
+        to: u64,
+    ) {
+        if to <= from {
+            return;
+        }
+        let cf = self.storage().cf(CF_DATA);
+        if to - from > RANGE_DELETE_MIN {
+            batch.delete_range_cf(
+                cf,
+                self.sub_key(key, &l.c, &idx(from)),
+                self.sub_key(key, &l.c, &idx(to)),
+            );
+        } else {
+            for i in from..to {
+                batch.delete_cf(cf, self.sub_key(key, &l.c, &idx(i)));
+            }
+        }
+    }
+
+    /// Streams the items at absolute indexes `from..to` forward (or backward with `rev`), calling
+    /// `f(absolute index, item)` until it returns false.
+    fn list_each(
+        &self,
+        key: &[u8],
+        l: &ListState,
+        from: u64,
+        to: u64,
+        rev: bool,
+        mut f: impl FnMut(u64, &[u8]) -> bool,
+    ) -> Result<()> {
+        if to <= from {
+            return Ok(());
+        }
+        let mut err = None;
+        let mut visit = |sub: &[u8], v: &[u8]| -> bool {
+            let Some(i) = idx_of(sub) else {
+                err = Some(Error::Corrupt("list sub-key is not 8 bytes".into()));
+                return false;
+            };
+            if i < from || i >= to {
+                return false;
+            }
+            f(i, v)
+        };
+        if rev {
+            self.for_each_sub_rev(CF_DATA, key, &l.c, Some(&idx(to - 1)[..]), &mut visit)?;
+        } else {
+            self.for_each_sub(CF_DATA, key, &l.c, Some(&idx(from)[..]), &mut visit)?;
+        }
+        match err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Reads the items at absolute indexes `from..to` in order.
+    fn list_read(&self, key: &[u8], l: &ListState, from: u64, to: u64) -> Result<Vec<Vec<u8>>> {
+        let mut out = Vec::with_capacity((to.saturating_sub(from)).min(1 << 16) as usize);
+        self.list_each(key, l, from, to, false, |_, v| {
+            out.push(v.to_vec());
+            true
+        })?;
+        Ok(out)
+    }
+
+    /// Commits the list's metadata (deleting the key when empty) with `batch`.
+    fn list_commit(&self, mut batch: WriteBatch, key: &[u8], l: &mut ListState) -> Result<()> {
+        l.sync();
+        self.put_collection(&mut batch, key, &l.c);
+        self.write(batch)
+    }
+
+    /// LPUSH / RPUSH / LPUSHX / RPUSHX: pushes `values` one by one at `end` and returns the new
+    /// length. With `only_if_exists` (the X variants) a missing key stays missing and 0 is
+    /// returned.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use strata::ListEnd;
+    /// let db = strata::Db::open(dir.path())?;
+    /// assert_eq!(db.list_push(b"jobs", ListEnd::Right, &[b"a", b"b"], false)?, 2);
+    /// assert_eq!(db.list_push(b"jobs", ListEnd::Left, &[b"z"], false)?, 3);
+    /// assert_eq!(db.lrange(b"jobs", 0, -1)?, vec![b"z".to_vec(), b"a".to_vec(), b"b".to_vec()]);
+    /// assert_eq!(db.list_pop(b"jobs", ListEnd::Right, 1)?, Some(vec![b"b".to_vec()]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn list_push(
+        &self,
+        key: &[u8],
+        end: ListEnd,
+        values: &[&[u8]],
+        only_if_exists: bool,
+    ) -> Result<u64> {
+        let _g = self.inner.locks.lock_one(self.index, key);
+        let mut l = match self.list_load(key)? {
+            Some(l) => l,
+            None if only_if_exists => return Ok(0),
+            None => self.list_load_or_new(key)?,
+        };
+        let mut batch = WriteBatch::default();
+        self.list_push_into(&mut batch, key, &mut l, end, values)?;
+        self.list_commit(batch, key, &mut l)?;
+        Ok(l.len())
+    }
+
+    fn list_push_into(
+        &self,
+        batch: &mut WriteBatch,
+        key: &[u8],
+        l: &mut ListState,
+        end: ListEnd,
+        values: &[&[u8]],
+    ) -> Result<()> {
+        for v in values {
+            match end {
+                ListEnd::Left => {
+                    if l.head == 0 {
+                        return Err(Error::Corrupt("list index space exhausted".into()));
+                    }
+                    l.head -= 1;
+                    self.list_put(batch, key, l, l.head, v);
+                }
+                ListEnd::Right => {
+                    if l.tail == u64::MAX {
+                        return Err(Error::Corrupt("list index space exhausted".into()));
+                    }
+                    self.list_put(batch, key, l, l.tail, v);
+                    l.tail += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// LPUSH: pushes each value at the head; returns the new length.
+    pub fn lpush(&self, key: &[u8], values: &[&[u8]]) -> Result<u64> {
+        self.list_push(key, ListEnd::Left, values, false)
+    }
+
+    /// RPUSH: pushes each value at the tail; returns the new length.
+    pub fn rpush(&self, key: &[u8], values: &[&[u8]]) -> Result<u64> {
+        self.list_push(key, ListEnd::Right, values, false)
+    }
+
+    /// LPOP / RPOP: removes and returns up to `count` items from `end`; `None` if the key is
+    /// missing. The key goes away with its last item.
+    pub fn list_pop(&self, key: &[u8], end: ListEnd, count: u64) -> Result<Option<Vec<Vec<u8>>>> {
+        let _g = self.inner.locks.lock_one(self.index, key);
+        self.list_pop_locked(key, end, count)
+    }
+
+    fn list_pop_locked(
+        &self,
+        key: &[u8],
+        end: ListEnd,
+        count: u64,
+    ) -> Result<Option<Vec<Vec<u8>>>> {
+        let Some(mut l) = self.list_load(key)? else {
+            return Ok(None);
+        };
+        if count == 0 {
+            return Ok(Some(Vec::new()));
+        }
+        let n = count.min(l.len());
+        let mut batch = WriteBatch::default();
+        let items = match end {
+            ListEnd::Left => {
+                let items = self.list_read(key, &l, l.head, l.head + n)?;
+                self.list_delete_span(&mut batch, key, &l, l.head, l.head + n);
+                l.head += n;
+                items
+            }
+            ListEnd::Right => {
+                let mut items = Vec::with_capacity(n.min(1 << 16) as usize);
+                self.list_each(key, &l, l.tail - n, l.tail, true, |_, v| {
+                    items.push(v.to_vec());
+                    true
+                })?;
+                self.list_delete_span(&mut batch, key, &l, l.tail - n, l.tail);
+                l.tail -= n;
+                items
+            }
+        };
+        self.list_commit(batch, key, &mut l)?;
+        Ok(Some(items))
+    }
+
+    /// LLEN: the number of items, O(1).
+    pub fn llen(&self, key: &[u8]) -> Result<u64> {
+        Ok(self.list_load(key)?.map_or(0, |l| l.len()))
+    }
+
+    /// LINDEX: the item at `index` (negative counts from the tail), O(1).
+    pub fn lindex(&self, key: &[u8], index: i64) -> Result<Option<Vec<u8>>> {
+        let _g = self.inner.locks.lock_one(self.index, key);
+        let Some(l) = self.list_load(key)? else {
+            return Ok(None);
+        };
+        match l.absolute(index) {
+            Some(i) => self.get_sub(CF_DATA, key, &l.c, &idx(i)),
+            None => Ok(None),
+        }
+    }
+
+    /// LRANGE: the items from `start` to `stop` inclusive (negative indexes count from the tail).
+    pub fn lrange(&self, key: &[u8], start: i64, stop: i64) -> Result<Vec<Vec<u8>>> {
+        let _g = self.inner.locks.lock_one(self.index, key);
+        let Some(l) = self.list_load(key)? else {
+            return Ok(Vec::new());
+        };
+        match normalize_rank(start, stop, l.len()) {
+            Some((a, b)) => self.list_read(key, &l, l.head + a, l.head + b + 1),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// LSET: replaces the item at `index`. [`Error::NoSuchKey`] if the key is missing; `false`
+    /// (nothing written) if the index is out of range.
+    pub fn lset(&self, key: &[u8], index: i64, value: &[u8]) -> Result<bool> {
+        let _g = self.inner.locks.lock_one(self.index, key);
+        let Some(mut l) = self.list_load(key)? else {
+            return Err(Error::NoSuchKey);
+        };
+        let Some(i) = l.absolute(index) else {
+            return Ok(false);
+        };
+        let mut batch = WriteBatch::default();
+        self.list_put(&mut batch, key, &l, i, value);
+        self.list_commit(batch, key, &mut l)?;
+        Ok(true)
+    }
+
+    /// LINSERT: inserts `value` before (or after) the first item equal to `pivot`. Returns the
+    /// new length, -1 if the pivot is not found, 0 if the key is missing. Shifts the items on the
+    /// shorter side of the pivot (O(N)).
+    pub fn linsert(&self, key: &[u8], before: bool, pivot: &[u8], value: &[u8]) -> Result<i64> {
+        let _g = self.inner.locks.lock_one(self.index, key);
+        let Some(mut l) = self.list_load(key)? else {
+            return Ok(0);
+        };
+        let mut found = None;
+        self.list_each(key, &l, l.head, l.tail, false, |i, v| {
+            if v == pivot {
+                found = Some(i);
+                return false;
+            }
+            true
+        })?;
+        let Some(p) = found else {
+            return Ok(-1);
+        };
+        // The new item goes in front of the item now at absolute index q.
+        let q = if before { p } else { p + 1 };
+        let mut batch = WriteBatch::default();
+        if q - l.head <= l.tail - q && l.head > 0 {
+            // Shift head..q one step towards the head.
+            let mut moved = Vec::new();
+            self.list_each(key, &l, l.head, q, false, |i, v| {
+                moved.push((i - 1, v.to_vec()));
+                true
+            })?;
+            for (i, v) in &moved {
+                self.list_put(&mut batch, key, &l, *i, v);
+            }
+            self.list_put(&mut batch, key, &l, q - 1, value);
+            l.head -= 1;
+        } else {
+            // Shift q..tail one step towards the tail.
+            let mut moved = Vec::new();
+            self.list_each(key, &l, q, l.tail, false, |i, v| {
+                moved.push((i + 1, v.to_vec()));
+                true
+            })?;
+            for (i, v) in &moved {
+                self.list_put(&mut batch, key, &l, *i, v);
+            }
+            self.list_put(&mut batch, key, &l, q, value);
+            l.tail += 1;
+        }
+        self.list_commit(batch, key, &mut l)?;
+        Ok(l.len() as i64)
+    }
+
+    /// LREM: removes the first `count` items equal to `value` (from the tail if `count` is
+    /// negative, all of them if 0); returns how many. The remaining items are shifted to close
+    /// the gaps from the cheaper side (O(N)).
+    pub fn lrem(&self, key: &[u8], count: i64, value: &[u8]) -> Result<u64> {
+        let _g = self.inner.locks.lock_one(self.index, key);
+        let Some(mut l) = self.list_load(key)? else {
+            return Ok(0);
+        };
+        let limit = count.unsigned_abs();
+        let mut hits: Vec<u64> = Vec::new();
+        self.list_each(key, &l, l.head, l.tail, count < 0, |i, v| {
+            if v == value {
+                hits.push(i);
+                if limit != 0 && hits.len() as u64 >= limit {
+                    return false;
+                }
+            }
+            true
+        })?;
+        if hits.is_empty() {
+            return Ok(0);
+        }
+        hits.sort_unstable();
+        let k = hits.len() as u64;
+        let (first, last) = (hits[0], hits[hits.len() - 1]);
+        let mut batch = WriteBatch::default();
+        if l.tail - first <= last - l.head + 1 {
+            // Close the gaps by moving later items towards the head.
+            let mut moves = Vec::new();
+            let mut removed = 0usize;
+            self.list_each(key, &l, first, l.tail, false, |i, v| {
+                if removed < hits.len() && hits[removed] == i {
+                    removed += 1;
+                } else {
+                    moves.push((i - removed as u64, v.to_vec()));
+                }
+                true
+            })?;
+            for (i, v) in &moves {
+                self.list_put(&mut batch, key, &l, *i, v);
+            }
+            self.list_delete_span(&mut batch, key, &l, l.tail - k, l.tail);
+            l.tail -= k;
+        } else {
+            // Close the gaps by moving earlier items towards the tail.
+            let mut moves = Vec::new();
+            let mut removed = 0usize;
+            self.list_each(key, &l, l.head, last + 1, true, |i, v| {
+                if removed < hits.len() && hits[hits.len() - 1 - removed] == i {
+                    removed += 1;
+                } else {
+                    moves.push((i + removed as u64, v.to_vec()));
+                }
+                true
+            })?;
+            for (i, v) in &moves {
+                self.list_put(&mut batch, key, &l, *i, v);
+            }
+            self.list_delete_span(&mut batch, key, &l, l.head, l.head + k);
+            l.head += k;
+        }
+        self.list_commit(batch, key, &mut l)?;
+        Ok(k)
+    }
+
+    /// LTRIM: keeps only the items from `start` to `stop` inclusive; an empty range deletes the
+    /// key. The trimmed items are removed with range deletions (O(1) for any count).
+    pub fn ltrim(&self, key: &[u8], start: i64, stop: i64) -> Result<()> {
+        let _g = self.inner.locks.lock_one(self.index, key);
+        let Some(mut l) = self.list_load(key)? else {
+            return Ok(());
+        };
+        let mut batch = WriteBatch::default();
+        match normalize_rank(start, stop, l.len()) {
+            Some((a, b)) => {
+                let (new_head, new_tail) = (l.head + a, l.head + b + 1);
+                if new_head == l.head && new_tail == l.tail {
+                    return Ok(());
+                }
+                self.list_delete_span(&mut batch, key, &l, l.head, new_head);
+                self.list_delete_span(&mut batch, key, &l, new_tail, l.tail);
+                l.head = new_head;
+                l.tail = new_tail;
+            }
+            None => {
+                // The whole list goes: its items become orphans of a deleted key.
+                l.tail = l.head;
+            }
+        }
+        self.list_commit(batch, key, &mut l)
+    }
+
+    /// LPOS: the 0-based positions of items equal to `value`. `rank` (non-zero) picks the first
+    /// match to report (negative: searching from the tail), `count` how many to report (0 = all),
+    /// `maxlen` how many items to compare at most (0 = all). O(N).
+    pub fn lpos(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        rank: i64,
+        count: u64,
+        maxlen: u64,
+    ) -> Result<Vec<u64>> {
+        let _g = self.inner.locks.lock_one(self.index, key);
+        let Some(l) = self.list_load(key)? else {
+            return Ok(Vec::new());
+        };
+        let from_tail = rank < 0;
+        // Redis negates the rank in a C long; i64::MIN stays negative and then matches anything.
+        let rank = if from_tail { rank.wrapping_neg() } else { rank };
+        let len = l.len();
+        let mut out = Vec::new();
+        let mut seen = 0u64;
+        let mut matches: i64 = 0;
+        self.list_each(key, &l, l.head, l.tail, from_tail, |i, v| {
+            if maxlen != 0 && seen >= maxlen {
+                return false;
+            }
+            seen += 1;
+            if v == value {
+                matches += 1;
+                if matches >= rank {
+                    let pos = i - l.head;
+                    out.push(pos);
+                    let reported = matches.wrapping_sub(rank).wrapping_add(1);
+                    if count != 0 && reported >= count as i64 {
+                        return false;
+                    }
+                }
+            }
+            true
+        })?;
+        debug_assert!(out.iter().all(|p| *p < len));
+        Ok(out)
+    }
+
+    /// LMOVE (and RPOPLPUSH): pops an item from `from` of `src` and pushes it at `to` of `dst`,
+    /// atomically; `None` if `src` is missing. `src` and `dst` may be the same list (rotation).
+    pub fn lmove(
+        &self,
+        src: &[u8],
+        dst: &[u8],
+        from: ListEnd,
+        to: ListEnd,
+    ) -> Result<Option<Vec<u8>>> {
+        let _g = self
+            .inner
+            .locks
+            .lock([(self.index, src), (self.index, dst)]);
+        let Some(mut s) = self.list_load(src)? else {
+            return Ok(None);
+        };
+        let mut d = if src == dst {
+            None
+        } else {
+            Some(match self.list_load(dst)? {
+                Some(d) => d,
+                None => self.list_load_or_new(dst)?,
+            })
+        };
+        let at = match from {
+            ListEnd::Left => s.head,
+            ListEnd::Right => s.tail - 1,
+        };
+        let Some(item) = self.get_sub(CF_DATA, src, &s.c, &idx(at))? else {
+            return Err(Error::Corrupt("list item missing inside its bounds".into()));
+        };
+        let mut batch = WriteBatch::default();
+        self.list_delete_span(&mut batch, src, &s, at, at + 1);
+        match from {
+            ListEnd::Left => s.head += 1,
+            ListEnd::Right => s.tail -= 1,
+        }
+        match d.as_mut() {
+            None => {
+                self.list_push_into(&mut batch, src, &mut s, to, &[&item])?;
+            }
+            Some(d) => {
+                self.list_push_into(&mut batch, dst, d, to, &[&item])?;
+                d.sync();
+                self.put_collection(&mut batch, dst, &d.c);
+            }
+        }
+        self.list_commit(batch, src, &mut s)?;
+        Ok(Some(item))
+    }
+
+    /// LMPOP: pops up to `count` items from `end` of the first non-empty list among `keys`;
+    /// returns its key and the items, or `None` if all are missing. A key of another type met
+    /// before a list fails with `WrongType`.
+    pub fn lmpop(
+        &self,
+        keys: &[&[u8]],
+        end: ListEnd,
+        count: u64,
+    ) -> Result<Option<(Vec<u8>, Vec<Vec<u8>>)>> {
+        let _g = self.inner.locks.lock(keys.iter().map(|k| (self.index, *k)));
+        for k in keys {
+            if let Some(items) = self.list_pop_locked(k, end, count)? {
+                return Ok(Some((k.to_vec(), items)));
+            }
+        }
+        Ok(None)
+    }
+}

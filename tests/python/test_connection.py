@@ -1,0 +1,299 @@
+"""Connection commands: PING ECHO QUIT RESET HELLO AUTH CLIENT."""
+
+import re
+
+import pytest
+
+from harness import Both, RespError, Simple, parse_reply
+
+# --- PING ECHO QUIT ---------------------------------------------------------------------------
+
+
+def test_ping_and_echo(both):
+    both("PING")
+    both("PING", "hello")
+    both("ping", "")
+    both("PING", "a", "b")
+    both("ECHO", "hi there")
+    both("ECHO", "")
+    both("ECHO")
+    both("ECHO", "a", "b")
+
+
+def test_quit_replies_ok_and_closes(both):
+    both("SET", "k", "v")
+    both("QUIT")
+    assert both.strata.is_closed(), "strata kept the connection open after QUIT"
+    assert both.redis.is_closed()
+
+
+# --- RESET ------------------------------------------------------------------------------------
+
+
+def test_reset_restores_connection_defaults(both):
+    both("SET", "k", "db0")
+    both("SELECT", "3")
+    both("CLIENT", "SETNAME", "someone")
+    both.each("HELLO", "3")
+    both("RESET")
+    both("CLIENT", "GETNAME")
+    both("GET", "k")  # back in db 0
+    both("GET", "missing")  # and back to RESP2 ($-1, not _)
+
+
+def test_reset_turns_client_reply_back_on(both):
+    both.raw(b"CLIENT REPLY OFF\r\nRESET\r\n")  # only RESET answers
+    both("PING")
+
+
+# --- HELLO ------------------------------------------------------------------------------------
+
+HELLO_KEYS = {b"server", b"version", b"proto", b"id", b"mode", b"role", b"modules"}
+
+
+def test_hello_3_switches_to_resp3_and_returns_a_map(strata_server):
+    c = strata_server.conn()
+    c.send_command("HELLO", "3")
+    raw = c.read_reply_raw()
+    assert raw.startswith(b"%"), f"HELLO 3 should answer with a RESP3 map: {raw[:100]!r}"
+    reply = parse_reply(raw)[0]
+    assert set(reply) == HELLO_KEYS
+    assert reply[b"proto"] == 3
+    assert isinstance(reply[b"id"], int)
+    assert reply[b"mode"] == b"standalone" and reply[b"role"] == b"master"
+    assert reply[b"modules"] == []
+    assert isinstance(reply[b"version"], bytes) and re.fullmatch(rb"\d+\.\d+\.\d+.*", reply[b"version"])
+    assert reply[b"id"] == c.call("CLIENT", "ID")
+
+
+def test_hello_2_returns_a_flat_array(strata_server):
+    c = strata_server.conn()
+    reply = c.call("HELLO", "2")
+    assert isinstance(reply, list) and len(reply) == 14
+    as_map = dict(zip(reply[::2], reply[1::2]))
+    assert set(as_map) == HELLO_KEYS
+    assert as_map[b"proto"] == 2
+    assert c.call_raw("GET", "missing") == b"$-1\r\n"
+
+
+def test_hello_without_version_keeps_protocol(strata_server):
+    c = strata_server.conn()
+    reply = c.call("HELLO")
+    assert isinstance(reply, list) and dict(zip(reply[::2], reply[1::2]))[b"proto"] == 2
+
+
+def test_resp3_null_and_map_replies(both):
+    both.each("HELLO", "3")
+    both("GET", "missing")  # _\r\n
+    both("SET", "k", "v")
+    both("GET", "k")
+    both("MGET", "k", "missing")
+    both("CONFIG", "GET", "databases")  # a map in RESP3
+    both("EXISTS", "k")
+    both("INCRBYFLOAT", "f", "1.5")
+    both("LCS", "k", "k", "IDX")  # a map in RESP3
+    both("GET", "k", "extra")
+
+
+def test_hello_3_setname_sets_client_name(both):
+    s, r = both.each("HELLO", "3", "SETNAME", "myconn")
+    assert isinstance(s, dict), s
+    both("CLIENT", "GETNAME")
+
+
+@pytest.mark.parametrize("args", [
+    ["4"], ["1"], ["0"], ["abc"], ["3", "FOO"], ["3", "AUTH", "default"], ["3", "SETNAME"],
+    ["3", "SETNAME", "a b"],
+])
+def test_hello_errors(both, args):
+    both("HELLO", *args)
+    both("GET", "missing")  # still RESP2
+
+
+# --- AUTH -------------------------------------------------------------------------------------
+
+
+def test_auth_without_requirepass_errors(both):
+    both("AUTH", "x")
+    both("AUTH", "default", "x")
+    both("AUTH", "a", "b", "c")
+    both("AUTH")
+
+
+@pytest.fixture
+def auth_both(start_strata, start_redis):
+    """A Strata and a reference redis both started with --requirepass secret."""
+    s = start_strata(requirepass="secret")
+    r = start_redis(requirepass="secret")
+    return Both(s.conn(), r.conn()), s, r
+
+
+def test_requirepass_commands_before_auth_are_noauth(auth_both):
+    both, _, _ = auth_both
+    both("GET", "k")
+    both("SET", "k", "v")
+    both("PING")
+    both("SELECT", "1")
+    both("HELLO", "3")
+    both("FOO", "bar")
+
+
+def test_requirepass_wrong_password_then_right(auth_both):
+    both, _, _ = auth_both
+    both("AUTH", "wrong")
+    both("AUTH", "default", "wrong")
+    both("AUTH", "nobody", "secret")
+    both("GET", "k")
+    both("AUTH", "secret")
+    both("SET", "k", "v")
+    both("GET", "k")
+    both("AUTH", "wrong")  # a failed re-AUTH keeps the session authenticated in redis
+    both("GET", "k")
+
+
+def test_auth_with_username_default(auth_both):
+    both, _, _ = auth_both
+    both("AUTH", "default", "secret")
+    both("PING")
+
+
+def test_hello_with_auth(auth_both):
+    both, s, _ = auth_both
+    both("HELLO", "3", "AUTH", "default", "wrong")
+    both("GET", "k")
+    c = s.conn()
+    reply = c.call("HELLO", "3", "AUTH", "default", "secret")
+    assert isinstance(reply, dict) and reply[b"proto"] == 3, reply
+    assert c.call_raw("GET", "k") == b"_\r\n"
+
+
+def test_auth_through_redis_py(start_strata):
+    s = start_strata(requirepass="secret")
+    assert s.client(password="secret").ping() is True
+
+
+# --- CLIENT -----------------------------------------------------------------------------------
+
+
+def test_client_id_is_unique_per_connection(strata_server):
+    a, b = strata_server.conn(), strata_server.conn()
+    ida, idb = a.call("CLIENT", "ID"), b.call("CLIENT", "ID")
+    assert isinstance(ida, int) and isinstance(idb, int)
+    assert ida != idb
+    assert a.call("CLIENT", "ID") == ida
+
+
+def test_client_setname_getname(both):
+    both("CLIENT", "GETNAME")
+    both("CLIENT", "SETNAME", "worker-1")
+    both("CLIENT", "GETNAME")
+    both("CLIENT", "SETNAME", "a b")
+    both("CLIENT", "SETNAME", "a\nb")
+    both("CLIENT", "GETNAME")
+    both("CLIENT", "SETNAME", "")
+    both("CLIENT", "GETNAME")
+    both("CLIENT", "SETNAME")
+    both("CLIENT", "GETNAME", "x")
+
+
+def _fields(line: bytes) -> dict:
+    return dict(f.split(b"=", 1) for f in line.split(b" ") if b"=" in f)
+
+
+def test_client_list_has_a_line_per_connection(strata_server):
+    a, b = strata_server.conn(), strata_server.conn()
+    a.call("CLIENT", "SETNAME", "conn-a")
+    b.call("SELECT", "4")
+    listing = a.call("CLIENT", "LIST")
+    assert isinstance(listing, bytes) and listing.endswith(b"\n")
+    lines = [_fields(line) for line in listing.rstrip(b"\n").split(b"\n")]
+    by_id = {int(f[b"id"]): f for f in lines}
+    ida, idb = a.call("CLIENT", "ID"), b.call("CLIENT", "ID")
+    assert ida in by_id and idb in by_id
+    for f in by_id.values():
+        for field in (b"id", b"addr", b"laddr", b"fd", b"name", b"age", b"idle", b"flags", b"db", b"cmd"):
+            assert field in f, f"CLIENT LIST line lacks {field}: {f}"
+        assert re.fullmatch(rb"127\.0\.0\.1:\d+", f[b"addr"])
+    assert by_id[ida][b"name"] == b"conn-a"
+    assert by_id[ida][b"cmd"] == b"client|list"
+    assert by_id[idb][b"db"] == b"4"
+    assert by_id[ida][b"laddr"] == b"127.0.0.1:%d" % strata_server.port
+
+
+def test_client_list_id_filter(strata_server):
+    a, b = strata_server.conn(), strata_server.conn()
+    idb = b.call("CLIENT", "ID")
+    listing = a.call("CLIENT", "LIST", "ID", str(idb))
+    lines = listing.rstrip(b"\n").split(b"\n")
+    assert len(lines) == 1 and _fields(lines[0])[b"id"] == str(idb).encode()
+
+
+def test_client_info_describes_this_connection(strata_server):
+    c = strata_server.conn()
+    c.call("CLIENT", "SETNAME", "me")
+    info = c.call("CLIENT", "INFO")
+    assert isinstance(info, bytes) and info.endswith(b"\n") and info.count(b"\n") == 1
+    f = _fields(info)
+    assert int(f[b"id"]) == c.call("CLIENT", "ID")
+    assert f[b"name"] == b"me"
+    assert f[b"db"] == b"0"
+    assert f[b"cmd"] == b"client|info"
+
+
+def test_client_kill_by_id_closes_that_connection(strata_server):
+    killer, victim = strata_server.conn(), strata_server.conn()
+    victim_id = victim.call("CLIENT", "ID")
+    assert killer.call("CLIENT", "KILL", "ID", str(victim_id)) == 1
+    assert victim.is_closed(), "killed connection is still open"
+    assert killer.call("CLIENT", "KILL", "ID", str(victim_id)) == 0
+    assert killer.call("PING") == b"PONG"
+
+
+def test_client_kill_by_addr(strata_server):
+    killer, victim = strata_server.conn(), strata_server.conn()
+    addr = _fields(victim.call("CLIENT", "INFO"))[b"addr"]
+    assert killer.call("CLIENT", "KILL", addr) == Simple(b"OK")  # old form
+    assert victim.is_closed()
+    victim2 = strata_server.conn()
+    addr2 = _fields(victim2.call("CLIENT", "INFO"))[b"addr"]
+    assert killer.call("CLIENT", "KILL", "ADDR", addr2) == 1  # new form counts
+    assert victim2.is_closed()
+
+
+def test_client_kill_errors(both):
+    both("CLIENT", "KILL", "ID", "999999")
+    both("CLIENT", "KILL", "1.2.3.4:5")
+    both("CLIENT", "KILL", "ADDR", "1.2.3.4:5")
+    both("CLIENT", "KILL", "ID", "abc")
+    both("CLIENT", "KILL", "FOO", "bar")
+
+
+def test_client_reply_off_on_skip(both):
+    both.raw(b"CLIENT REPLY OFF\r\nSET a 1\r\nGET a\r\nCLIENT REPLY ON\r\n")  # one +OK, from ON
+    both("GET", "a")
+    both.raw(b"CLIENT REPLY SKIP\r\nSET b 2\r\nGET b\r\n")  # only GET b answers
+    both("CLIENT", "REPLY", "FOO")
+    both("CLIENT", "REPLY")
+
+
+def test_client_no_evict(both):
+    both("CLIENT", "NO-EVICT", "on")
+    both("CLIENT", "NO-EVICT", "off")
+    both("CLIENT", "NO-EVICT", "maybe")
+    both("CLIENT", "NO-EVICT")
+
+
+def test_client_unknown_subcommand(both):
+    both("CLIENT", "FOO")
+    both("CLIENT")
+
+
+def test_client_setname_visible_in_redis_py(strata):
+    assert strata.client_setname("py") is True
+    assert strata.client_getname() in (b"py", "py")  # redis-py decodes this one itself
+    assert isinstance(strata.client_id(), int)
+
+
+def test_error_values_are_resp_errors(strata_server):
+    reply = strata_server.conn().call("CLIENT", "SETNAME", "a b")
+    assert isinstance(reply, RespError) and reply.message.startswith(b"ERR ")

@@ -8,12 +8,20 @@ Fixtures
                 ``strata.server`` is its harness.Server (``.port``, ``.dir``, ``.conn()`` for a raw
                 RESP connection, ``.restart()``, ``.kill9()``); prefer ``start_strata`` for tests
                 that restart, kill or reconfigure a server.
-  redis_ref     the same for the shared reference redis-server
-                (``--save '' --appendonly no``).
-  both          harness.Both over raw connections to the two: ``both("SET", "k", "v")``.
+  strata_server the shared Strata's harness.Server itself (emptied), for raw connections.
+  redis_ref     the same as ``strata`` for the shared reference redis-server
+                (``--save '' --appendonly no``); ``redis_server`` is its Server.
+  both          harness.Both over fresh raw connections (db 0, RESP2) to the two:
+                ``both("SET", "k", "v")`` compares the exact reply bytes and returns the parsed
+                reply; ``both.unordered(...)`` ignores array order; ``both.raw(b"...")`` sends
+                raw bytes; ``both.each(...)`` sends without comparing.
   start_strata  factory: ``start_strata(appendfsync="always")`` starts a private Strata with
                 extra ``--directive value`` pairs (config_file=... too); stopped after the test.
   start_redis   the same for a private reference redis-server.
+
+Every test gets an empty server (FLUSHALL; a restart if that fails) and fresh connections; a
+shared server that a test crashed is restarted and its log printed with that test's output.
+Servers bind 127.0.0.1 on free ports, use temp dirs, and are stopped with SIGTERM (then SIGKILL).
 
 Environment
   STRATA_SERVER            path of the strata-server binary (default:

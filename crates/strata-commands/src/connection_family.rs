@@ -209,7 +209,7 @@ fn select(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     reply((|| {
         let n = strata::num::parse_i64(&argv[1])
             .filter(|n| *n >= i32::MIN as i64 && *n <= i32::MAX as i64)
-            .ok_or_else(|| err(errors::INVALID_DB_INDEX))?;
+            .ok_or_else(|| err(errors::NOT_INTEGER))?;
         if n < 0 || n >= ctx.session.db.databases() as i64 {
             return Err(err(errors::DB_INDEX));
         }

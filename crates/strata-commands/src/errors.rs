@@ -16,7 +16,6 @@ pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
 pub const NAN_OR_INF: &str = "ERR increment would produce NaN or Infinity";
 pub const NO_SUCH_KEY: &str = "ERR no such key";
 pub const DB_INDEX: &str = "ERR DB index is out of range";
-pub const INVALID_DB_INDEX: &str = "ERR invalid DB index";
 pub const STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 pub const OFFSET_OUT_OF_RANGE: &str = "ERR offset is out of range";
 pub const SAME_OBJECT: &str = "ERR source and destination objects are the same";
@@ -40,7 +39,7 @@ pub const LCS_LEN_AND_IDX: &str =
 pub const CLIENT_NAME_SPACES: &str =
     "ERR Client names cannot contain spaces, newlines or special characters.";
 pub const INVALID_CLIENT_ID: &str = "ERR client-id should be greater than 0";
-pub const HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time";
+pub const HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time";
 pub const INVALID_FIRST_DB: &str = "ERR invalid first DB index";
 pub const INVALID_SECOND_DB: &str = "ERR invalid second DB index";
 pub const NO_SHUTDOWN_IN_PROGRESS: &str = "ERR No shutdown in progress.";
@@ -56,19 +55,21 @@ pub fn wrong_arity(name: &str) -> Frame {
     ))
 }
 
-/// "ERR unknown command 'foo', with args beginning with: 'a' 'b' ".
+/// "ERR unknown command 'foo', with args beginning with: 'a' 'b' ": the name up to 128 bytes, then
+/// arguments while the argument text is shorter than 128 bytes, each cut to what is left of those 128.
 pub fn unknown_command(argv: &[bytes::Bytes]) -> Frame {
-    let mut text = format!(
-        "ERR unknown command '{}', with args beginning with: ",
-        sanitize(&argv[0], 128)
-    );
+    let mut args = String::new();
     for a in argv.iter().skip(1) {
-        if text.len() >= 128 {
+        if args.len() >= 128 {
             break;
         }
-        text.push_str(&format!("'{}' ", sanitize(a, 128 - text.len().min(128))));
+        let room = 128 - args.len();
+        args.push_str(&format!("'{}' ", sanitize(a, room)));
     }
-    err(text)
+    err(format!(
+        "ERR unknown command '{}', with args beginning with: {args}",
+        sanitize(&argv[0], 128)
+    ))
 }
 
 /// "ERR unknown subcommand 'foo'. Try CONFIG HELP.".

@@ -51,7 +51,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 /// `(field, value)` pairs of argv[2..]; None when a value is missing.
 fn field_pairs(argv: &[Bytes]) -> Option<Vec<(&[u8], &[u8])>> {
     let rest = &argv[2..];
-    if rest.is_empty() || rest.len() % 2 != 0 {
+    if rest.is_empty() || !rest.len().is_multiple_of(2) {
         return None;
     }
     Some(

@@ -131,10 +131,8 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     if argv.is_empty() {
         return Frame::Null;
     }
+    // As in Redis, an unknown command is reported even before authentication.
     let Some(spec) = table::lookup(&argv[0]).filter(|s| !s.name.contains('|')) else {
-        if !ctx.session.authenticated {
-            return errors::err(errors::NOAUTH);
-        }
         return errors::unknown_command(argv);
     };
     if !ctx.session.authenticated && !spec.has_flag("no-auth") {

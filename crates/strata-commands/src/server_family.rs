@@ -53,7 +53,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     row!("command|info", -2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "2.8.13", "O(N) where N is the number of commands to look up", "Returns information about one, multiple or all commands.", command_info),
     row!("command|docs", -2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "7.0.0", "O(N) where N is the number of commands to look up", "Returns documentary information about one, multiple or all commands.", command_docs),
     row!("command|list", -2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "7.0.0", "O(N) where N is the total number of Redis commands", "Returns a list of command names.", command_list),
-    row!("command|getkeys", -3, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "2.8.13", "O(N) where N is the number of arguments to the command", "Extracts the key names from an arbitrary command.", command_getkeys),
+    row!("command|getkeys", -4, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "2.8.13", "O(N) where N is the number of arguments to the command", "Extracts the key names from an arbitrary command.", command_getkeys),
     row!("command|help", 2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", command_help),
 ];
 
@@ -324,13 +324,13 @@ fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     let Some(spec) = table::lookup(&target[0]) else {
         return err(errors::GETKEYS_INVALID_COMMAND);
     };
+    if spec.first_key <= 0 {
+        return err(errors::GETKEYS_NO_KEYS);
+    }
     if !spec.arity_ok(target.len()) {
         return err(errors::GETKEYS_BAD_ARITY);
     }
     let pos = spec.key_positions(target.len());
-    if pos.is_empty() {
-        return err(errors::GETKEYS_NO_KEYS);
-    }
     Frame::Array(
         pos.into_iter()
             .map(|i| Frame::bulk(target[i].clone()))

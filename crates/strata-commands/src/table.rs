@@ -97,9 +97,61 @@ impl CommandSpec {
                     .collect(),
             ),
             Frame::Array(vec![]),
-            Frame::Array(vec![]),
+            Frame::Array(self.key_specs()),
             Frame::Array(subs),
         ])
+    }
+
+    /// Redis 7 key specifications derived from the row's key positions: one range spec.
+    fn key_specs(&self) -> Vec<Frame> {
+        if self.first_key <= 0 {
+            return Vec::new();
+        }
+        let flags: &[&str] = if self.name == "del" || self.name == "unlink" {
+            &["RM", "DELETE"]
+        } else if self.has_flag("write") {
+            &["RW", "UPDATE"]
+        } else {
+            &["RO", "ACCESS"]
+        };
+        let last = if self.last_key < 0 {
+            self.last_key as i64
+        } else {
+            (self.last_key - self.first_key) as i64
+        };
+        vec![Frame::Map(vec![
+            (
+                Frame::bulk("flags"),
+                Frame::Set(flags.iter().map(|f| Frame::simple(*f)).collect()),
+            ),
+            (
+                Frame::bulk("begin_search"),
+                Frame::Map(vec![
+                    (Frame::bulk("type"), Frame::bulk("index")),
+                    (
+                        Frame::bulk("spec"),
+                        Frame::Map(vec![(
+                            Frame::bulk("index"),
+                            Frame::Integer(self.first_key as i64),
+                        )]),
+                    ),
+                ]),
+            ),
+            (
+                Frame::bulk("find_keys"),
+                Frame::Map(vec![
+                    (Frame::bulk("type"), Frame::bulk("range")),
+                    (
+                        Frame::bulk("spec"),
+                        Frame::Map(vec![
+                            (Frame::bulk("lastkey"), Frame::Integer(last)),
+                            (Frame::bulk("keystep"), Frame::Integer(self.step as i64)),
+                            (Frame::bulk("limit"), Frame::Integer(0)),
+                        ]),
+                    ),
+                ]),
+            ),
+        ])]
     }
 
     /// The COMMAND DOCS entry for this row (name, then a map).
@@ -191,6 +243,7 @@ pub fn dispatch_sub(ctx: &mut Ctx<'_>, argv: &[Bytes], container: &str) -> Frame
             if !spec.arity_ok(argv.len()) {
                 return crate::errors::wrong_arity(spec.name);
             }
+            ctx.server.note_command(ctx.session, spec.name);
             (spec.handler)(ctx, argv)
         }
         None => crate::errors::unknown_subcommand(container, &argv[1]),

@@ -67,6 +67,10 @@ async fn serve(
     let mut decoder = RequestDecoder::new(settings.limits);
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut wbuf = BytesMut::with_capacity(READ_CHUNK);
+    client.qbuf_free.store(rbuf.capacity(), Ordering::Relaxed);
+    client
+        .buf_mem
+        .store(rbuf.capacity() + wbuf.capacity(), Ordering::Relaxed);
 
     loop {
         if rbuf.capacity() - rbuf.len() < READ_CHUNK / 2 {

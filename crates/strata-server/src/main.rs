@@ -169,6 +169,7 @@ fn run(config: Config) -> i32 {
             ))
         }
     };
+    adjust_open_files_limit(config.maxclients());
     notice!("Server initialized");
 
     let workers = std::thread::available_parallelism()
@@ -205,7 +206,7 @@ async fn serve(server: Arc<Server>, std_listeners: Vec<std::net::TcpListener>) -
     notice!("Ready to accept connections tcp");
 
     let reason = wait_for_shutdown(&server).await;
-    notice!("{reason}");
+    warning!("{reason}");
     for t in &accept_tasks {
         t.abort();
     }
@@ -213,14 +214,50 @@ async fn serve(server: Arc<Server>, std_listeners: Vec<std::net::TcpListener>) -
     finish(&server)
 }
 
+/// Raises the open-files limit so `maxclients` connections fit (plus room for the data files),
+/// as Redis does; warns when the hard limit does not allow it.
+fn adjust_open_files_limit(maxclients: u64) {
+    // RocksDB keeps its SST files open as well: leave generous room for them.
+    const RESERVED: u64 = 1024;
+    let wanted = maxclients.saturating_add(RESERVED);
+    // SAFETY: getrlimit/setrlimit read and write the struct we pass, nothing else.
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return;
+    }
+    if lim.rlim_cur as u64 >= wanted {
+        return;
+    }
+    let target = if lim.rlim_max == libc::RLIM_INFINITY {
+        wanted
+    } else {
+        wanted.min(lim.rlim_max as u64)
+    };
+    let raised = libc::rlimit {
+        rlim_cur: target as libc::rlim_t,
+        rlim_max: lim.rlim_max,
+    };
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 && target >= wanted {
+        return;
+    }
+    warning!(
+        "You requested maxclients of {maxclients} requiring at least {wanted} max file descriptors; \
+         the limit is {}. Raise it (ulimit -n) or lower maxclients.",
+        if target > lim.rlim_cur as u64 { target } else { lim.rlim_cur as u64 }
+    );
+}
+
 /// Runs the server cron `hz` times a second.
 async fn cron_loop(server: Arc<Server>) {
-    let mut tick: u64 = 0;
+    let mut last_second = std::time::Instant::now();
     loop {
         let hz = u64::from(server.config().hz().clamp(1, 500));
         tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
-        tick += 1;
-        server.cron(tick, hz);
+        let second_elapsed = last_second.elapsed() >= Duration::from_secs(1);
+        if second_elapsed {
+            last_second = std::time::Instant::now();
+        }
+        server.cron(second_elapsed);
     }
 }
 
@@ -235,13 +272,13 @@ async fn wait_for_shutdown(server: &Server) -> &'static str {
         _ => {
             warning!("Can't install signal handlers; SHUTDOWN still works");
             let _ = shutdown.wait_for(|v| *v).await;
-            return "Shutting down on request";
+            return "User requested shutdown...";
         }
     };
     tokio::select! {
         _ = term.recv() => "Received SIGTERM scheduling shutdown...",
         _ = int.recv() => "Received SIGINT scheduling shutdown...",
-        _ = shutdown.wait_for(|v| *v) => "Shutdown requested by a client...",
+        _ = shutdown.wait_for(|v| *v) => "User requested shutdown...",
     }
 }
 

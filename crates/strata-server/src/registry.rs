@@ -83,8 +83,9 @@ pub struct ClientEntry {
 impl ClientEntry {
     /// Marks the connection as killed and wakes its reader by shutting the socket down.
     ///
-    /// Must be called with the registry locked: a connection deregisters itself before its socket
-    /// is closed, so a registered entry's descriptor is still its own.
+    /// Must be called with the registry locked, on a registered entry, which is then removed: a
+    /// connection deregisters itself before its socket is closed, so a registered entry's
+    /// descriptor is still its own, and a removed entry is never shut down again.
     fn kill(&self) {
         self.killed.store(true, Ordering::Release);
         // SAFETY: shutdown(2) on a descriptor the connection still owns (see above); it only
@@ -235,8 +236,9 @@ impl Registry {
         {
             return 0;
         }
-        let clients = self.lock();
+        let mut clients = self.lock();
         let mut n = 0;
+        let mut gone = Vec::new();
         for e in clients.values() {
             if filter.id.is_some_and(|id| id != e.id)
                 || filter.addr.as_deref().is_some_and(|a| a != e.addr)
@@ -251,24 +253,30 @@ impl Registry {
                 e.close_after_reply.store(true, Ordering::Release);
             } else {
                 e.kill();
+                gone.push(e.id);
             }
             n += 1;
+        }
+        // A killed client leaves the list at once, as in Redis (its task finishes on its own).
+        for id in gone {
+            clients.remove(&id);
         }
         n
     }
 
     /// Kills every client idle for more than `timeout_ms`; returns how many.
     pub fn kill_idle(&self, timeout_ms: u64, now_ms: u64) -> usize {
-        let clients = self.lock();
-        let mut n = 0;
-        for e in clients.values() {
+        let mut clients = self.lock();
+        let before = clients.len();
+        clients.retain(|_, e| {
             let last = e.last_interaction_ms.load(Ordering::Relaxed);
-            if now_ms.saturating_sub(last) > timeout_ms && !e.killed.load(Ordering::Relaxed) {
+            let idle = now_ms.saturating_sub(last) > timeout_ms;
+            if idle {
                 e.kill();
-                n += 1;
             }
-        }
-        n
+            !idle
+        });
+        before - clients.len()
     }
 }
 

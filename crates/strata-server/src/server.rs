@@ -252,9 +252,9 @@ impl Server {
         self.shutdown_tx.send_replace(true);
     }
 
-    /// Periodic work, called `hz` times a second: the coarse clock, ops/sec sampling; once a
-    /// second the memory peak and the idle-client sweep.
-    pub fn cron(&self, tick: u64, hz: u64) {
+    /// Periodic work, called `hz` times a second: the coarse clock, ops/sec sampling; when
+    /// `second_elapsed`, also the memory peak and the idle-client sweep.
+    pub fn cron(&self, second_elapsed: bool) {
         let now = strata::now_ms();
         self.clock_ms.store(now, Ordering::Relaxed);
         {
@@ -272,7 +272,7 @@ impl Server {
                 self.ops_per_sec.store(avg, Ordering::Relaxed);
             }
         }
-        if tick % hz.max(1) == 0 {
+        if second_elapsed {
             self.sample_memory();
             let timeout = self.timeout_secs.load(Ordering::Relaxed);
             if timeout > 0 {
@@ -389,7 +389,7 @@ fn prune_checkpoints(parent: &std::path::Path, keep: usize) {
             Some((ms, e.path()))
         })
         .collect();
-    found.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    found.sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
     for (_, path) in found.into_iter().skip(keep) {
         if let Err(e) = std::fs::remove_dir_all(&path) {
             warning!("Could not remove old checkpoint {}: {e}", path.display());
@@ -505,7 +505,6 @@ impl ServerApi for ClientApi<'_> {
     }
 
     fn shutdown(&self) -> Result<(), String> {
-        notice!("User requested shutdown...");
         self.server.request_shutdown();
         Ok(())
     }

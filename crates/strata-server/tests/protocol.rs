@@ -134,3 +134,46 @@ fn query_buffer_over_the_limit_closes_the_connection() -> TestResult {
     assert_eq!(pong, "PONG");
     Ok(())
 }
+
+#[test]
+fn large_values_round_trip() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let server = Server::start(root.path(), &[])?;
+    let mut con = server.conn()?;
+    let big = vec![b'z'; 20 << 20];
+    let start = std::time::Instant::now();
+    redis::cmd("SET")
+        .arg("big")
+        .arg(&big)
+        .query::<()>(&mut con)?;
+    let back: Vec<u8> = redis::cmd("GET").arg("big").query(&mut con)?;
+    assert!(back == big);
+    assert!(start.elapsed() < std::time::Duration::from_secs(10));
+    Ok(())
+}
+
+#[test]
+fn password_is_required_when_requirepass_is_set() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let server = Server::start(root.path(), &["--requirepass", "s3cret"])?;
+    let mut con = server.conn()?;
+    let err = redis::cmd("GET")
+        .arg("k")
+        .query::<Option<String>>(&mut con)
+        .err()
+        .ok_or("GET without AUTH succeeded")?;
+    assert_eq!(err.code(), Some("NOAUTH"));
+    redis::cmd("AUTH").arg("s3cret").query::<()>(&mut con)?;
+    let v: Option<String> = redis::cmd("GET").arg("k").query(&mut con)?;
+    assert_eq!(v, None);
+    // Removing the password lets new connections in without AUTH.
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("requirepass")
+        .arg("")
+        .query::<()>(&mut con)?;
+    let mut fresh = server.conn()?;
+    let v: Option<String> = redis::cmd("GET").arg("k").query(&mut fresh)?;
+    assert_eq!(v, None);
+    Ok(())
+}

@@ -302,12 +302,12 @@ impl Db {
     /// `-count` fields that may repeat. Empty when the key is missing. A negative count beyond
     /// 2^27 fails with [`Error::NotInteger`] (the reply would not fit in memory).
     pub fn hrandfield_count(&self, key: &[u8], count: i64) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        if count < 0 && count.unsigned_abs() > crate::zset::MAX_RANDOM_REPEATS {
-            return Err(Error::NotInteger);
-        }
         let Some(c) = self.read_hash(key)? else {
             return Ok(Vec::new());
         };
+        if count < 0 && count.unsigned_abs() > crate::zset::MAX_RANDOM_REPEATS {
+            return Err(Error::NotInteger);
+        }
         self.random_entries(key, &c, count.unsigned_abs(), count > 0)
     }
 

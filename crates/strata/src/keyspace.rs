@@ -41,6 +41,9 @@ pub enum ExpireCondition {
     IfLess,
 }
 
+/// Where a cursor resumes: (logical db, collection key or None for SCAN, last position returned).
+type CursorPosition = (u8, Option<Vec<u8>>, Vec<u8>);
+
 /// Server-side cursors of SCAN and of the collection scans (HSCAN, SSCAN, ZSCAN): RocksDB iterates
 /// in key order, so a cursor remembers the last key (or, for a collection, the last sub-key of
 /// which key) a page returned. Clients see a number; the table maps it to the position. Bounded:
@@ -49,8 +52,7 @@ pub enum ExpireCondition {
 #[derive(Default)]
 pub struct CursorTable {
     next_id: u64,
-    /// cursor → (logical db, collection key or None for SCAN, last position returned).
-    positions: HashMap<u64, (u8, Option<Vec<u8>>, Vec<u8>)>,
+    positions: HashMap<u64, CursorPosition>,
     order: VecDeque<u64>,
 }
 

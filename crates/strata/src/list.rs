@@ -26,6 +26,9 @@ pub enum ListEnd {
     Right,
 }
 
+/// A key and the items popped from it (LMPOP).
+type KeyedItems = (Vec<u8>, Vec<Vec<u8>>);
+
 /// Absolute index of the first item of a new list.
 const LIST_START: u64 = 1 << 63;
 
@@ -601,12 +604,7 @@ impl Db {
     /// LMPOP: pops up to `count` items from `end` of the first non-empty list among `keys`;
     /// returns its key and the items, or `None` if all are missing. A key of another type met
     /// before a list fails with `WrongType`.
-    pub fn lmpop(
-        &self,
-        keys: &[&[u8]],
-        end: ListEnd,
-        count: u64,
-    ) -> Result<Option<(Vec<u8>, Vec<Vec<u8>>)>> {
+    pub fn lmpop(&self, keys: &[&[u8]], end: ListEnd, count: u64) -> Result<Option<KeyedItems>> {
         let _g = self.inner.locks.lock(keys.iter().map(|k| (self.index, *k)));
         for k in keys {
             if let Some(items) = self.list_pop_locked(k, end, count)? {

@@ -145,13 +145,14 @@ impl Db {
         Ok(out)
     }
 
-    /// Picks by random walks down the sub-keys' implicit trie: at each point where the members
-    /// under the current prefix branch, a byte between the smallest and the largest branch is
-    /// drawn and the walk follows the first branch at or after it, until one member is left.
-    /// Each pick costs two seeks per branching point on its path (a few dozen at most) instead
-    /// of a pass over the collection; branches are picked alike whatever their size, so this is
-    /// not exactly uniform. Distinct picks that land on a member already taken move on to the
-    /// next free one; this is only used when `count` is small next to the collection's size.
+    /// Picks by random walks down the sub-keys' implicit trie: wherever the members under the
+    /// current prefix branch (on their next byte, or by one of them ending there), one branch is
+    /// drawn uniformly and the walk goes on inside it, until one member is left. A pick costs a
+    /// few seeks per branching point on its path (dozens at most) instead of a pass over the
+    /// collection, but branches are drawn alike whatever their size, so members in small
+    /// branches come up more often than in a uniform draw. Distinct picks that land on a member
+    /// already taken move on to the next free one; this is only used when `count` is small next
+    /// to the collection's size.
     fn sample_by_seeking(
         &self,
         key: &[u8],
@@ -180,7 +181,12 @@ impl Db {
                 };
                 probe.truncate(skip);
                 probe.extend_from_slice(&prefix);
+                // The last member under the prefix: SeekForPrev lands on the successor itself
+                // when that is a member, so step back from it.
                 it.seek_for_prev(prefix_successor(&probe));
+                if sub_of(&it, skip).is_some_and(|k| !k.starts_with(&prefix)) {
+                    it.prev();
+                }
                 let Some(last) = sub_of(&it, skip) else { break };
                 if first == last {
                     break; // one member left; the iterator stands on it
@@ -188,24 +194,65 @@ impl Db {
                 let common = first.iter().zip(&last).take_while(|(a, b)| a == b).count();
                 prefix.clear();
                 prefix.extend_from_slice(&first[..common]);
-                // Branches at byte `common`: the member equal to the prefix (drawn as -1), if
-                // any, then one per next byte between first's and last's.
-                let lo = first.get(common).map_or(-1, |&b| b as i64);
-                let hi = last.get(common).map_or(-1, |&b| b as i64);
-                let r = lo + rng.below((hi - lo + 1).max(1) as u64) as i64;
-                probe.truncate(skip);
-                probe.extend_from_slice(&prefix);
-                if r >= 0 {
-                    probe.push(r as u8);
+                // Branches at byte `common`: the member equal to the prefix, if any (it sorts
+                // first), then one per next byte from the smallest branch's to the largest's.
+                let hi = last[common] as i64;
+                let terminal = first.len() == common;
+                let lo = if terminal {
+                    probe.truncate(skip);
+                    probe.extend_from_slice(&prefix);
+                    it.seek(&probe);
+                    it.next();
+                    match sub_of(&it, skip) {
+                        Some(k) if k.len() > common => k[common] as i64,
+                        _ => break,
+                    }
+                } else {
+                    first[common] as i64
+                };
+                // Draw a branch: a byte in lo..=hi, kept only if a branch starts with it (so
+                // every branch is equally likely however sparse the bytes are), with lo - 1
+                // standing for the member equal to the prefix. After a few misses, list the
+                // branches instead.
+                let mut chosen: Option<i64> = None;
+                for _ in 0..16 {
+                    let r = lo - terminal as i64
+                        + rng.below((hi - lo + 1 + terminal as i64) as u64) as i64;
+                    if r < lo {
+                        chosen = Some(r);
+                        break;
+                    }
+                    seek_to(&mut it, &mut probe, skip, &prefix, Some(r as u8));
+                    if sub_of(&it, skip).is_some_and(|k| k.get(common) == Some(&(r as u8))) {
+                        chosen = Some(r);
+                        break;
+                    }
                 }
-                it.seek(&probe);
-                if r < 0 {
+                let chosen = match chosen {
+                    Some(r) => r,
+                    None => {
+                        let mut branches: Vec<i64> =
+                            if terminal { vec![lo - 1] } else { Vec::new() };
+                        let mut b = lo;
+                        while b <= hi {
+                            seek_to(&mut it, &mut probe, skip, &prefix, Some(b as u8));
+                            match sub_of(&it, skip) {
+                                Some(k) if k.len() > common && k.starts_with(&prefix) => {
+                                    branches.push(k[common] as i64);
+                                    b = k[common] as i64 + 1;
+                                }
+                                _ => break,
+                            }
+                        }
+                        branches[rng.below(branches.len() as u64) as usize]
+                    }
+                };
+                if chosen < lo {
+                    seek_to(&mut it, &mut probe, skip, &prefix, None);
                     break; // the member equal to the prefix
                 }
-                match sub_of(&it, skip) {
-                    Some(k) if k.len() > common => prefix.push(k[common]),
-                    _ => break,
-                }
+                seek_to(&mut it, &mut probe, skip, &prefix, Some(chosen as u8));
+                prefix.push(chosen as u8);
             }
             // Land on a member (wrapping past the end), skipping ones already taken.
             let mut steps = 0u64;
@@ -248,4 +295,21 @@ fn sub_of(
     } else {
         None
     }
+}
+
+/// Seeks `it` to the first member at or after `prefix` (followed by `next`, if given); `probe`
+/// holds the collection's key prefix in its first `skip` bytes.
+fn seek_to(
+    it: &mut rocksdb::DBRawIteratorWithThreadMode<'_, rocksdb::DB>,
+    probe: &mut Vec<u8>,
+    skip: usize,
+    prefix: &[u8],
+    next: Option<u8>,
+) {
+    probe.truncate(skip);
+    probe.extend_from_slice(prefix);
+    if let Some(b) = next {
+        probe.push(b);
+    }
+    it.seek(&probe[..]);
 }

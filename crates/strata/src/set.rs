@@ -227,12 +227,12 @@ impl Db {
     /// repeat. Empty when the key is missing. A negative count beyond 2^27 fails with
     /// [`Error::NotInteger`] (the reply would not fit in memory).
     pub fn srandmember_count(&self, key: &[u8], count: i64) -> Result<Vec<Vec<u8>>> {
-        if count < 0 && count.unsigned_abs() > crate::zset::MAX_RANDOM_REPEATS {
-            return Err(Error::NotInteger);
-        }
         let Some(c) = self.read_set(key)? else {
             return Ok(Vec::new());
         };
+        if count < 0 && count.unsigned_abs() > crate::zset::MAX_RANDOM_REPEATS {
+            return Err(Error::NotInteger);
+        }
         let mut out: Vec<Vec<u8>> = self
             .random_entries(key, &c, count.unsigned_abs(), count > 0)?
             .into_iter()
@@ -579,15 +579,12 @@ impl Db {
                 skip: prefix.len(),
             });
         }
-        loop {
-            let Some(min) = iters
-                .iter()
-                .filter_map(|i| i.current())
-                .min()
-                .map(<[u8]>::to_vec)
-            else {
-                break;
-            };
+        while let Some(min) = iters
+            .iter()
+            .filter_map(|i| i.current())
+            .min()
+            .map(<[u8]>::to_vec)
+        {
             if !f(&min) {
                 break;
             }

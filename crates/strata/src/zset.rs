@@ -545,7 +545,9 @@ impl Db {
             }
         }
         if opts.incr && processed {
-            out.score = Some(normalize(last));
+            // The reply carries the computed score (Redis answers `-0` for an increment of -0 on
+            // a new member, though it stores 0).
+            out.score = Some(last);
         }
         w.commit()?;
         Ok(out)
@@ -1220,15 +1222,15 @@ impl Db {
         }
     }
 
-    /// A member's weighted score in one input, if present.
+    /// A member's score in one input (1 for a set), unweighted, if present.
     fn zset_source_find(&self, src: &Source, member: &[u8]) -> Result<Option<f64>> {
         let Some(c) = &src.meta else {
             return Ok(None);
         };
         match self.get_sub(CF_DATA, &src.key, c, member)? {
             None => Ok(None),
-            Some(_) if src.is_set => Ok(Some(weighted(1.0, src.weight))),
-            Some(v) => Ok(Some(weighted(score_from_value(&v)?, src.weight))),
+            Some(_) if src.is_set => Ok(Some(1.0)),
+            Some(v) => Ok(Some(score_from_value(&v)?)),
         }
     }
 
@@ -1258,7 +1260,9 @@ impl Db {
                     let mut score = s;
                     for src in rest {
                         match self.zset_source_find(src, m) {
-                            Ok(Some(v)) => score = aggregate_into(score, v, aggregate),
+                            // Redis zeroes a NaN product only for the first input; later ones go
+                            // to the aggregation as they are (SUM turns NaN into 0, MIN/MAX skip it).
+                            Ok(Some(v)) => score = aggregate_into(score, v * src.weight, aggregate),
                             Ok(None) => return true,
                             Err(e) => {
                                 err = Some(e);
@@ -1317,10 +1321,13 @@ impl Db {
             }
         }
         if card_limit.is_none() {
-            for item in out.iter_mut() {
-                item.1 = normalize(item.1);
-            }
-            out.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+            // Redis's order: by score (-0 equals 0), then member. A -0 result stays -0 in the
+            // reply, as in Redis; storing it writes 0.
+            out.sort_by(|a, b| {
+                a.1.partial_cmp(&b.1)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+                    .then_with(|| a.0.cmp(&b.0))
+            });
         }
         Ok(out)
     }

@@ -426,7 +426,7 @@ fn zscan_pages_large_sets_and_returns_small_ones_whole() -> R {
     let mut cursor = 0;
     let mut seen = Vec::new();
     loop {
-        let page = db.zscan(b"big", cursor, Some(b"m0*"), 37)?;
+        let page = db.zscan(b"big", cursor, Some(b"m00*"), 37)?;
         assert!(!page.compact);
         seen.extend(members(&page.items));
         cursor = page.cursor;
@@ -837,7 +837,7 @@ fn big_keys_delete_in_constant_time_and_compaction_reclaims_them() -> R {
     db.compact();
     let before = db.engine_property("rocksdb.total-sst-files-size");
     assert!(
-        before > 4_000_000,
+        before > 1_000_000,
         "expected the members on disk, got {before} bytes"
     );
 

@@ -6,6 +6,7 @@ import it directly (``from harness import RespConn, RespError``).
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
@@ -13,6 +14,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import weakref
 from pathlib import Path
 
 import redis
@@ -301,6 +303,17 @@ class ServerDied(Exception):
 MAX_START_FAILURES = 3
 _start_failures: list[str] = []
 
+# Every Server ever made, so that none outlives the test process even if a fixture's teardown
+# never ran (servers run in their own session, so they'd survive us otherwise).
+_all_servers: "weakref.WeakSet[Server]" = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_leftover_servers():
+    for server in list(_all_servers):
+        server.kill9()
+        shutil.rmtree(server.workdir, ignore_errors=True)
+
 
 class Client(redis.Redis):
     """redis.Redis (decode_responses=False) that also knows the server it talks to."""
@@ -336,6 +349,7 @@ class Server:
         self.port: int | None = None
         self.proc: subprocess.Popen | None = None
         self._clients: list = []
+        _all_servers.add(self)
 
     # -- process control --------------------------------------------------------------------
 

@@ -308,3 +308,21 @@ def test_big_list_delete_is_fast_and_recreated_key_starts_empty(strata):
     assert strata.llen("big") == 0
     strata.rpush("big", "fresh")
     assert strata.lrange("big", 0, -1) == [b"fresh"]
+
+
+def test_writes_keep_the_ttl(both):
+    both("RPUSH", "l", "a", "b", "c")
+    both("EXPIRE", "l", "100")
+    both("LPUSH", "l", "x")
+    both("LPOP", "l")
+    both("LSET", "l", "0", "y")
+    both("LINSERT", "l", "AFTER", "y", "z")
+    both("LTRIM", "l", "0", "2")
+    both("TTL", "l")
+    both("RPUSH", "gone", "a")
+    both("PEXPIRE", "gone", "1")
+    time.sleep(0.01)
+    both("LLEN", "gone")
+    both("RPUSH", "gone", "b")
+    both("LRANGE", "gone", "0", "-1")
+    both("TTL", "gone")

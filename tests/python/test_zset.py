@@ -650,3 +650,24 @@ def test_big_zset_delete_is_fast_and_recreated_key_starts_empty(strata):
     strata.zadd("big", {"fresh": 1})
     assert strata.zrange("big", 0, -1, withscores=True) == [(b"fresh", 1.0)]
     assert strata.zcount("big", "-inf", "+inf") == 1
+
+
+def test_writes_keep_the_ttl_and_stores_replace_it(both):
+    both("ZADD", "z", "1", "a", "2", "b")
+    both("EXPIRE", "z", "100")
+    both("ZADD", "z", "3", "c")
+    both("ZREM", "z", "a")
+    both("ZINCRBY", "z", "1", "b")
+    both("TTL", "z")
+    both("ZRANGESTORE", "z", "z", "0", "-1")
+    both("TTL", "z")
+    both("EXPIRE", "z", "100")
+    both("ZUNIONSTORE", "z", "1", "z")
+    both("TTL", "z")
+    both("ZADD", "gone", "1", "a")
+    both("PEXPIRE", "gone", "1")
+    time.sleep(0.01)
+    both("ZCARD", "gone")
+    both("ZADD", "gone", "2", "b")
+    both("ZRANGE", "gone", "0", "-1", "WITHSCORES")
+    both("TTL", "gone")

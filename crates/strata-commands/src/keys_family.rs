@@ -129,7 +129,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], seconds: bool, absolute: bo
         let conds = expire_conditions(argv)?;
         let mut when = args::int(&argv[2])?;
         if seconds {
-            if when > i64::MAX / 1000 || when < i64::MIN / 1000 {
+            if !(i64::MIN / 1000..=i64::MAX / 1000).contains(&when) {
                 return Err(errors::invalid_expire(&cmd));
             }
             when *= 1000;

@@ -202,7 +202,7 @@ fn config_get(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn config_set(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if argv.len() % 2 != 0 {
+    if !argv.len().is_multiple_of(2) {
         return errors::wrong_arity("config|set");
     }
     let pairs: Vec<(String, String)> = argv[2..]

@@ -229,7 +229,7 @@ fn pairs(argv: &[Bytes]) -> Vec<(&[u8], &[u8])> {
 }
 
 fn mset(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if argv.len() % 2 == 0 {
+    if argv.len().is_multiple_of(2) {
         return errors::wrong_arity("mset");
     }
     match ctx.session.db.mset(&pairs(argv)) {
@@ -239,7 +239,7 @@ fn mset(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn msetnx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if argv.len() % 2 == 0 {
+    if argv.len().is_multiple_of(2) {
         return errors::wrong_arity("msetnx");
     }
     match ctx.session.db.msetnx(&pairs(argv)) {

@@ -386,13 +386,13 @@ fn zadd(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
             j += 1;
         }
         let elements = argv.len() - j;
-        if elements == 0 || elements % 2 != 0 {
+        if elements == 0 || elements & 1 == 1 {
             return Err(err(errors::SYNTAX));
         }
         if nx && xx {
             return Err(err(errors::ZADD_XX_AND_NX));
         }
-        if (gt && nx) || (lt && nx) || (gt && lt) {
+        if nx && (gt || lt) || (gt && lt) {
             return Err(err(errors::ZADD_GT_LT_NX));
         }
         if incr && elements > 2 {

@@ -158,7 +158,7 @@ fn command_getkeys_reads_the_table() {
         error("ERR The command has no key arguments")
     );
     assert_eq!(
-        h.run(&["command", "getkeys", "get"]),
+        h.run(&["command", "getkeys", "get", "a", "b"]),
         error("ERR Invalid number of arguments specified for command")
     );
 }

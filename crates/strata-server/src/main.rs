@@ -172,9 +172,14 @@ fn run(config: Config) -> i32 {
     adjust_open_files_limit(config.maxclients());
     notice!("Server initialized");
 
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2);
+    let workers = std::env::var("STRATA_WORKERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+        });
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .thread_name("strata-worker")

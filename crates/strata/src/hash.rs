@@ -51,24 +51,22 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn hset(&self, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result<u64> {
+        if pairs.is_empty() {
+            return Ok(0);
+        }
         let _g = self.inner.locks.lock_one(self.index, key);
         let mut c = self.load_or_new_collection(key, KeyType::Hash)?;
-        let fresh = c.len == 0;
+        let fields: Vec<&[u8]> = pairs.iter().map(|(f, _)| *f).collect();
+        let existed = self.subs_exist(key, &c, &fields)?;
         let mut batch = WriteBatch::default();
         let cf = self.storage().cf(CF_DATA);
         let mut seen: HashSet<&[u8]> = HashSet::new();
         let mut added = 0;
-        for (field, value) in pairs {
-            let exists = seen.contains(field)
-                || (!fresh && self.get_sub(CF_DATA, key, &c, field)?.is_some());
-            if !exists {
+        for ((field, value), existed) in pairs.iter().zip(existed) {
+            if seen.insert(*field) && !existed {
                 added += 1;
             }
-            seen.insert(*field);
             batch.put_cf(cf, self.sub_key(key, &c, field), value);
-        }
-        if pairs.is_empty() {
-            return Ok(0);
         }
         if added > 0 {
             c.len += added;
@@ -128,15 +126,14 @@ impl Db {
         };
         let mut batch = WriteBatch::default();
         let cf = self.storage().cf(CF_DATA);
+        let existed = self.subs_exist(key, &c, fields)?;
         let mut gone: HashSet<&[u8]> = HashSet::new();
         let mut removed = 0;
-        for field in fields {
-            if gone.contains(field) || self.get_sub(CF_DATA, key, &c, field)?.is_none() {
-                continue;
+        for (field, existed) in fields.iter().zip(existed) {
+            if existed && gone.insert(*field) {
+                batch.delete_cf(cf, self.sub_key(key, &c, field));
+                removed += 1;
             }
-            gone.insert(*field);
-            batch.delete_cf(cf, self.sub_key(key, &c, field));
-            removed += 1;
         }
         if removed > 0 {
             c.len = c.len.saturating_sub(removed);

@@ -125,54 +125,54 @@ impl Db {
         table.position_in(cursor, self.index, Some(key))
     }
 
-    fn db_read_options(&self, phys: u8) -> ReadOptions {
-        let mut ro = ReadOptions::default();
-        ro.set_iterate_lower_bound(keys::db_start(phys));
-        ro.set_iterate_upper_bound(keys::db_end(phys));
-        ro
-    }
-
     /// Walks the live keys of this database in storage order starting after `after` (or from the
-    /// beginning), calling `f(key, meta header)` until it returns false. Returns the last key visited.
+    /// beginning), calling `f(key, type, expire_ms)` until it returns false. Returns the last key
+    /// visited. The `meta` family is hashed by `[db][slot]` prefix (see storage.rs), so the walk
+    /// seeks slot by slot, each within its prefix.
     fn walk(
         &self,
         after: Option<&[u8]>,
-        mut f: impl FnMut(&[u8], KeyType) -> bool,
+        mut f: impl FnMut(&[u8], KeyType, u64) -> bool,
     ) -> Result<Option<Vec<u8>>> {
         let phys = self.phys();
         let s = self.storage();
-        let mut it = s
-            .raw()
-            .raw_iterator_cf_opt(s.cf(CF_META), self.db_read_options(phys));
-        match after {
-            Some(k) => {
-                let raw = keys::meta_key(phys, k);
-                it.seek(&raw);
-                if it.valid() && it.key() == Some(raw.as_slice()) {
-                    it.next();
-                }
-            }
-            None => it.seek(keys::db_start(phys)),
-        }
+        let mut ro = ReadOptions::default();
+        ro.set_prefix_same_as_start(true);
+        let mut it = s.raw().raw_iterator_cf_opt(s.cf(CF_META), ro);
         let now = now_ms();
         let mut last = None;
-        while it.valid() {
-            let (Some(k), Some(v)) = (it.key(), it.value()) else {
-                break;
-            };
-            let Some((_, user)) = keys::split_meta_key(k) else {
-                it.next();
-                continue;
-            };
-            last = Some(user.to_vec());
-            if let Ok((kind, exp)) = meta::decode_header(v) {
-                if (exp == 0 || exp > now) && !f(user, kind) {
+        let first_slot = after.map(keys::slot).unwrap_or(0);
+        for slot in first_slot..keys::SLOTS {
+            let prefix = [phys, (slot >> 8) as u8, slot as u8];
+            match after {
+                Some(k) if slot == first_slot => {
+                    let raw = keys::meta_key(phys, k);
+                    it.seek(&raw);
+                    if it.valid() && it.key() == Some(raw.as_slice()) {
+                        it.next();
+                    }
+                }
+                _ => it.seek(prefix),
+            }
+            while it.valid() {
+                let (Some(k), Some(v)) = (it.key(), it.value()) else {
+                    break;
+                };
+                if !k.starts_with(&prefix) {
                     break;
                 }
+                let user = &k[3..];
+                last = Some(user.to_vec());
+                if let Ok((kind, exp)) = meta::decode_header(v) {
+                    if (exp == 0 || exp > now) && !f(user, kind, exp) {
+                        it.status()?;
+                        return Ok(last);
+                    }
+                }
+                it.next();
             }
-            it.next();
+            it.status()?;
         }
-        it.status()?;
         Ok(last)
     }
 
@@ -381,7 +381,7 @@ impl Db {
     pub fn keys(&self, pattern: &[u8]) -> Result<Vec<Vec<u8>>> {
         let mut out = Vec::new();
         let all = pattern == b"*";
-        self.walk(None, |k, _| {
+        self.walk(None, |k, _, _| {
             if all || glob_match(pattern, k, false) {
                 out.push(k.to_vec());
             }
@@ -411,7 +411,7 @@ impl Db {
         let mut visited = 0usize;
         let count = count.max(1);
         let mut finished = true;
-        let last = self.walk(after.as_deref(), |k, t| {
+        let last = self.walk(after.as_deref(), |k, t, _| {
             visited += 1;
             if kind.is_none_or(|want| want == t) && pattern.is_none_or(|p| glob_match(p, k, false))
             {
@@ -439,56 +439,42 @@ impl Db {
         })
     }
 
-    /// RANDOMKEY: a random live key, `None` if the database is empty.
+    /// RANDOMKEY: a random live key, `None` if the database is empty. Starts at a random slot and
+    /// takes the first live key at or after it (wrapping around).
     pub fn random_key(&self) -> Result<Option<Vec<u8>>> {
-        let seed = random_u64();
-        for attempt in 0..4u64 {
-            let slot = ((seed >> (attempt * 14)) & 0x3FFF) as u16;
-            let start = keys::meta_key(self.phys(), &[]);
-            let mut probe = start[..1].to_vec();
-            probe.extend_from_slice(&slot.to_be_bytes());
-            let mut found = None;
-            // From a random slot to the end, then from the beginning.
-            let phys = self.phys();
-            let s = self.storage();
-            let mut it = s
-                .raw()
-                .raw_iterator_cf_opt(s.cf(CF_META), self.db_read_options(phys));
-            it.seek(&probe);
-            if !it.valid() {
-                it.seek(keys::db_start(phys));
-            }
-            let now = now_ms();
-            let mut steps = 0;
-            while it.valid() && steps < 64 {
-                if let (Some(k), Some(v)) = (it.key(), it.value()) {
-                    let exp = meta::expire_of(v);
-                    if exp == 0 || exp > now {
-                        found = keys::split_meta_key(k).map(|(_, u)| u.to_vec());
-                        break;
-                    }
+        let start = (random_u64() % keys::SLOTS as u64) as u16;
+        let phys = self.phys();
+        let s = self.storage();
+        let mut ro = ReadOptions::default();
+        ro.set_prefix_same_as_start(true);
+        let mut it = s.raw().raw_iterator_cf_opt(s.cf(CF_META), ro);
+        let now = now_ms();
+        for step in 0..keys::SLOTS {
+            let slot = (start + step) % keys::SLOTS;
+            let prefix = [phys, (slot >> 8) as u8, slot as u8];
+            it.seek(prefix);
+            while it.valid() {
+                let (Some(k), Some(v)) = (it.key(), it.value()) else {
+                    break;
+                };
+                if !k.starts_with(&prefix) {
+                    break;
                 }
-                steps += 1;
+                let exp = meta::expire_of(v);
+                if exp == 0 || exp > now {
+                    return Ok(Some(k[3..].to_vec()));
+                }
                 it.next();
             }
             it.status()?;
-            if found.is_some() {
-                return Ok(found);
-            }
         }
-        // Everything near the probes was expired: fall back to the first live key, if any.
-        let mut first = None;
-        self.walk(None, |k, _| {
-            first = Some(k.to_vec());
-            false
-        })?;
-        Ok(first)
+        Ok(None)
     }
 
     /// DBSIZE: the number of live keys. O(n) in the number of keys (see docs/differences.md).
     pub fn dbsize(&self) -> Result<u64> {
         let mut n = 0;
-        self.walk(None, |_, _| {
+        self.walk(None, |_, _, _| {
             n += 1;
             true
         })?;
@@ -497,28 +483,16 @@ impl Db {
 
     /// Number of live keys and of those with an expiry, and the average remaining TTL in ms (INFO keyspace).
     pub fn keyspace_info(&self) -> Result<(u64, u64, u64)> {
-        let phys = self.phys();
-        let s = self.storage();
-        let mut it = s
-            .raw()
-            .raw_iterator_cf_opt(s.cf(CF_META), self.db_read_options(phys));
-        it.seek(keys::db_start(phys));
         let now = now_ms();
         let (mut keys_n, mut expires, mut ttl_sum) = (0u64, 0u64, 0u128);
-        while it.valid() {
-            if let Some(v) = it.value() {
-                let exp = meta::expire_of(v);
-                if exp == 0 {
-                    keys_n += 1;
-                } else if exp > now {
-                    keys_n += 1;
-                    expires += 1;
-                    ttl_sum += (exp - now) as u128;
-                }
+        self.walk(None, |_, _, exp| {
+            keys_n += 1;
+            if exp != 0 {
+                expires += 1;
+                ttl_sum += exp.saturating_sub(now) as u128;
             }
-            it.next();
-        }
-        it.status()?;
+            true
+        })?;
         let avg = if expires > 0 {
             (ttl_sum / expires as u128) as u64
         } else {

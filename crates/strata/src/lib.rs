@@ -45,7 +45,7 @@ pub use list::ListEnd;
 pub use meta::KeyType;
 pub use set::SetScanPage;
 pub use storage::{Compression, SyncPolicy};
-pub use string::{lcs, Expiry, GetExpiry, Lcs, SetCondition, SetOptions, SetOutcome};
+pub use string::{lcs, Expiry, GetExpiry, Lcs, LcsMatch, SetCondition, SetOptions, SetOutcome};
 pub use zset::{
     Aggregate, LexBound, LexRange, ScoreRange, ScoredMember, SetOp, ZAddCompare, ZAddCondition,
     ZAddOptions, ZAddOutcome, ZRangeBy, ZRangeSpec, ZScanPage,

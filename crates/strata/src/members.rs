@@ -35,6 +35,26 @@ impl Db {
         Ok(out)
     }
 
+    /// Which of `subs` exist in collection `c`, in one batched lookup (all false for a fresh,
+    /// empty collection, without reading).
+    pub(crate) fn subs_exist(
+        &self,
+        key: &[u8],
+        c: &CollectionMeta,
+        subs: &[&[u8]],
+    ) -> Result<Vec<bool>> {
+        if c.len == 0 {
+            return Ok(vec![false; subs.len()]);
+        }
+        let s = self.storage();
+        let sub_keys: Vec<Vec<u8>> = subs.iter().map(|m| self.sub_key(key, c, m)).collect();
+        s.raw()
+            .batched_multi_get_cf(s.cf(CF_DATA), &sub_keys, false)
+            .into_iter()
+            .map(|r| r.map(|v| v.is_some()).map_err(Into::into))
+            .collect()
+    }
+
     /// One page of a collection scan: visits up to `count` sub-keys after the position cursor
     /// `cursor` stands for (0, or an unknown cursor, starts at the beginning), calling `f` on each,
     /// and returns the cursor of the next page (0 when the scan is complete).

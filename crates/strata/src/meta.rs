@@ -117,7 +117,7 @@ impl Meta {
     }
 
     /// The collection length (body bytes 8..16) of a non-string record.
-    pub fn len(&self) -> Option<u64> {
+    pub fn collection_len(&self) -> Option<u64> {
         read_u64(&self.body, 8)
     }
 }

@@ -121,17 +121,16 @@ impl Db {
     pub fn sadd(&self, key: &[u8], members: &[&[u8]]) -> Result<u64> {
         let _g = self.inner.locks.lock_one(self.index, key);
         let mut c = self.load_or_new_collection(key, KeyType::Set)?;
-        let fresh = c.len == 0;
+        let existed = self.subs_exist(key, &c, members)?;
         let mut batch = WriteBatch::default();
         let cf = self.storage().cf(CF_DATA);
         let mut seen: HashSet<&[u8]> = HashSet::new();
         let mut added = 0;
-        for m in members {
-            if !seen.insert(*m) || (!fresh && self.set_contains(key, &c, m)?) {
-                continue;
+        for (m, existed) in members.iter().zip(existed) {
+            if !existed && seen.insert(*m) {
+                batch.put_cf(cf, self.sub_key(key, &c, m), []);
+                added += 1;
             }
-            batch.put_cf(cf, self.sub_key(key, &c, m), []);
-            added += 1;
         }
         if added > 0 {
             c.len += added;
@@ -150,14 +149,14 @@ impl Db {
         };
         let mut batch = WriteBatch::default();
         let cf = self.storage().cf(CF_DATA);
+        let existed = self.subs_exist(key, &c, members)?;
         let mut seen: HashSet<&[u8]> = HashSet::new();
         let mut removed = 0;
-        for m in members {
-            if !seen.insert(*m) || !self.set_contains(key, &c, m)? {
-                continue;
+        for (m, existed) in members.iter().zip(existed) {
+            if existed && seen.insert(*m) {
+                batch.delete_cf(cf, self.sub_key(key, &c, m));
+                removed += 1;
             }
-            batch.delete_cf(cf, self.sub_key(key, &c, m));
-            removed += 1;
         }
         if removed > 0 {
             c.len = c.len.saturating_sub(removed);
@@ -180,14 +179,7 @@ impl Db {
         let Some(c) = self.read_set(key)? else {
             return Ok(vec![false; members.len()]);
         };
-        let s = self.storage();
-        let cf = s.cf(CF_DATA);
-        let sub_keys: Vec<Vec<u8>> = members.iter().map(|m| self.sub_key(key, &c, m)).collect();
-        s.raw()
-            .batched_multi_get_cf(cf, &sub_keys, false)
-            .into_iter()
-            .map(|r| r.map(|v| v.is_some()).map_err(Error::from))
-            .collect()
+        self.subs_exist(key, &c, members)
     }
 
     /// SCARD: the number of members, O(1).

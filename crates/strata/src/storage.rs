@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use rocksdb::compaction_filter::Decision;
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType,
-    Options as RocksOptions, WriteBatch, WriteOptions, DB,
+    MemtableFactory, Options as RocksOptions, SliceTransform, WriteBatch, WriteOptions, DB,
 };
 
 use crate::error::{Error, Result};
@@ -136,9 +136,11 @@ impl Storage {
         db_opts.create_if_missing(true);
         db_opts.create_missing_column_families(true);
         db_opts.set_max_background_jobs(2);
+        // Required by the hash-skiplist memtable of `meta`.
+        db_opts.set_allow_concurrent_memtable_write(false);
         db_opts.set_bytes_per_sync(1 << 20);
         db_opts.set_keep_log_file_num(5);
-        db_opts.set_max_total_wal_size(4 * opts.write_buffer_size as u64);
+        db_opts.set_max_total_wal_size(2 * opts.write_buffer_size as u64);
 
         // The data/zscore filters look up the metadata of the key a sub-key belongs to; they get the
         // database handle once it is open.
@@ -146,6 +148,15 @@ impl Storage {
 
         let (mut meta_opts, meta_table) = cf_options(opts, &cache, true);
         meta_opts.set_block_based_table_factory(&meta_table);
+        // Metadata keys start with [db][slot]: hash the memtable by that prefix, so a point read or
+        // write searches a small per-slot skiplist instead of one skiplist of every key (the main
+        // cost of SET and GET in profiles). Iterations over `meta` therefore go slot by slot.
+        meta_opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(3));
+        meta_opts.set_memtable_factory(MemtableFactory::HashSkipList {
+            bucket_count: 1 << 18,
+            height: 4,
+            branching_factor: 4,
+        });
         meta_opts.set_compaction_filter("strata-meta-expired", |_level, _key, value: &[u8]| {
             let expire = meta::expire_of(value);
             if expire != 0 && expire <= now_ms() {

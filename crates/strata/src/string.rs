@@ -73,8 +73,11 @@ pub struct Lcs {
     pub sequence: Vec<u8>,
     /// Matched ranges, from the end of the strings to the start, as Redis reports them:
     /// `((a_start, a_end), (b_start, b_end), len)`.
-    pub matches: Vec<((u64, u64), (u64, u64), u64)>,
+    pub matches: Vec<LcsMatch>,
 }
+
+/// One matched range of [`Lcs`]: `((a_start, a_end), (b_start, b_end), len)`.
+pub type LcsMatch = ((u64, u64), (u64, u64), u64);
 
 impl Db {
     /// GET: the value of a string key.

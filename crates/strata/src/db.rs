@@ -297,7 +297,15 @@ impl Db {
 
     /// Adds the writes that store `m` under `key` (metadata plus expiry index entry) to `batch`.
     pub(crate) fn put_meta(&self, batch: &mut WriteBatch, key: &[u8], m: &Meta) {
-        self.put_meta_raw(batch, self.phys(), key, m.kind, m.expire_ms, &m.body);
+        self.put_meta_flagged(
+            batch,
+            self.phys(),
+            key,
+            m.kind,
+            m.flags,
+            m.expire_ms,
+            &m.body,
+        );
     }
 
     pub(crate) fn put_meta_raw(
@@ -309,11 +317,26 @@ impl Db {
         expire_ms: u64,
         body: &[u8],
     ) {
+        self.put_meta_flagged(batch, phys, key, kind, 0, expire_ms, body);
+    }
+
+    /// Like [`Db::put_meta_raw`] with flags (see `meta::FLAG_RAW_STRING`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn put_meta_flagged(
+        &self,
+        batch: &mut WriteBatch,
+        phys: u8,
+        key: &[u8],
+        kind: KeyType,
+        flags: u8,
+        expire_ms: u64,
+        body: &[u8],
+    ) {
         let s = &self.inner.storage;
         batch.put_cf(
             s.cf(CF_META),
             keys::meta_key(phys, key),
-            meta::encode_parts(kind, expire_ms, body),
+            meta::encode_flagged(kind, flags, expire_ms, body),
         );
         if expire_ms != 0 {
             batch.put_cf(s.cf(CF_EXPIRE), keys::expire_key(expire_ms, phys, key), []);

@@ -276,7 +276,15 @@ impl Db {
         dst_key: &[u8],
     ) -> Result<()> {
         if m.kind == KeyType::String {
-            self.put_meta_raw(batch, dst_phys, dst_key, m.kind, m.expire_ms, &m.body);
+            self.put_meta_flagged(
+                batch,
+                dst_phys,
+                dst_key,
+                m.kind,
+                m.flags,
+                m.expire_ms,
+                &m.body,
+            );
             return Ok(());
         }
         let old_version = m
@@ -543,7 +551,9 @@ impl Db {
         };
         Ok(Some(match m.kind {
             KeyType::String => {
-                if m.body.len() <= 20 && num::parse_i64(&m.body).is_some() {
+                if m.flags & meta::FLAG_RAW_STRING != 0 {
+                    "raw"
+                } else if m.body.len() <= 20 && num::parse_i64(&m.body).is_some() {
                     "int"
                 } else if m.body.len() <= 44 {
                     "embstr"

@@ -8,7 +8,11 @@ use crate::error::{Error, Result};
 /// Current encoding version of metadata records (byte 1). Readers refuse versions they don't know.
 pub const ENCODING_VERSION: u8 = 1;
 
-/// Common header length: type (1) + encoding (1) + expire_ms (8).
+/// Flag (high nibble of byte 1) on a string whose value was modified in place (APPEND, SETRANGE):
+/// Redis then reports OBJECT ENCODING `raw` whatever the value looks like.
+pub const FLAG_RAW_STRING: u8 = 0x10;
+
+/// Common header length: type (1) + encoding version and flags (1) + expire_ms (8).
 pub const HEADER_LEN: usize = 10;
 
 /// The type of a key. The numeric ids are part of the on-disk format and are never reused.
@@ -77,6 +81,8 @@ pub struct Meta {
     pub kind: KeyType,
     /// Absolute expiry in Unix milliseconds; 0 means the key does not expire.
     pub expire_ms: u64,
+    /// Flags (high nibble of byte 1), e.g. [`FLAG_RAW_STRING`].
+    pub flags: u8,
     /// The type-specific body: the value of a string; `[version u64][len u64][...]` of a collection.
     pub body: Vec<u8>,
 }
@@ -87,13 +93,14 @@ impl Meta {
         Meta {
             kind: KeyType::String,
             expire_ms,
+            flags: 0,
             body: value,
         }
     }
 
     /// Encodes the record into its on-disk bytes.
     pub fn encode(&self) -> Vec<u8> {
-        encode_parts(self.kind, self.expire_ms, &self.body)
+        encode_flagged(self.kind, self.flags, self.expire_ms, &self.body)
     }
 
     /// Decodes on-disk bytes; a record that is too short or of an unknown type/version is `Corrupt`.
@@ -102,6 +109,7 @@ impl Meta {
         Ok(Meta {
             kind,
             expire_ms,
+            flags: raw[1] & 0xF0,
             body: raw[HEADER_LEN..].to_vec(),
         })
     }
@@ -131,9 +139,14 @@ fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
 
 /// Encodes a record from its parts without building a [`Meta`] first.
 pub fn encode_parts(kind: KeyType, expire_ms: u64, body: &[u8]) -> Vec<u8> {
+    encode_flagged(kind, 0, expire_ms, body)
+}
+
+/// Encodes a record with flags (high nibble of byte 1).
+pub fn encode_flagged(kind: KeyType, flags: u8, expire_ms: u64, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + body.len());
     out.push(kind.id());
-    out.push(ENCODING_VERSION);
+    out.push(ENCODING_VERSION | (flags & 0xF0));
     out.extend_from_slice(&expire_ms.to_be_bytes());
     out.extend_from_slice(body);
     out
@@ -149,10 +162,10 @@ pub fn decode_header(raw: &[u8]) -> Result<(KeyType, u64)> {
     }
     let kind = KeyType::from_id(raw[0])
         .ok_or_else(|| Error::Corrupt(format!("unknown type id {}", raw[0])))?;
-    if raw[1] != ENCODING_VERSION {
+    if raw[1] & 0x0F != ENCODING_VERSION {
         return Err(Error::Corrupt(format!(
             "unknown metadata encoding version {}",
-            raw[1]
+            raw[1] & 0x0F
         )));
     }
     let expire = read_u64(raw, 2).unwrap_or(0);

@@ -179,17 +179,29 @@ impl Db {
         Ok(outcome)
     }
 
-    /// Writes a string record (or deletes the key if `expire_ms` is already past). Caller holds the lock.
+    /// Writes a string record (or deletes the key if `expire_ms` is already past). Caller holds the
+    /// lock. `flags` carries `meta::FLAG_RAW_STRING` for values modified in place.
     fn write_string(&self, key: &[u8], value: &[u8], expire_ms: u64) -> Result<()> {
+        self.write_string_flagged(key, value, 0, expire_ms)
+    }
+
+    fn write_string_flagged(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        flags: u8,
+        expire_ms: u64,
+    ) -> Result<()> {
         let mut batch = WriteBatch::default();
         if expire_ms != 0 && expire_ms <= now_ms() {
             self.delete_meta(&mut batch, self.phys(), key);
         } else {
-            self.put_meta_raw(
+            self.put_meta_flagged(
                 &mut batch,
                 self.phys(),
                 key,
                 KeyType::String,
+                flags,
                 expire_ms,
                 value,
             );
@@ -256,7 +268,7 @@ impl Db {
             _ => 0,
         };
         if expire_ms != m.expire_ms {
-            self.write_string(key, &m.body, expire_ms)?;
+            self.write_string_flagged(key, &m.body, m.flags, expire_ms)?;
         }
         Ok(Some(m.body))
     }
@@ -264,15 +276,16 @@ impl Db {
     /// APPEND: appends to the string (creating it), returns the new length.
     pub fn append(&self, key: &[u8], suffix: &[u8]) -> Result<u64> {
         let _g = self.inner.locks.lock_one(self.index, key);
-        let (mut value, expire) = match self.live_meta_of(key, KeyType::String)? {
-            Some(m) => (m.body, m.expire_ms),
-            None => (Vec::new(), 0),
+        // As in Redis, appending to an existing string leaves it `raw`; a new key is encoded afresh.
+        let (mut value, expire, flags) = match self.live_meta_of(key, KeyType::String)? {
+            Some(m) => (m.body, m.expire_ms, crate::meta::FLAG_RAW_STRING),
+            None => (Vec::new(), 0, 0),
         };
         if (value.len() + suffix.len()) as u64 > self.inner.max_string_len.load(Ordering::Relaxed) {
             return Err(Error::StringTooLong);
         }
         value.extend_from_slice(suffix);
-        self.write_string(key, &value, expire)?;
+        self.write_string_flagged(key, &value, flags, expire)?;
         Ok(value.len() as u64)
     }
 
@@ -367,7 +380,7 @@ impl Db {
             body.resize(end as usize, 0);
         }
         body[offset as usize..end as usize].copy_from_slice(value);
-        self.write_string(key, &body, expire)?;
+        self.write_string_flagged(key, &body, crate::meta::FLAG_RAW_STRING, expire)?;
         Ok(body.len() as u64)
     }
 

@@ -219,7 +219,7 @@ const DIRECTIVES: &[Directive] = &[
     row(Id::NotifyKeyspaceEvents, "notify-keyspace-events", &[], Sp(Special::KeyspaceEvents), "", true),
     // Strata's storage knobs. RocksDB clamps write buffers to 64kb..=64gb.
     row(Id::BlockCacheSize, "block-cache-size", &[], Memory { min: 0, max: LONG_MAX }, "256mb", false),
-    row(Id::WriteBufferSize, "write-buffer-size", &[], Memory { min: 64 * 1024, max: 64 * GB }, "64mb", false),
+    row(Id::WriteBufferSize, "write-buffer-size", &[], Memory { min: 64 * 1024, max: 64 * GB }, "16mb", false),
     row(Id::Compression, "compression", &[], Enum(COMPRESSIONS), "lz4", false),
     row(Id::BgsaveDir, "bgsave-dir", &[], Str(non_empty), "backup", true),
     // Redis directives accepted for compatibility; their values are kept but have no effect.

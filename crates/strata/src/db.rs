@@ -51,7 +51,7 @@ impl Default for Options {
             databases: 16,
             sync: SyncPolicy::EverySec,
             block_cache_size: 256 << 20,
-            write_buffer_size: 64 << 20,
+            write_buffer_size: 16 << 20,
             compression: Compression::Lz4,
             active_expire: true,
             max_string_len: 512 << 20,

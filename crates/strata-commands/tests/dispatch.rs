@@ -154,7 +154,7 @@ fn command_getkeys_reads_the_table() {
         Frame::Array(vec![Frame::bulk("a"), Frame::bulk("b")])
     );
     assert_eq!(
-        h.run(&["command", "getkeys", "ping"]),
+        h.run(&["command", "getkeys", "ping", "x"]),
         error("ERR The command has no key arguments")
     );
     assert_eq!(

@@ -61,6 +61,7 @@ class Workload:
     default: bool = True
     scale: float = 1.0
     note: str = ""
+    clients: int = None  # overrides -c for this row (the inventory scenario uses 128)
 
     def bench_args(self):
         if self.test:
@@ -75,7 +76,31 @@ WORKLOADS = [
     Workload("incr", test="incr", note="INCR counter:__rand_int__"),
     Workload("mset", test="mset", scale=0.1,
              note="MSET of 10 key:__rand_int__ <d bytes> (1 op = 1 MSET)"),
+    # Collections (issue 3): run with --workloads collections (or name the rows).
+    Workload("hset", test="hset", default=False, note="HSET myhash element:__rand_int__ <d bytes>"),
+    Workload("hget", command=["HGET", "myhash", "element:__rand_int__"], needs=("hash_fields",),
+             default=False, note="HGET myhash element:__rand_int__ (pre-filled)"),
+    Workload("hincrby", command=["HINCRBY", "counters", "field:__rand_int__", "1"], default=False,
+             note="HINCRBY counters field:__rand_int__ 1"),
+    Workload("lpush", test="lpush", default=False, note="LPUSH mylist <d bytes>"),
+    Workload("lpop", test="lpop", needs=("list_items",), default=False,
+             note="LPOP mylist (list pre-filled)"),
+    Workload("lrange_100", test="lrange_100", needs=("list_600",), default=False, scale=0.25,
+             note="LRANGE mylist 0 99"),
+    Workload("sadd", test="sadd", default=False, note="SADD myset element:__rand_int__"),
+    Workload("spop", test="spop", needs=("set_members",), default=False,
+             note="SPOP myset (set pre-filled)"),
+    Workload("zadd", test="zadd", default=False, note="ZADD myzset 0 element:__rand_int__"),
+    Workload("zrange", command=["ZRANGE", "myzset", "0", "9", "WITHSCORES"], needs=("zset_members",),
+             default=False, note="ZRANGE myzset 0 9 WITHSCORES (zset pre-filled)"),
+    # The inventory scenario: 1,000,000 hashes product:<n> {name, description, price, quantity},
+    # then HINCRBY product:<random> quantity 1 from 128 connections.
+    Workload("inventory", command=["HINCRBY", "product:__rand_int__", "quantity", "1"],
+             needs=("products",), default=False, clients=128,
+             note="HINCRBY product:__rand_int__ quantity 1, 128 connections, 1M product hashes"),
 ]
+COLLECTION_WORKLOADS = ["hset", "hget", "hincrby", "lpush", "lpop", "lrange_100", "sadd", "spop",
+                        "zadd", "zrange", "inventory"]
 WORKLOADS_BY_NAME = {w.name: w for w in WORKLOADS}
 
 
@@ -230,8 +255,87 @@ def fill_string_keys(port, cfg, deadline):
     return cfg.keyspace
 
 
+def _pipelined_fill(port, commands, deadline, batch=1000):
+    """Sends RESP-encoded `commands` (an iterable of bytes) in pipelined batches, checking that
+    no reply is an error."""
+    conn = RespConn(port, timeout=60.0)
+    sent = 0
+    try:
+        chunk = []
+        def flush():
+            conn.sock.sendall(b"".join(chunk))
+            want = len(chunk)
+            got = 0
+            while got < want:
+                while b"\r\n" not in conn.buf:
+                    conn._fill()
+                line, conn.buf = conn.buf.split(b"\r\n", 1)
+                if line.startswith(b"-"):
+                    raise BenchError(f"fill: unexpected reply {line[:200]!r}")
+                got += 1
+            chunk.clear()
+        for cmd in commands:
+            chunk.append(cmd)
+            sent += 1
+            if len(chunk) >= batch:
+                if time.monotonic() > deadline:
+                    raise BenchError("fill timed out")
+                flush()
+        if chunk:
+            flush()
+    finally:
+        conn.close()
+    return sent
+
+
+def fill_hash_fields(port, cfg, deadline):
+    """HSET myhash element:%012d <value> for every i in [0, keyspace)."""
+    value = b"x" * cfg.data_size
+    return _pipelined_fill(port, (encode_command(b"HSET", b"myhash", b"element:%012d" % i, value)
+                                  for i in range(cfg.keyspace)), deadline)
+
+
+def fill_list(count):
+    def fill(port, cfg, deadline):
+        value = b"x" * cfg.data_size
+        return _pipelined_fill(port, (encode_command(b"RPUSH", b"mylist", *([value] * 100))
+                                      for _ in range(max(1, count // 100))), deadline)
+    return fill
+
+
+def fill_set_members(port, cfg, deadline):
+    return _pipelined_fill(port, (encode_command(b"SADD", b"myset", b"element:%012d" % i)
+                                  for i in range(cfg.keyspace)), deadline)
+
+
+def fill_zset_members(port, cfg, deadline):
+    return _pipelined_fill(port, (encode_command(b"ZADD", b"myzset", str(i % 1000), b"element:%012d" % i)
+                                  for i in range(min(cfg.keyspace, 100_000))), deadline)
+
+
+def fill_products(port, cfg, deadline):
+    """1,000,000 (or keyspace) hashes product:%012d with name, description (50 random
+    characters), price and quantity, the inventory scenario of issue 3."""
+    import random
+    rng = random.Random(42)
+    letters = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 "
+    def commands():
+        for i in range(cfg.keyspace):
+            desc = bytes(rng.choice(letters) for _ in range(50))
+            yield encode_command(b"HSET", b"product:%012d" % i, b"name", b"product %d" % i,
+                                 b"description", desc, b"price", b"%d.99" % (i % 1000),
+                                 b"quantity", b"1000")
+    return _pipelined_fill(port, commands(), deadline)
+
+
 FILLS = {
     "string_keys": fill_string_keys,
+    "hash_fields": fill_hash_fields,
+    "list_items": fill_list(1_000_000),
+    "list_600": fill_list(600),
+    "set_members": fill_set_members,
+    "zset_members": fill_zset_members,
+    "products": fill_products,
 }
 
 
@@ -429,7 +533,7 @@ def requests_for(cfg, wl, pipeline):
 def run_benchmark(cfg, target, wl, pipeline, scratch):
     n = requests_for(cfg, wl, pipeline)
     argv = [cfg.redis_benchmark, "-h", "127.0.0.1", "-p", str(target.port),
-            "-c", str(cfg.clients), "-n", str(n), "-d", str(cfg.data_size),
+            "-c", str(wl.clients or cfg.clients), "-n", str(n), "-d", str(cfg.data_size),
             "-r", str(cfg.keyspace), "-P", str(pipeline)] + wl.bench_args()
     out_path = os.path.join(scratch, "rb.out")
     t0 = time.monotonic()
@@ -738,6 +842,8 @@ def parse_args(argv):
 
     names = [w.strip() for w in (a.workloads or "").split(",") if w.strip()] if a.workloads \
         else [w.name for w in WORKLOADS if w.default]
+    # "collections" names the issue-3 rows as a group.
+    names = [n for w in names for n in (COLLECTION_WORKLOADS if w == "collections" else [w])]
     unknown = [n for n in names if n not in WORKLOADS_BY_NAME]
     if unknown:
         p.error(f"unknown workload(s) {unknown}; known: {', '.join(WORKLOADS_BY_NAME)}")

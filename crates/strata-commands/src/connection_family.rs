@@ -11,7 +11,7 @@ use crate::table::{dispatch_sub, CommandSpec};
 use crate::{Ctx, KillFilter, ReplyMode};
 
 macro_rules! row {
-    ($name:expr, $arity:expr, [$($flag:expr),*], [$($acl:expr),*], $since:expr, $summary:expr, $handler:expr) => {
+    ($name:expr, $arity:expr, [$($flag:expr),*], [$($acl:expr),*], $since:expr, $summary:expr, $syntax:expr, $handler:expr) => {
         CommandSpec {
             name: $name,
             arity: $arity,
@@ -22,6 +22,8 @@ macro_rules! row {
             acl: &[$($acl),*],
             group: "connection",
             summary: $summary,
+            syntax: $syntax,
+            numkeys_at: 0,
             since: $since,
             complexity: "O(1)",
             handler: $handler,
@@ -31,166 +33,30 @@ macro_rules! row {
 
 /// The connection family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
-    row!(
-        "ping",
-        -1,
-        ["fast", "sentinel"],
-        ["fast", "connection"],
-        "1.0.0",
-        "Returns the server's liveliness response.",
-        ping
-    ),
-    row!(
-        "echo",
-        2,
-        ["fast"],
-        ["fast", "connection"],
-        "1.0.0",
-        "Returns the given string.",
-        echo
-    ),
-    row!(
-        "select",
-        2,
-        ["loading", "stale", "fast"],
-        ["fast", "connection"],
-        "1.0.0",
-        "Changes the selected database.",
-        select
-    ),
-    row!(
-        "quit",
-        -1,
-        [
+    row!("ping", -1, ["fast", "sentinel"], ["fast", "connection"], "1.0.0", "Checks that the server answers, echoing a message when one is given.", "[message]", ping),
+    row!("echo", 2, ["fast"], ["fast", "connection"], "1.0.0", "Replies with its argument unchanged.", "message", echo),
+    row!("select", 2, ["loading", "stale", "fast"], ["fast", "connection"], "1.0.0", "Switches the connection to another numbered database.", "index", select),
+    row!("quit", -1, [
             "allow_busy",
             "noscript",
             "loading",
             "stale",
             "fast",
             "no-auth"
-        ],
-        ["fast", "connection"],
-        "1.0.0",
-        "Closes the connection.",
-        quit
-    ),
-    row!(
-        "reset",
-        1,
-        ["noscript", "loading", "stale", "fast", "no-auth"],
-        ["fast", "connection"],
-        "6.2.0",
-        "Resets the connection.",
-        reset
-    ),
-    row!(
-        "hello",
-        -1,
-        ["noscript", "loading", "stale", "fast", "no-auth", "sentinel"],
-        ["fast", "connection"],
-        "6.0.0",
-        "Handshakes with the Redis server.",
-        hello
-    ),
-    row!(
-        "auth",
-        -2,
-        ["noscript", "loading", "stale", "fast", "no-auth", "sentinel"],
-        ["fast", "connection"],
-        "1.0.0",
-        "Authenticates the connection.",
-        auth
-    ),
-    row!(
-        "client",
-        -2,
-        ["sentinel"],
-        ["slow"],
-        "2.4.0",
-        "A container for client connection commands.",
-        client
-    ),
-    row!(
-        "client|id",
-        2,
-        ["noscript", "loading", "stale"],
-        ["slow", "connection"],
-        "5.0.0",
-        "Returns the unique client ID of the connection.",
-        client_id
-    ),
-    row!(
-        "client|setname",
-        3,
-        ["noscript", "loading", "stale"],
-        ["slow", "connection"],
-        "2.6.9",
-        "Sets the connection name.",
-        client_setname
-    ),
-    row!(
-        "client|getname",
-        2,
-        ["noscript", "loading", "stale"],
-        ["slow", "connection"],
-        "2.6.9",
-        "Returns the name of the connection.",
-        client_getname
-    ),
-    row!(
-        "client|list",
-        -2,
-        ["admin", "noscript", "loading", "stale"],
-        ["admin", "slow", "dangerous", "connection"],
-        "2.4.0",
-        "Lists open connections.",
-        client_list
-    ),
-    row!(
-        "client|info",
-        2,
-        ["noscript", "loading", "stale"],
-        ["slow", "connection"],
-        "6.2.0",
-        "Returns information about the connection.",
-        client_info
-    ),
-    row!(
-        "client|kill",
-        -3,
-        ["admin", "noscript", "loading", "stale"],
-        ["admin", "slow", "dangerous", "connection"],
-        "2.4.0",
-        "Terminates open connections.",
-        client_kill
-    ),
-    row!(
-        "client|reply",
-        3,
-        ["noscript", "loading", "stale"],
-        ["slow", "connection"],
-        "3.2.0",
-        "Instructs the server whether to reply to commands.",
-        client_reply
-    ),
-    row!(
-        "client|no-evict",
-        3,
-        ["admin", "noscript", "loading", "stale"],
-        ["admin", "slow", "dangerous", "connection"],
-        "7.0.0",
-        "Sets the client eviction mode of the connection.",
-        client_no_evict
-    ),
-    row!(
-        "client|help",
-        2,
-        ["loading", "stale"],
-        ["slow", "connection"],
-        "5.0.0",
-        "Returns helpful text about the different subcommands.",
-        client_help
-    ),
+        ], ["fast", "connection"], "1.0.0", "Asks the server to close this connection.", "", quit),
+    row!("reset", 1, ["noscript", "loading", "stale", "fast", "no-auth"], ["fast", "connection"], "6.2.0", "Returns the connection to its initial state.", "", reset),
+    row!("hello", -1, ["noscript", "loading", "stale", "fast", "no-auth", "sentinel"], ["fast", "connection"], "6.0.0", "Negotiates the protocol version and optionally authenticates and names the connection.", "[arguments: protover [AUTH username password] [SETNAME clientname]]", hello),
+    row!("auth", -2, ["noscript", "loading", "stale", "fast", "no-auth", "sentinel"], ["fast", "connection"], "1.0.0", "Logs the connection in with a password, or a user name and password.", "[username] password", auth),
+    row!("client", -2, ["sentinel"], ["slow"], "2.4.0", "Groups the subcommands that inspect and control client connections.", "", client),
+    row!("client|id", 2, ["noscript", "loading", "stale"], ["slow", "connection"], "5.0.0", "Gives the numeric ID of this connection.", "", client_id),
+    row!("client|setname", 3, ["noscript", "loading", "stale"], ["slow", "connection"], "2.6.9", "Gives this connection a name.", "connection-name", client_setname),
+    row!("client|getname", 2, ["noscript", "loading", "stale"], ["slow", "connection"], "2.6.9", "Gives the name of this connection, if it has one.", "", client_getname),
+    row!("client|list", -2, ["admin", "noscript", "loading", "stale"], ["admin", "slow", "dangerous", "connection"], "2.4.0", "Describes the connected clients, one line each.", "[TYPE <NORMAL | MASTER | REPLICA | PUBSUB>] [id: ID client-id [client-id ...]]", client_list),
+    row!("client|info", 2, ["noscript", "loading", "stale"], ["slow", "connection"], "6.2.0", "Describes this connection in one line.", "", client_info),
+    row!("client|kill", -3, ["admin", "noscript", "loading", "stale"], ["admin", "slow", "dangerous", "connection"], "2.4.0", "Closes the client connections that match a filter.", "<filter: ip:port | <new-format: [ID client-id] | [normal_master_slave_pubsub: TYPE <NORMAL | MASTER | SLAVE | REPLICA | PUBSUB>] | [USER username] | [ADDR ip:port] | [LADDR ip:port] | [SKIPME yes/no]>>", client_kill),
+    row!("client|reply", 3, ["noscript", "loading", "stale"], ["slow", "connection"], "3.2.0", "Turns the server's replies to this connection on or off, or skips the next one.", "<ON | OFF | SKIP>", client_reply),
+    row!("client|no-evict", 3, ["admin", "noscript", "loading", "stale"], ["admin", "slow", "dangerous", "connection"], "7.0.0", "Exempts this connection from client eviction, or stops exempting it.", "<enabled: ON | OFF>", client_no_evict),
+    row!("client|help", 2, ["loading", "stale"], ["slow", "connection"], "5.0.0", "Lists the CLIENT subcommands with a line on each.", "", client_help),
 ];
 
 fn ping(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {

@@ -46,6 +46,7 @@ pub const NO_SHUTDOWN_IN_PROGRESS: &str = "ERR No shutdown in progress.";
 pub const GETKEYS_INVALID_COMMAND: &str = "ERR Invalid command specified";
 pub const GETKEYS_BAD_ARITY: &str = "ERR Invalid number of arguments specified for command";
 pub const GETKEYS_NO_KEYS: &str = "ERR The command has no key arguments";
+pub const GETKEYS_INVALID_ARGS: &str = "ERR Invalid arguments specified for command";
 pub const NO_SUCH_CLIENT: &str = "ERR No such client";
 
 /// "ERR wrong number of arguments for 'get' command".
@@ -163,3 +164,7 @@ pub const HASH_NOT_FLOAT: &str = "ERR hash value is not a float";
 pub const VALUE_NAN_OR_INF: &str = "ERR value is NaN or Infinity";
 pub const NUMKEYS_GREATER_THAN_ARGS: &str =
     "ERR Number of keys can't be greater than number of args";
+
+// ----- sort -----
+
+pub const SORT_SCORE_NOT_DOUBLE: &str = "ERR One or more scores can't be converted into double";

@@ -10,7 +10,7 @@ use crate::table::CommandSpec;
 use crate::Ctx;
 
 macro_rules! row {
-    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $handler:expr) => {
+    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr) => {
         CommandSpec {
             name: $name,
             arity: $arity,
@@ -21,6 +21,8 @@ macro_rules! row {
             acl: &[$($acl),*],
             group: "hash",
             summary: $summary,
+            syntax: $syntax,
+            numkeys_at: 0,
             since: $since,
             complexity: $complexity,
             handler: $handler,
@@ -30,22 +32,22 @@ macro_rules! row {
 
 /// The hash family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
-    row!("hset", -4, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "hash", "fast"], "2.0.0", "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.", "Set the string value of a hash field", hset),
-    row!("hsetnx", 4, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "hash", "fast"], "2.0.0", "O(1)", "Set the value of a hash field, only if the field does not exist", hsetnx),
-    row!("hget", 3, ["readonly", "fast"], 1, 1, 1, ["read", "hash", "fast"], "2.0.0", "O(1)", "Get the value of a hash field", hget),
-    row!("hmget", -3, ["readonly", "fast"], 1, 1, 1, ["read", "hash", "fast"], "2.0.0", "O(N) where N is the number of fields being requested.", "Get the values of all the given hash fields", hmget),
-    row!("hmset", -4, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "hash", "fast"], "2.0.0", "O(N) where N is the number of fields being set.", "Set multiple hash fields to multiple values", hmset),
-    row!("hdel", -3, ["write", "fast"], 1, 1, 1, ["write", "hash", "fast"], "2.0.0", "O(N) where N is the number of fields to be removed.", "Delete one or more hash fields", hdel),
-    row!("hlen", 2, ["readonly", "fast"], 1, 1, 1, ["read", "hash", "fast"], "2.0.0", "O(1)", "Get the number of fields in a hash", hlen),
-    row!("hstrlen", 3, ["readonly", "fast"], 1, 1, 1, ["read", "hash", "fast"], "3.2.0", "O(1)", "Get the length of the value of a hash field", hstrlen),
-    row!("hexists", 3, ["readonly", "fast"], 1, 1, 1, ["read", "hash", "fast"], "2.0.0", "O(1)", "Determine if a hash field exists", hexists),
-    row!("hkeys", 2, ["readonly"], 1, 1, 1, ["read", "hash", "slow"], "2.0.0", "O(N) where N is the size of the hash.", "Get all the fields in a hash", hkeys),
-    row!("hvals", 2, ["readonly"], 1, 1, 1, ["read", "hash", "slow"], "2.0.0", "O(N) where N is the size of the hash.", "Get all the values in a hash", hvals),
-    row!("hgetall", 2, ["readonly"], 1, 1, 1, ["read", "hash", "slow"], "2.0.0", "O(N) where N is the size of the hash.", "Get all the fields and values in a hash", hgetall),
-    row!("hincrby", 4, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "hash", "fast"], "2.0.0", "O(1)", "Increment the integer value of a hash field by the given number", hincrby),
-    row!("hincrbyfloat", 4, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "hash", "fast"], "2.6.0", "O(1)", "Increment the float value of a hash field by the given amount", hincrbyfloat),
-    row!("hrandfield", -2, ["readonly"], 1, 1, 1, ["read", "hash", "slow"], "6.2.0", "O(N) where N is the number of fields returned", "Get one or multiple random fields from a hash", hrandfield),
-    row!("hscan", -3, ["readonly"], 1, 1, 1, ["read", "hash", "slow"], "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..", "Incrementally iterate hash fields and associated values", hscan),
+    row!("hset", -4, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "hash", "fast"], "2.0.0", "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.", "Stores one or more field-value pairs in a hash.", "key field value [field value ...]", hset),
+    row!("hsetnx", 4, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "hash", "fast"], "2.0.0", "O(1)", "Stores a field in a hash unless that field is already present.", "key field value", hsetnx),
+    row!("hget", 3, ["readonly", "fast"], 1, 1, 1, ["read", "hash", "fast"], "2.0.0", "O(1)", "Gives the value of one hash field.", "key field", hget),
+    row!("hmget", -3, ["readonly", "fast"], 1, 1, 1, ["read", "hash", "fast"], "2.0.0", "O(N) where N is the number of fields being requested.", "Gives the values of several hash fields.", "key field [field ...]", hmget),
+    row!("hmset", -4, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "hash", "fast"], "2.0.0", "O(N) where N is the number of fields being set.", "Stores several field-value pairs in a hash (superseded by HSET).", "key field value [field value ...]", hmset),
+    row!("hdel", -3, ["write", "fast"], 1, 1, 1, ["write", "hash", "fast"], "2.0.0", "O(N) where N is the number of fields to be removed.", "Deletes fields from a hash.", "key field [field ...]", hdel),
+    row!("hlen", 2, ["readonly", "fast"], 1, 1, 1, ["read", "hash", "fast"], "2.0.0", "O(1)", "Counts the fields of a hash.", "key", hlen),
+    row!("hstrlen", 3, ["readonly", "fast"], 1, 1, 1, ["read", "hash", "fast"], "3.2.0", "O(1)", "Gives the byte length of a hash field's value.", "key field", hstrlen),
+    row!("hexists", 3, ["readonly", "fast"], 1, 1, 1, ["read", "hash", "fast"], "2.0.0", "O(1)", "Tells whether a hash has a given field.", "key field", hexists),
+    row!("hkeys", 2, ["readonly"], 1, 1, 1, ["read", "hash", "slow"], "2.0.0", "O(N) where N is the size of the hash.", "Lists the field names of a hash.", "key", hkeys),
+    row!("hvals", 2, ["readonly"], 1, 1, 1, ["read", "hash", "slow"], "2.0.0", "O(N) where N is the size of the hash.", "Lists the values of a hash.", "key", hvals),
+    row!("hgetall", 2, ["readonly"], 1, 1, 1, ["read", "hash", "slow"], "2.0.0", "O(N) where N is the size of the hash.", "Gives every field and value of a hash.", "key", hgetall),
+    row!("hincrby", 4, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "hash", "fast"], "2.0.0", "O(1)", "Adds an integer to the number held in a hash field.", "key field increment", hincrby),
+    row!("hincrbyfloat", 4, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "hash", "fast"], "2.6.0", "O(1)", "Adds a floating-point amount to the number held in a hash field.", "key field increment:double", hincrbyfloat),
+    row!("hrandfield", -2, ["readonly"], 1, 1, 1, ["read", "hash", "slow"], "6.2.0", "O(N) where N is the number of fields returned", "Picks one or more fields of a hash at random.", "key [options: count [WITHVALUES]]", hrandfield),
+    row!("hscan", -3, ["readonly"], 1, 1, 1, ["read", "hash", "slow"], "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..", "Walks the fields of a hash a batch at a time with a cursor.", "key cursor [MATCH pattern] [COUNT count]", hscan),
 ];
 
 /// `(field, value)` pairs of argv[2..]; None when a value is missing.

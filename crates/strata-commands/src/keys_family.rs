@@ -11,7 +11,7 @@ use crate::table::{dispatch_sub, CommandSpec};
 use crate::Ctx;
 
 macro_rules! row {
-    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $handler:expr) => {
+    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr) => {
         CommandSpec {
             name: $name,
             arity: $arity,
@@ -22,6 +22,8 @@ macro_rules! row {
             acl: &[$($acl),*],
             group: "generic",
             summary: $summary,
+            syntax: $syntax,
+            numkeys_at: 0,
             since: $since,
             complexity: $complexity,
             handler: $handler,
@@ -31,33 +33,33 @@ macro_rules! row {
 
 /// The generic family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
-    row!("del", -2, ["write"], 1, -1, 1, ["keyspace", "write", "slow"], "1.0.0", "O(N) where N is the number of keys that will be removed.", "Deletes one or more keys.", del),
-    row!("unlink", -2, ["write", "fast"], 1, -1, 1, ["keyspace", "write", "fast"], "4.0.0", "O(1) for each key removed regardless of its size.", "Asynchronously deletes one or more keys.", del),
-    row!("exists", -2, ["readonly", "fast"], 1, -1, 1, ["keyspace", "read", "fast"], "1.0.0", "O(N) where N is the number of keys to check.", "Determines whether one or more keys exist.", exists),
-    row!("type", 2, ["readonly", "fast"], 1, 1, 1, ["keyspace", "read", "fast"], "1.0.0", "O(1)", "Determines the type of value stored at a key.", key_type),
-    row!("expire", -3, ["write", "fast"], 1, 1, 1, ["keyspace", "write", "fast"], "1.0.0", "O(1)", "Sets the expiration time of a key in seconds.", expire),
-    row!("pexpire", -3, ["write", "fast"], 1, 1, 1, ["keyspace", "write", "fast"], "2.6.0", "O(1)", "Sets the expiration time of a key in milliseconds.", pexpire),
-    row!("expireat", -3, ["write", "fast"], 1, 1, 1, ["keyspace", "write", "fast"], "1.2.0", "O(1)", "Sets the expiration time of a key to a Unix timestamp.", expireat),
-    row!("pexpireat", -3, ["write", "fast"], 1, 1, 1, ["keyspace", "write", "fast"], "2.6.0", "O(1)", "Sets the expiration time of a key to a Unix milliseconds timestamp.", pexpireat),
-    row!("ttl", 2, ["readonly", "fast"], 1, 1, 1, ["keyspace", "read", "fast"], "1.0.0", "O(1)", "Returns the expiration time in seconds of a key.", ttl),
-    row!("pttl", 2, ["readonly", "fast"], 1, 1, 1, ["keyspace", "read", "fast"], "2.6.0", "O(1)", "Returns the expiration time in milliseconds of a key.", pttl),
-    row!("expiretime", 2, ["readonly", "fast"], 1, 1, 1, ["keyspace", "read", "fast"], "7.0.0", "O(1)", "Returns the expiration time of a key as a Unix timestamp.", expiretime),
-    row!("pexpiretime", 2, ["readonly", "fast"], 1, 1, 1, ["keyspace", "read", "fast"], "7.0.0", "O(1)", "Returns the expiration time of a key as a Unix milliseconds timestamp.", pexpiretime),
-    row!("persist", 2, ["write", "fast"], 1, 1, 1, ["keyspace", "write", "fast"], "2.2.0", "O(1)", "Removes the expiration time of a key.", persist),
-    row!("rename", 3, ["write"], 1, 2, 1, ["keyspace", "write", "slow"], "1.0.0", "O(1)", "Renames a key and overwrites the destination.", rename),
-    row!("renamenx", 3, ["write", "fast"], 1, 2, 1, ["keyspace", "write", "fast"], "1.0.0", "O(1)", "Renames a key only when the target key name doesn't exist.", renamenx),
-    row!("copy", -3, ["write", "denyoom"], 1, 2, 1, ["keyspace", "write", "slow"], "6.2.0", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.", "Copies the value of a key to a new key.", copy),
-    row!("move", 3, ["write", "fast"], 1, 1, 1, ["keyspace", "write", "fast"], "1.0.0", "O(1)", "Moves a key to another database.", move_key),
-    row!("touch", -2, ["readonly", "fast"], 1, -1, 1, ["keyspace", "read", "fast"], "3.2.1", "O(N) where N is the number of keys that will be touched.", "Returns the number of existing keys out of those specified after updating the time they were last accessed.", exists),
-    row!("keys", 2, ["readonly"], 0, 0, 0, ["keyspace", "read", "slow", "dangerous"], "1.0.0", "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.", "Returns all key names that match a pattern.", keys),
-    row!("scan", -2, ["readonly"], 0, 0, 0, ["keyspace", "read", "slow"], "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.", "Iterates over the key names in the database.", scan),
-    row!("randomkey", 1, ["readonly"], 0, 0, 0, ["keyspace", "read", "slow"], "1.0.0", "O(1)", "Returns a random key name from the database.", randomkey),
-    row!("object", -2, [], 0, 0, 0, ["slow"], "2.2.3", "Depends on subcommand.", "A container for object introspection commands.", object),
-    row!("object|encoding", 3, ["readonly"], 2, 2, 1, ["keyspace", "read", "slow"], "2.2.3", "O(1)", "Returns the internal encoding of a Redis object.", object_encoding),
-    row!("object|freq", 3, ["readonly"], 2, 2, 1, ["keyspace", "read", "slow"], "4.0.0", "O(1)", "Returns the logarithmic access frequency counter of a Redis object.", object_freq),
-    row!("object|idletime", 3, ["readonly"], 2, 2, 1, ["keyspace", "read", "slow"], "2.2.3", "O(1)", "Returns the time since the last access to a Redis object.", object_idletime),
-    row!("object|refcount", 3, ["readonly"], 2, 2, 1, ["keyspace", "read", "slow"], "2.2.3", "O(1)", "Returns the reference count of a value of a key.", object_refcount),
-    row!("object|help", 2, ["loading", "stale"], 0, 0, 0, ["keyspace", "slow"], "6.2.0", "O(1)", "Returns helpful text about the different subcommands.", object_help),
+    row!("del", -2, ["write"], 1, -1, 1, ["keyspace", "write", "slow"], "1.0.0", "O(N) where N is the number of keys that will be removed.", "Removes keys, whatever their type.", "key [key ...]", del),
+    row!("unlink", -2, ["write", "fast"], 1, -1, 1, ["keyspace", "write", "fast"], "4.0.0", "O(1) for each key removed regardless of its size.", "Removes keys, reclaiming their memory in the background.", "key [key ...]", del),
+    row!("exists", -2, ["readonly", "fast"], 1, -1, 1, ["keyspace", "read", "fast"], "1.0.0", "O(N) where N is the number of keys to check.", "Counts how many of the given keys are present.", "key [key ...]", exists),
+    row!("type", 2, ["readonly", "fast"], 1, 1, 1, ["keyspace", "read", "fast"], "1.0.0", "O(1)", "Names the data type of the value at a key.", "key", key_type),
+    row!("expire", -3, ["write", "fast"], 1, 1, 1, ["keyspace", "write", "fast"], "1.0.0", "O(1)", "Gives a key a time to live, in seconds.", "key seconds [condition: NX | XX | GT | LT]", expire),
+    row!("pexpire", -3, ["write", "fast"], 1, 1, 1, ["keyspace", "write", "fast"], "2.6.0", "O(1)", "Gives a key a time to live, in milliseconds.", "key milliseconds [condition: NX | XX | GT | LT]", pexpire),
+    row!("expireat", -3, ["write", "fast"], 1, 1, 1, ["keyspace", "write", "fast"], "1.2.0", "O(1)", "Makes a key expire at a Unix time in seconds.", "key unix-time-seconds [condition: NX | XX | GT | LT]", expireat),
+    row!("pexpireat", -3, ["write", "fast"], 1, 1, 1, ["keyspace", "write", "fast"], "2.6.0", "O(1)", "Makes a key expire at a Unix time in milliseconds.", "key unix-time-milliseconds [condition: NX | XX | GT | LT]", pexpireat),
+    row!("ttl", 2, ["readonly", "fast"], 1, 1, 1, ["keyspace", "read", "fast"], "1.0.0", "O(1)", "Gives the seconds left before a key expires.", "key", ttl),
+    row!("pttl", 2, ["readonly", "fast"], 1, 1, 1, ["keyspace", "read", "fast"], "2.6.0", "O(1)", "Gives the milliseconds left before a key expires.", "key", pttl),
+    row!("expiretime", 2, ["readonly", "fast"], 1, 1, 1, ["keyspace", "read", "fast"], "7.0.0", "O(1)", "Gives the Unix time in seconds at which a key expires.", "key", expiretime),
+    row!("pexpiretime", 2, ["readonly", "fast"], 1, 1, 1, ["keyspace", "read", "fast"], "7.0.0", "O(1)", "Gives the Unix time in milliseconds at which a key expires.", "key", pexpiretime),
+    row!("persist", 2, ["write", "fast"], 1, 1, 1, ["keyspace", "write", "fast"], "2.2.0", "O(1)", "Makes a key permanent by dropping its expiration.", "key", persist),
+    row!("rename", 3, ["write"], 1, 2, 1, ["keyspace", "write", "slow"], "1.0.0", "O(1)", "Gives a key a new name, replacing any key already called that.", "key newkey", rename),
+    row!("renamenx", 3, ["write", "fast"], 1, 2, 1, ["keyspace", "write", "fast"], "1.0.0", "O(1)", "Gives a key a new name only if no key has that name yet.", "key newkey", renamenx),
+    row!("copy", -3, ["write", "denyoom"], 1, 2, 1, ["keyspace", "write", "slow"], "6.2.0", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.", "Duplicates the value of a key under another name.", "source destination [DB destination-db] [REPLACE]", copy),
+    row!("move", 3, ["write", "fast"], 1, 1, 1, ["keyspace", "write", "fast"], "1.0.0", "O(1)", "Transfers a key to another database.", "key db", move_key),
+    row!("touch", -2, ["readonly", "fast"], 1, -1, 1, ["keyspace", "read", "fast"], "3.2.1", "O(N) where N is the number of keys that will be touched.", "Marks keys as accessed and counts those that exist.", "key [key ...]", exists),
+    row!("keys", 2, ["readonly"], 0, 0, 0, ["keyspace", "read", "slow", "dangerous"], "1.0.0", "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.", "Lists every key whose name matches a glob pattern.", "pattern", keys),
+    row!("scan", -2, ["readonly"], 0, 0, 0, ["keyspace", "read", "slow"], "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.", "Walks the key space a batch at a time with a cursor.", "cursor [MATCH pattern] [COUNT count] [TYPE type]", scan),
+    row!("randomkey", 1, ["readonly"], 0, 0, 0, ["keyspace", "read", "slow"], "1.0.0", "O(1)", "Gives the name of a key picked at random.", "", randomkey),
+    row!("object", -2, [], 0, 0, 0, ["slow"], "2.2.3", "Depends on subcommand.", "Groups the subcommands that inspect how a value is stored.", "", object),
+    row!("object|encoding", 3, ["readonly"], 2, 2, 1, ["keyspace", "read", "slow"], "2.2.3", "O(1)", "Names the internal representation of a key's value.", "key", object_encoding),
+    row!("object|freq", 3, ["readonly"], 2, 2, 1, ["keyspace", "read", "slow"], "4.0.0", "O(1)", "Gives the access-frequency counter of a key.", "key", object_freq),
+    row!("object|idletime", 3, ["readonly"], 2, 2, 1, ["keyspace", "read", "slow"], "2.2.3", "O(1)", "Gives the seconds since a key was last read or written.", "key", object_idletime),
+    row!("object|refcount", 3, ["readonly"], 2, 2, 1, ["keyspace", "read", "slow"], "2.2.3", "O(1)", "Gives the reference count of a key's value.", "key", object_refcount),
+    row!("object|help", 2, ["loading", "stale"], 0, 0, 0, ["keyspace", "slow"], "6.2.0", "O(1)", "Lists the OBJECT subcommands with a line on each.", "", object_help),
 ];
 
 fn del(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {

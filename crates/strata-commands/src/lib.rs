@@ -7,6 +7,7 @@
 //! offers them to handlers through the [`ServerApi`] trait.
 
 pub mod args;
+pub mod blocking_family;
 pub mod connection_family;
 pub mod errors;
 pub mod hash_family;
@@ -14,7 +15,9 @@ pub mod keys_family;
 pub mod list_family;
 pub mod server_family;
 pub mod set_family;
+pub mod sort_family;
 pub mod string_family;
+pub mod syntax;
 pub mod table;
 pub mod zset_family;
 
@@ -53,6 +56,38 @@ pub struct Session {
     pub close_after_reply: bool,
     /// CLIENT NO-EVICT.
     pub no_evict: bool,
+    /// What a blocking command (BLPOP...) does when it finds nothing to serve.
+    pub block_mode: BlockMode,
+    /// Set by a blocking command that found nothing (in [`BlockMode::Block`] or
+    /// [`BlockMode::Serve`]): the connection must wait for one of the keys, then run the same
+    /// command again. Its reply until then is a placeholder that must not be sent.
+    pub blocked: Option<BlockRequest>,
+}
+
+/// How a blocking command (BLPOP, BLMOVE, BZPOPMIN...) behaves when no key has anything to serve.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum BlockMode {
+    /// A client's own command: record a [`BlockRequest`] in [`Session::blocked`].
+    #[default]
+    Block,
+    /// Blocking is not allowed (inside MULTI/EXEC or a script, Redis's `CLIENT_DENY_BLOCKING`):
+    /// answer at once as if the timeout had expired.
+    NoBlock,
+    /// The command is re-run for a blocked client because this key was signalled: only this key
+    /// is consulted (Redis serves a blocked client from the key that became ready); finding
+    /// nothing records a [`BlockRequest`] again.
+    Serve(Bytes),
+}
+
+/// What a blocked command waits for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockRequest {
+    /// The database of the keys.
+    pub db: u32,
+    /// The keys, in the command's order.
+    pub keys: Vec<Bytes>,
+    /// When to give up and reply a null array; `None` waits forever (timeout 0).
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl Session {
@@ -67,6 +102,8 @@ impl Session {
             reply_mode: ReplyMode::On,
             close_after_reply: false,
             no_evict: false,
+            block_mode: BlockMode::Block,
+            blocked: None,
         }
     }
 }
@@ -116,6 +153,14 @@ pub trait ServerApi: Send + Sync {
     fn shutdown(&self) -> Result<(), String>;
     /// The name of the command being executed right now, for the registry (`cmd=` in CLIENT LIST).
     fn note_command(&self, session: &Session, name: &str);
+    /// Signals that `key` of database `db` may have become non-empty, so clients blocked on it
+    /// (BLPOP, BZPOPMIN...) can be served. `execute` calls it for the keys of every successful
+    /// write command while [`ServerApi::has_blocked_clients`] says so.
+    fn key_ready(&self, _db: u32, _key: &[u8]) {}
+    /// Whether any client is blocked right now (one atomic load: `execute` asks it per write).
+    fn has_blocked_clients(&self) -> bool {
+        false
+    }
 }
 
 /// What a handler works with: the connection's session and the server.
@@ -142,5 +187,18 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         return errors::wrong_arity(spec.name);
     }
     ctx.server.note_command(ctx.session, spec.name);
-    (spec.handler)(ctx, argv)
+    let reply = (spec.handler)(ctx, argv);
+    // Wake clients blocked on the keys this write may have filled (LPUSH, ZADD, LMOVE's
+    // destination, RENAME, a served BLMOVE's push...). Spurious signals only cost a re-check.
+    if ctx.session.blocked.is_none()
+        && spec.has_flag("write")
+        && !matches!(reply, Frame::Error(_))
+        && ctx.server.has_blocked_clients()
+    {
+        let db = ctx.session.db.index();
+        for i in spec.key_positions(argv).unwrap_or_default() {
+            ctx.server.key_ready(db, &argv[i]);
+        }
+    }
+    reply
 }

@@ -13,7 +13,7 @@ use crate::table::CommandSpec;
 use crate::Ctx;
 
 macro_rules! row {
-    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $handler:expr) => {
+    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr) => {
         CommandSpec {
             name: $name,
             arity: $arity,
@@ -24,32 +24,40 @@ macro_rules! row {
             acl: &[$($acl),*],
             group: "list",
             summary: $summary,
+            syntax: $syntax,
+            numkeys_at: 0,
             since: $since,
             complexity: $complexity,
             handler: $handler,
+        }
+    };
+    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr, numkeys_at = $numkeys:expr) => {
+        CommandSpec {
+            numkeys_at: $numkeys,
+            ..row!($name, $arity, [$($flag),*], $first, $last, $step, [$($acl),*], $since, $complexity, $summary, $syntax, $handler)
         }
     };
 }
 
 /// The list family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
-    row!("lpush", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "list", "fast"], "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Prepend one or multiple elements to a list", lpush),
-    row!("rpush", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "list", "fast"], "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Append one or multiple elements to a list", rpush),
-    row!("lpushx", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "list", "fast"], "2.2.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Prepend an element to a list, only if the list exists", lpushx),
-    row!("rpushx", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "list", "fast"], "2.2.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Append an element to a list, only if the list exists", rpushx),
-    row!("lpop", -2, ["write", "fast"], 1, 1, 1, ["write", "list", "fast"], "1.0.0", "O(N) where N is the number of elements returned", "Remove and get the first elements in a list", lpop),
-    row!("rpop", -2, ["write", "fast"], 1, 1, 1, ["write", "list", "fast"], "1.0.0", "O(N) where N is the number of elements returned", "Remove and get the last elements in a list", rpop),
-    row!("llen", 2, ["readonly", "fast"], 1, 1, 1, ["read", "list", "fast"], "1.0.0", "O(1)", "Get the length of a list", llen),
-    row!("lindex", 3, ["readonly"], 1, 1, 1, ["read", "list", "slow"], "1.0.0", "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).", "Get an element from a list by its index", lindex),
-    row!("lrange", 4, ["readonly"], 1, 1, 1, ["read", "list", "slow"], "1.0.0", "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.", "Get a range of elements from a list", lrange),
-    row!("lset", 4, ["write", "denyoom"], 1, 1, 1, ["write", "list", "slow"], "1.0.0", "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).", "Set the value of an element in a list by its index", lset),
-    row!("linsert", 5, ["write", "denyoom"], 1, 1, 1, ["write", "list", "slow"], "2.2.0", "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N).", "Insert an element before or after another element in a list", linsert),
-    row!("lrem", 4, ["write"], 1, 1, 1, ["write", "list", "slow"], "1.0.0", "O(N+M) where N is the length of the list and M is the number of elements removed.", "Remove elements from a list", lrem),
-    row!("ltrim", 4, ["write"], 1, 1, 1, ["write", "list", "slow"], "1.0.0", "O(N) where N is the number of elements to be removed by the operation.", "Trim a list to the specified range", ltrim),
-    row!("lpos", -3, ["readonly"], 1, 1, 1, ["read", "list", "slow"], "6.0.6", "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.", "Return the index of matching elements on a list", lpos),
-    row!("lmove", 5, ["write", "denyoom"], 1, 2, 1, ["write", "list", "slow"], "6.2.0", "O(1)", "Pop an element from a list, push it to another list and return it", lmove),
-    row!("rpoplpush", 3, ["write", "denyoom"], 1, 2, 1, ["write", "list", "slow"], "1.2.0", "O(1)", "Remove the last element in a list, prepend it to another list and return it", rpoplpush),
-    row!("lmpop", -4, ["write", "movablekeys"], 0, 0, 0, ["write", "list", "slow"], "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "Pop elements from a list", lmpop),
+    row!("lpush", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "list", "fast"], "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Adds elements at the head of a list, creating it if needed.", "key element [element ...]", lpush),
+    row!("rpush", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "list", "fast"], "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Adds elements at the tail of a list, creating it if needed.", "key element [element ...]", rpush),
+    row!("lpushx", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "list", "fast"], "2.2.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Adds elements at the head of a list that already exists.", "key element [element ...]", lpushx),
+    row!("rpushx", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "list", "fast"], "2.2.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Adds elements at the tail of a list that already exists.", "key element [element ...]", rpushx),
+    row!("lpop", -2, ["write", "fast"], 1, 1, 1, ["write", "list", "fast"], "1.0.0", "O(N) where N is the number of elements returned", "Takes elements off the head of a list.", "key [count]", lpop),
+    row!("rpop", -2, ["write", "fast"], 1, 1, 1, ["write", "list", "fast"], "1.0.0", "O(N) where N is the number of elements returned", "Takes elements off the tail of a list.", "key [count]", rpop),
+    row!("llen", 2, ["readonly", "fast"], 1, 1, 1, ["read", "list", "fast"], "1.0.0", "O(1)", "Counts the elements of a list.", "key", llen),
+    row!("lindex", 3, ["readonly"], 1, 1, 1, ["read", "list", "slow"], "1.0.0", "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).", "Gives the list element at a position.", "key index", lindex),
+    row!("lrange", 4, ["readonly"], 1, 1, 1, ["read", "list", "slow"], "1.0.0", "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.", "Gives the list elements between two positions.", "key start stop", lrange),
+    row!("lset", 4, ["write", "denyoom"], 1, 1, 1, ["write", "list", "slow"], "1.0.0", "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).", "Replaces the list element at a position.", "key index element", lset),
+    row!("linsert", 5, ["write", "denyoom"], 1, 1, 1, ["write", "list", "slow"], "2.2.0", "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N).", "Inserts an element before or after a reference element of a list.", "key <where: BEFORE | AFTER> pivot element", linsert),
+    row!("lrem", 4, ["write"], 1, 1, 1, ["write", "list", "slow"], "1.0.0", "O(N+M) where N is the length of the list and M is the number of elements removed.", "Deletes occurrences of an element from a list.", "key count element", lrem),
+    row!("ltrim", 4, ["write"], 1, 1, 1, ["write", "list", "slow"], "1.0.0", "O(N) where N is the number of elements to be removed by the operation.", "Cuts a list down to the elements between two positions.", "key start stop", ltrim),
+    row!("lpos", -3, ["readonly"], 1, 1, 1, ["read", "list", "slow"], "6.0.6", "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.", "Finds the positions of an element in a list.", "key element [RANK rank] [COUNT num-matches] [MAXLEN len]", lpos),
+    row!("lmove", 5, ["write", "denyoom"], 1, 2, 1, ["write", "list", "slow"], "6.2.0", "O(1)", "Takes an element from one end of a list and pushes it onto an end of another.", "source destination <wherefrom: LEFT | RIGHT> <whereto: LEFT | RIGHT>", lmove),
+    row!("rpoplpush", 3, ["write", "denyoom"], 1, 2, 1, ["write", "list", "slow"], "1.2.0", "O(1)", "Moves the tail element of one list to the head of another.", "source destination", rpoplpush),
+    row!("lmpop", -4, ["write", "movablekeys"], 0, 0, 0, ["write", "list", "slow"], "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "Takes elements from one end of the first non-empty list among several keys.", "numkeys key [key ...] <where: LEFT | RIGHT> [COUNT count]", lmpop, numkeys_at = 1),
 ];
 
 /// LEFT / RIGHT.

@@ -12,7 +12,7 @@ use crate::table::{self, dispatch_sub, CommandSpec};
 use crate::Ctx;
 
 macro_rules! row {
-    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $handler:expr) => {
+    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr) => {
         CommandSpec {
             name: $name,
             arity: $arity,
@@ -23,6 +23,8 @@ macro_rules! row {
             acl: &[$($acl),*],
             group: "server",
             summary: $summary,
+            syntax: $syntax,
+            numkeys_at: 0,
             since: $since,
             complexity: $complexity,
             handler: $handler,
@@ -32,29 +34,29 @@ macro_rules! row {
 
 /// The server family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
-    row!("dbsize", 1, ["readonly", "fast"], 0, 0, 0, ["keyspace", "read", "fast"], "1.0.0", "O(N) in Strata (O(1) in Redis)", "Returns the number of keys in the database.", dbsize),
-    row!("flushdb", -1, ["write"], 0, 0, 0, ["keyspace", "write", "slow", "dangerous"], "1.0.0", "O(1)", "Removes all keys from the current database.", flushdb),
-    row!("flushall", -1, ["write"], 0, 0, 0, ["keyspace", "write", "slow", "dangerous"], "1.0.0", "O(1)", "Removes all keys from all databases.", flushall),
-    row!("swapdb", 3, ["write", "fast"], 0, 0, 0, ["keyspace", "write", "fast", "dangerous"], "4.0.0", "O(1)", "Swaps two Redis databases.", swapdb),
-    row!("time", 1, ["loading", "stale", "fast"], 0, 0, 0, ["fast"], "2.6.0", "O(1)", "Returns the server time.", time),
-    row!("lastsave", 1, ["loading", "stale", "fast"], 0, 0, 0, ["admin", "fast", "dangerous"], "1.0.0", "O(1)", "Returns the Unix timestamp of the last successful save to disk.", lastsave),
-    row!("bgsave", -1, ["admin", "noscript"], 0, 0, 0, ["admin", "slow", "dangerous"], "1.0.0", "O(1)", "Asynchronously saves the database(s) to disk.", bgsave),
-    row!("shutdown", -1, ["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], 0, 0, 0, ["admin", "slow", "dangerous"], "1.0.0", "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)", "Synchronously saves the database(s) to disk and shuts down the Redis server.", shutdown),
-    row!("debug", -2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, ["admin", "slow", "dangerous"], "1.0.0", "Depends on subcommand.", "A container for debugging commands.", debug),
-    row!("info", -1, ["loading", "stale", "sentinel"], 0, 0, 0, ["slow", "dangerous"], "1.0.0", "O(1)", "Returns information and statistics about the server.", info),
-    row!("config", -2, [], 0, 0, 0, ["slow"], "2.0.0", "Depends on subcommand.", "A container for server configuration commands.", config),
-    row!("config|get", -3, ["admin", "noscript", "loading", "stale"], 0, 0, 0, ["admin", "slow", "dangerous"], "2.0.0", "O(N) when N is the number of configuration parameters provided", "Returns the effective values of configuration parameters.", config_get),
-    row!("config|set", -4, ["admin", "noscript", "loading", "stale"], 0, 0, 0, ["admin", "slow", "dangerous"], "2.0.0", "O(N) when N is the number of configuration parameters provided", "Sets configuration parameters in-flight.", config_set),
-    row!("config|resetstat", 2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, ["admin", "slow", "dangerous"], "2.0.0", "O(1)", "Resets the server's statistics.", config_resetstat),
-    row!("config|rewrite", 2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, ["admin", "slow", "dangerous"], "2.8.0", "O(1)", "Persists the effective configuration to file.", config_rewrite),
-    row!("config|help", 2, ["loading", "stale"], 0, 0, 0, ["slow"], "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", config_help),
-    row!("command", -1, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "2.8.13", "O(N) where N is the total number of Redis commands", "Returns detailed information about all commands.", command),
-    row!("command|count", 2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "2.8.13", "O(1)", "Returns a count of commands.", command_count),
-    row!("command|info", -2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "2.8.13", "O(N) where N is the number of commands to look up", "Returns information about one, multiple or all commands.", command_info),
-    row!("command|docs", -2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "7.0.0", "O(N) where N is the number of commands to look up", "Returns documentary information about one, multiple or all commands.", command_docs),
-    row!("command|list", -2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "7.0.0", "O(N) where N is the total number of Redis commands", "Returns a list of command names.", command_list),
-    row!("command|getkeys", -4, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "2.8.13", "O(N) where N is the number of arguments to the command", "Extracts the key names from an arbitrary command.", command_getkeys),
-    row!("command|help", 2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", command_help),
+    row!("dbsize", 1, ["readonly", "fast"], 0, 0, 0, ["keyspace", "read", "fast"], "1.0.0", "O(N) in Strata (O(1) in Redis)", "Counts the keys in the selected database.", "", dbsize),
+    row!("flushdb", -1, ["write"], 0, 0, 0, ["keyspace", "write", "slow", "dangerous"], "1.0.0", "O(1)", "Deletes every key of the selected database.", "[async: ASYNC | SYNC]", flushdb),
+    row!("flushall", -1, ["write"], 0, 0, 0, ["keyspace", "write", "slow", "dangerous"], "1.0.0", "O(1)", "Deletes every key of every database.", "[async: ASYNC | SYNC]", flushall),
+    row!("swapdb", 3, ["write", "fast"], 0, 0, 0, ["keyspace", "write", "fast", "dangerous"], "4.0.0", "O(1)", "Exchanges the contents of two databases.", "index1 index2", swapdb),
+    row!("time", 1, ["loading", "stale", "fast"], 0, 0, 0, ["fast"], "2.6.0", "O(1)", "Gives the server clock as seconds and microseconds.", "", time),
+    row!("lastsave", 1, ["loading", "stale", "fast"], 0, 0, 0, ["admin", "fast", "dangerous"], "1.0.0", "O(1)", "Gives the Unix time of the most recent successful save.", "", lastsave),
+    row!("bgsave", -1, ["admin", "noscript"], 0, 0, 0, ["admin", "slow", "dangerous"], "1.0.0", "O(1)", "Starts saving the data to disk in the background.", "[SCHEDULE]", bgsave),
+    row!("shutdown", -1, ["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], 0, 0, 0, ["admin", "slow", "dangerous"], "1.0.0", "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)", "Stops the server after flushing its data.", "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]", shutdown),
+    row!("debug", -2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, ["admin", "slow", "dangerous"], "1.0.0", "Depends on subcommand.", "Groups commands meant for debugging the server.", "", debug),
+    row!("info", -1, ["loading", "stale", "sentinel"], 0, 0, 0, ["slow", "dangerous"], "1.0.0", "O(1)", "Reports server state and statistics, by section.", "[section [section ...]]", info),
+    row!("config", -2, [], 0, 0, 0, ["slow"], "2.0.0", "Depends on subcommand.", "Groups the subcommands that read and change the configuration.", "", config),
+    row!("config|get", -3, ["admin", "noscript", "loading", "stale"], 0, 0, 0, ["admin", "slow", "dangerous"], "2.0.0", "O(N) when N is the number of configuration parameters provided", "Gives the configuration parameters matching patterns, with their values.", "parameter [parameter ...]", config_get),
+    row!("config|set", -4, ["admin", "noscript", "loading", "stale"], 0, 0, 0, ["admin", "slow", "dangerous"], "2.0.0", "O(N) when N is the number of configuration parameters provided", "Changes configuration parameters while the server runs.", "parameter value [parameter value ...]", config_set),
+    row!("config|resetstat", 2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, ["admin", "slow", "dangerous"], "2.0.0", "O(1)", "Zeroes the statistics that INFO reports.", "", config_resetstat),
+    row!("config|rewrite", 2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, ["admin", "slow", "dangerous"], "2.8.0", "O(1)", "Writes the running configuration back to the configuration file.", "", config_rewrite),
+    row!("config|help", 2, ["loading", "stale"], 0, 0, 0, ["slow"], "5.0.0", "O(1)", "Lists the CONFIG subcommands with a line on each.", "", config_help),
+    row!("command", -1, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "2.8.13", "O(N) where N is the total number of Redis commands", "Describes every command the server knows.", "", command),
+    row!("command|count", 2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "2.8.13", "O(1)", "Gives the number of commands the server knows.", "", command_count),
+    row!("command|info", -2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "2.8.13", "O(N) where N is the number of commands to look up", "Describes the given commands, or all of them.", "[command-name [command-name ...]]", command_info),
+    row!("command|docs", -2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "7.0.0", "O(N) where N is the number of commands to look up", "Gives the documentation of the given commands, or of all of them.", "[command-name [command-name ...]]", command_docs),
+    row!("command|list", -2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "7.0.0", "O(N) where N is the total number of Redis commands", "Lists command names, optionally filtered.", "[filterby: FILTERBY <MODULE module-name | ACLCAT category | PATTERN pattern>]", command_list),
+    row!("command|getkeys", -4, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "2.8.13", "O(N) where N is the number of arguments to the command", "Picks out the key arguments of a full command line.", "", command_getkeys),
+    row!("command|help", 2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "5.0.0", "O(1)", "Lists the COMMAND subcommands with a line on each.", "", command_help),
 ];
 
 fn dbsize(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
@@ -324,13 +326,16 @@ fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     let Some(spec) = table::lookup(&target[0]) else {
         return err(errors::GETKEYS_INVALID_COMMAND);
     };
-    if spec.first_key <= 0 {
+    if !spec.has_keys() {
         return err(errors::GETKEYS_NO_KEYS);
     }
     if !spec.arity_ok(target.len()) {
         return err(errors::GETKEYS_BAD_ARITY);
     }
-    let pos = spec.key_positions(target.len());
+    let pos = match spec.key_positions(target) {
+        Some(pos) if !pos.is_empty() || spec.has_flag("no_mandatory_keys") => pos,
+        _ => return err(errors::GETKEYS_INVALID_ARGS),
+    };
     Frame::Array(
         pos.into_iter()
             .map(|i| Frame::bulk(target[i].clone()))

@@ -11,7 +11,7 @@ use crate::table::CommandSpec;
 use crate::Ctx;
 
 macro_rules! row {
-    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $handler:expr) => {
+    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr) => {
         CommandSpec {
             name: $name,
             arity: $arity,
@@ -22,32 +22,40 @@ macro_rules! row {
             acl: &[$($acl),*],
             group: "set",
             summary: $summary,
+            syntax: $syntax,
+            numkeys_at: 0,
             since: $since,
             complexity: $complexity,
             handler: $handler,
+        }
+    };
+    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr, numkeys_at = $numkeys:expr) => {
+        CommandSpec {
+            numkeys_at: $numkeys,
+            ..row!($name, $arity, [$($flag),*], $first, $last, $step, [$($acl),*], $since, $complexity, $summary, $syntax, $handler)
         }
     };
 }
 
 /// The set family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
-    row!("sadd", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "set", "fast"], "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Add one or more members to a set", sadd),
-    row!("srem", -3, ["write", "fast"], 1, 1, 1, ["write", "set", "fast"], "1.0.0", "O(N) where N is the number of members to be removed.", "Remove one or more members from a set", srem),
-    row!("sismember", 3, ["readonly", "fast"], 1, 1, 1, ["read", "set", "fast"], "1.0.0", "O(1)", "Determine if a given value is a member of a set", sismember),
-    row!("smismember", -3, ["readonly", "fast"], 1, 1, 1, ["read", "set", "fast"], "6.2.0", "O(N) where N is the number of elements being checked for membership", "Returns the membership associated with the given elements for a set", smismember),
-    row!("scard", 2, ["readonly", "fast"], 1, 1, 1, ["read", "set", "fast"], "1.0.0", "O(1)", "Get the number of members in a set", scard),
-    row!("smembers", 2, ["readonly"], 1, 1, 1, ["read", "set", "slow"], "1.0.0", "O(N) where N is the set cardinality.", "Get all the members in a set", smembers),
-    row!("srandmember", -2, ["readonly"], 1, 1, 1, ["read", "set", "slow"], "1.0.0", "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.", "Get one or multiple random members from a set", srandmember),
-    row!("spop", -2, ["write", "fast"], 1, 1, 1, ["write", "set", "fast"], "1.0.0", "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.", "Remove and return one or multiple random members from a set", spop),
-    row!("smove", 4, ["write", "fast"], 1, 2, 1, ["write", "set", "fast"], "1.0.0", "O(1)", "Move a member from one set to another", smove),
-    row!("sinter", -2, ["readonly"], 1, -1, 1, ["read", "set", "slow"], "1.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", "Intersect multiple sets", sinter),
-    row!("sintercard", -3, ["readonly", "movablekeys"], 0, 0, 0, ["read", "set", "slow"], "7.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", "Intersect multiple sets and return the cardinality of the result", sintercard),
-    row!("sinterstore", -3, ["write", "denyoom"], 1, -1, 1, ["write", "set", "slow"], "1.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", "Intersect multiple sets and store the resulting set in a key", sinterstore),
-    row!("sunion", -2, ["readonly"], 1, -1, 1, ["read", "set", "slow"], "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Add multiple sets", sunion),
-    row!("sunionstore", -3, ["write", "denyoom"], 1, -1, 1, ["write", "set", "slow"], "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Add multiple sets and store the resulting set in a key", sunionstore),
-    row!("sdiff", -2, ["readonly"], 1, -1, 1, ["read", "set", "slow"], "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Subtract multiple sets", sdiff),
-    row!("sdiffstore", -3, ["write", "denyoom"], 1, -1, 1, ["write", "set", "slow"], "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Subtract multiple sets and store the resulting set in a key", sdiffstore),
-    row!("sscan", -3, ["readonly"], 1, 1, 1, ["read", "set", "slow"], "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..", "Incrementally iterate Set elements", sscan),
+    row!("sadd", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "set", "fast"], "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Puts members into a set, creating it if needed.", "key member [member ...]", sadd),
+    row!("srem", -3, ["write", "fast"], 1, 1, 1, ["write", "set", "fast"], "1.0.0", "O(N) where N is the number of members to be removed.", "Takes members out of a set.", "key member [member ...]", srem),
+    row!("sismember", 3, ["readonly", "fast"], 1, 1, 1, ["read", "set", "fast"], "1.0.0", "O(1)", "Tells whether a value belongs to a set.", "key member", sismember),
+    row!("smismember", -3, ["readonly", "fast"], 1, 1, 1, ["read", "set", "fast"], "6.2.0", "O(N) where N is the number of elements being checked for membership", "Tells, for each of several values, whether it belongs to a set.", "key member [member ...]", smismember),
+    row!("scard", 2, ["readonly", "fast"], 1, 1, 1, ["read", "set", "fast"], "1.0.0", "O(1)", "Counts the members of a set.", "key", scard),
+    row!("smembers", 2, ["readonly"], 1, 1, 1, ["read", "set", "slow"], "1.0.0", "O(N) where N is the set cardinality.", "Gives every member of a set.", "key", smembers),
+    row!("srandmember", -2, ["readonly"], 1, 1, 1, ["read", "set", "slow"], "1.0.0", "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.", "Picks one or more members of a set at random, leaving them in place.", "key [count]", srandmember),
+    row!("spop", -2, ["write", "fast"], 1, 1, 1, ["write", "set", "fast"], "1.0.0", "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.", "Removes and gives back random members of a set.", "key [count]", spop),
+    row!("smove", 4, ["write", "fast"], 1, 2, 1, ["write", "set", "fast"], "1.0.0", "O(1)", "Transfers a member from one set to another.", "source destination member", smove),
+    row!("sinter", -2, ["readonly"], 1, -1, 1, ["read", "set", "slow"], "1.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", "Gives the members common to all the given sets.", "key [key ...]", sinter),
+    row!("sintercard", -3, ["readonly", "movablekeys"], 0, 0, 0, ["read", "set", "slow"], "7.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", "Counts the members common to all the given sets.", "numkeys key [key ...] [LIMIT limit:integer]", sintercard, numkeys_at = 1),
+    row!("sinterstore", -3, ["write", "denyoom"], 1, -1, 1, ["write", "set", "slow"], "1.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", "Saves the intersection of sets under a destination key.", "destination key [key ...]", sinterstore),
+    row!("sunion", -2, ["readonly"], 1, -1, 1, ["read", "set", "slow"], "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Gives the members found in any of the given sets.", "key [key ...]", sunion),
+    row!("sunionstore", -3, ["write", "denyoom"], 1, -1, 1, ["write", "set", "slow"], "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Saves the union of sets under a destination key.", "destination key [key ...]", sunionstore),
+    row!("sdiff", -2, ["readonly"], 1, -1, 1, ["read", "set", "slow"], "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Gives the members of the first set that no other given set has.", "key [key ...]", sdiff),
+    row!("sdiffstore", -3, ["write", "denyoom"], 1, -1, 1, ["write", "set", "slow"], "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Saves the difference of sets under a destination key.", "destination key [key ...]", sdiffstore),
+    row!("sscan", -3, ["readonly"], 1, 1, 1, ["read", "set", "slow"], "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..", "Walks the members of a set a batch at a time with a cursor.", "key cursor [MATCH pattern] [COUNT count]", sscan),
 ];
 
 fn members_set(members: Vec<Vec<u8>>) -> Frame {

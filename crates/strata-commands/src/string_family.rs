@@ -11,7 +11,7 @@ use crate::table::CommandSpec;
 use crate::Ctx;
 
 macro_rules! row {
-    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $handler:expr) => {
+    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr) => {
         CommandSpec {
             name: $name,
             arity: $arity,
@@ -22,6 +22,8 @@ macro_rules! row {
             acl: &[$($acl),*],
             group: "string",
             summary: $summary,
+            syntax: $syntax,
+            numkeys_at: 0,
             since: $since,
             complexity: $complexity,
             handler: $handler,
@@ -31,28 +33,28 @@ macro_rules! row {
 
 /// The string family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
-    row!("get", 2, ["readonly", "fast"], 1, 1, 1, ["read", "string", "fast"], "1.0.0", "O(1)", "Returns the string value of a key.", get),
-    row!("set", -3, ["write", "denyoom"], 1, 1, 1, ["write", "string", "slow"], "1.0.0", "O(1)", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", set),
-    row!("setnx", 3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "string", "fast"], "1.0.0", "O(1)", "Set the string value of a key only when the key doesn't exist.", setnx),
-    row!("setex", 4, ["write", "denyoom"], 1, 1, 1, ["write", "string", "slow"], "2.0.0", "O(1)", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", setex),
-    row!("psetex", 4, ["write", "denyoom"], 1, 1, 1, ["write", "string", "slow"], "2.6.0", "O(1)", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", psetex),
-    row!("mget", -2, ["readonly", "fast"], 1, -1, 1, ["read", "string", "fast"], "1.0.0", "O(N) where N is the number of keys to retrieve.", "Atomically returns the string values of one or more keys.", mget),
-    row!("mset", -3, ["write", "denyoom"], 1, -1, 2, ["write", "string", "slow"], "1.0.1", "O(N) where N is the number of keys to set.", "Atomically creates or modifies the string values of one or more keys.", mset),
-    row!("msetnx", -3, ["write", "denyoom"], 1, -1, 2, ["write", "string", "slow"], "1.0.1", "O(N) where N is the number of keys to set.", "Atomically modifies the string values of one or more keys only when all keys don't exist.", msetnx),
-    row!("getset", 3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "string", "fast"], "1.0.0", "O(1)", "Returns the previous string value of a key after setting it to a new value.", getset),
-    row!("getdel", 2, ["write", "fast"], 1, 1, 1, ["write", "string", "fast"], "6.2.0", "O(1)", "Returns the string value of a key after deleting the key.", getdel),
-    row!("getex", -2, ["write", "fast"], 1, 1, 1, ["write", "string", "fast"], "6.2.0", "O(1)", "Returns the string value of a key after setting its expiration time.", getex),
-    row!("append", 3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "string", "fast"], "2.0.0", "O(1).", "Appends a string to the value of a key. Creates the key if it doesn't exist.", append),
-    row!("strlen", 2, ["readonly", "fast"], 1, 1, 1, ["read", "string", "fast"], "2.2.0", "O(1)", "Returns the length of a string value.", strlen),
-    row!("incr", 2, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "string", "fast"], "1.0.0", "O(1)", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", incr),
-    row!("decr", 2, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "string", "fast"], "1.0.0", "O(1)", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", decr),
-    row!("incrby", 3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "string", "fast"], "1.0.0", "O(1)", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", incrby),
-    row!("decrby", 3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "string", "fast"], "1.0.0", "O(1)", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", decrby),
-    row!("incrbyfloat", 3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "string", "fast"], "2.6.0", "O(1)", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", incrbyfloat),
-    row!("getrange", 4, ["readonly"], 1, 1, 1, ["read", "string", "slow"], "2.4.0", "O(N) where N is the length of the returned string.", "Returns a substring of the string stored at a key.", getrange),
-    row!("substr", 4, ["readonly"], 1, 1, 1, ["read", "string", "slow"], "1.0.0", "O(N) where N is the length of the returned string.", "Returns a substring from a string value.", getrange),
-    row!("setrange", 4, ["write", "denyoom"], 1, 1, 1, ["write", "string", "slow"], "2.2.0", "O(1), not counting the time taken to copy the new string in place.", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", setrange),
-    row!("lcs", -3, ["readonly"], 1, 2, 1, ["read", "string", "slow"], "7.0.0", "O(N*M) where N and M are the lengths of s1 and s2, respectively", "Finds the longest common substring.", lcs),
+    row!("get", 2, ["readonly", "fast"], 1, 1, 1, ["read", "string", "fast"], "1.0.0", "O(1)", "Gives the string stored at a key.", "key", get),
+    row!("set", -3, ["write", "denyoom"], 1, 1, 1, ["write", "string", "slow"], "1.0.0", "O(1)", "Stores a string at a key, with optional conditions and expiration.", "key value [condition: NX | XX] [GET] [expiration: EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]", set),
+    row!("setnx", 3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "string", "fast"], "1.0.0", "O(1)", "Stores a string at a key only if the key is absent.", "key value", setnx),
+    row!("setex", 4, ["write", "denyoom"], 1, 1, 1, ["write", "string", "slow"], "2.0.0", "O(1)", "Stores a string at a key with a time to live in seconds.", "key seconds value", setex),
+    row!("psetex", 4, ["write", "denyoom"], 1, 1, 1, ["write", "string", "slow"], "2.6.0", "O(1)", "Stores a string at a key with a time to live in milliseconds.", "key milliseconds value", psetex),
+    row!("mget", -2, ["readonly", "fast"], 1, -1, 1, ["read", "string", "fast"], "1.0.0", "O(N) where N is the number of keys to retrieve.", "Gives the strings stored at several keys.", "key [key ...]", mget),
+    row!("mset", -3, ["write", "denyoom"], 1, -1, 2, ["write", "string", "slow"], "1.0.1", "O(N) where N is the number of keys to set.", "Stores strings at several keys in one step.", "key value [key value ...]", mset),
+    row!("msetnx", -3, ["write", "denyoom"], 1, -1, 2, ["write", "string", "slow"], "1.0.1", "O(N) where N is the number of keys to set.", "Stores strings at several keys only if none of them exists.", "key value [key value ...]", msetnx),
+    row!("getset", 3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "string", "fast"], "1.0.0", "O(1)", "Stores a new string at a key and gives back the previous one.", "key value", getset),
+    row!("getdel", 2, ["write", "fast"], 1, 1, 1, ["write", "string", "fast"], "6.2.0", "O(1)", "Gives the string at a key and deletes the key.", "key", getdel),
+    row!("getex", -2, ["write", "fast"], 1, 1, 1, ["write", "string", "fast"], "6.2.0", "O(1)", "Gives the string at a key and changes or drops its expiration.", "key [expiration: EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST]", getex),
+    row!("append", 3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "string", "fast"], "2.0.0", "O(1).", "Adds bytes to the end of a string, creating it if needed.", "key value", append),
+    row!("strlen", 2, ["readonly", "fast"], 1, 1, 1, ["read", "string", "fast"], "2.2.0", "O(1)", "Gives the byte length of a string.", "key", strlen),
+    row!("incr", 2, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "string", "fast"], "1.0.0", "O(1)", "Adds one to the integer stored at a key.", "key", incr),
+    row!("decr", 2, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "string", "fast"], "1.0.0", "O(1)", "Subtracts one from the integer stored at a key.", "key", decr),
+    row!("incrby", 3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "string", "fast"], "1.0.0", "O(1)", "Adds an integer to the number stored at a key.", "key increment", incrby),
+    row!("decrby", 3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "string", "fast"], "1.0.0", "O(1)", "Subtracts an integer from the number stored at a key.", "key decrement", decrby),
+    row!("incrbyfloat", 3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "string", "fast"], "2.6.0", "O(1)", "Adds a floating-point amount to the number stored at a key.", "key increment:double", incrbyfloat),
+    row!("getrange", 4, ["readonly"], 1, 1, 1, ["read", "string", "slow"], "2.4.0", "O(N) where N is the length of the returned string.", "Gives a byte range of a string.", "key start end", getrange),
+    row!("substr", 4, ["readonly"], 1, 1, 1, ["read", "string", "slow"], "1.0.0", "O(N) where N is the length of the returned string.", "Gives a byte range of a string (older name of GETRANGE).", "key start end", getrange),
+    row!("setrange", 4, ["write", "denyoom"], 1, 1, 1, ["write", "string", "slow"], "2.2.0", "O(1), not counting the time taken to copy the new string in place.", "Overwrites part of a string starting at a byte offset.", "key offset value", setrange),
+    row!("lcs", -3, ["readonly"], 1, 2, 1, ["read", "string", "slow"], "7.0.0", "O(N*M) where N and M are the lengths of s1 and s2, respectively", "Finds the longest common subsequence of two strings.", "key1:key key2:key [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]", lcs),
 ];
 
 fn get(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {

@@ -16,6 +16,7 @@ use strata_resp::{encode, Frame, RequestDecoder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::blocking::{self, Woken};
 use crate::log::{self, warning};
 use crate::registry::ClientEntry;
 use crate::server::{ClientApi, Server};
@@ -58,7 +59,7 @@ impl Drop for Deregister<'_> {
 async fn serve(
     server: &Arc<Server>,
     stream: &mut TcpStream,
-    client: &ClientEntry,
+    client: &Arc<ClientEntry>,
 ) -> io::Result<()> {
     let api = ClientApi { server, client };
     let mut session = Session::new(client.id, server.db.clone(), server.needs_auth());
@@ -76,7 +77,7 @@ async fn serve(
         if rbuf.capacity() - rbuf.len() < READ_CHUNK / 2 {
             rbuf.reserve(READ_CHUNK);
         }
-        let n = stream.read_buf(&mut rbuf).await?;
+        let mut n = stream.read_buf(&mut rbuf).await?;
         if n == 0 || client.killed.load(Ordering::Acquire) {
             return Ok(());
         }
@@ -107,7 +108,7 @@ async fn serve(
                             &argv,
                         )
                     }));
-                    let Ok(reply) = outcome else {
+                    let Ok(mut reply) = outcome else {
                         warning!(
                             "Internal error running '{}' for client id={}; closing the connection",
                             String::from_utf8_lossy(&argv[0]),
@@ -121,6 +122,39 @@ async fn serve(
                         close = true;
                         break;
                     };
+                    if let Some(req) = session.blocked.take() {
+                        // A blocking command found nothing: send the replies so far, then wait
+                        // (no other command of this client runs meanwhile, as in Redis).
+                        if !wbuf.is_empty() {
+                            stream.write_all(&wbuf).await?;
+                            written += wbuf.len() as u64;
+                            wbuf.clear();
+                        }
+                        let mut read = 0;
+                        let woken = blocking::wait(
+                            server,
+                            client,
+                            &session,
+                            &argv,
+                            req,
+                            stream,
+                            &mut rbuf,
+                            settings.query_buffer_limit,
+                            &mut read,
+                        )
+                        .await;
+                        n += read as usize;
+                        client
+                            .last_interaction_ms
+                            .store(server.clock_ms(), Ordering::Relaxed);
+                        match woken? {
+                            Woken::Reply(frame) => reply = frame,
+                            Woken::Gone => {
+                                close = true;
+                                break;
+                            }
+                        }
+                    }
                     match session.reply_mode {
                         ReplyMode::On => encode(&reply, session.protocol, &mut wbuf),
                         // The command after CLIENT REPLY SKIP: its reply is dropped, then replies resume.
@@ -149,13 +183,14 @@ async fn serve(
                 }
             }
         }
+        // Counted before the replies go out, so a client that saw its reply also sees it in INFO.
+        server
+            .stats
+            .add_batch(commands, n as u64, written + wbuf.len() as u64);
         if !wbuf.is_empty() {
             stream.write_all(&wbuf).await?;
-            written += wbuf.len() as u64;
             wbuf.clear();
         }
-
-        server.stats.add_batch(commands, n as u64, written);
 
         if close {
             return Ok(());

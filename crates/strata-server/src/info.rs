@@ -143,9 +143,19 @@ fn clients_section(server: &Server, out: &mut String) {
     field!(out, "maxclients", "{}", server.maxclients());
     field!(out, "client_recent_max_input_buffer", "0");
     field!(out, "client_recent_max_output_buffer", "0");
-    field!(out, "blocked_clients", "0");
+    field!(
+        out,
+        "blocked_clients",
+        "{}",
+        server.blocking.blocked_clients()
+    );
     field!(out, "tracking_clients", "0");
-    field!(out, "clients_in_timeout_table", "0");
+    field!(
+        out,
+        "clients_in_timeout_table",
+        "{}",
+        server.blocking.with_timeout()
+    );
 }
 
 fn memory_section(server: &Server, out: &mut String) {

@@ -4,6 +4,7 @@
 //! and orderly shutdown on SIGTERM/SIGINT or SHUTDOWN (stop accepting, flush, exit 0). Everything
 //! else lives in the modules below; this file holds no per-connection logic.
 
+mod blocking;
 mod config;
 mod connection;
 mod info;

@@ -78,6 +78,9 @@ pub struct ClientEntry {
     pub killed: AtomicBool,
     /// Set by CLIENT KILL of the calling client itself: close once its reply is written.
     pub close_after_reply: AtomicBool,
+    /// Waiting in a blocking command (BLPOP...): CLIENT LIST shows `flags=b`, and the idle
+    /// timeout does not apply (as in Redis).
+    pub blocked: AtomicBool,
 }
 
 impl ClientEntry {
@@ -124,7 +127,7 @@ impl ClientEntry {
         let mut s = String::with_capacity(300);
         let _ = write!(
             s,
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 \
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 \
              multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem={} \
              events=r cmd={} user=default redir=-1 resp={}",
             self.id,
@@ -134,6 +137,11 @@ impl ClientEntry {
             name,
             age,
             idle,
+            if self.blocked.load(Ordering::Relaxed) {
+                "b"
+            } else {
+                "N"
+            },
             self.db.load(Ordering::Relaxed),
             qbuf,
             qbuf_free,
@@ -187,6 +195,7 @@ impl Registry {
             buf_mem: AtomicUsize::new(0),
             killed: AtomicBool::new(false),
             close_after_reply: AtomicBool::new(false),
+            blocked: AtomicBool::new(false),
         });
         clients.insert(id, entry.clone());
         Some(entry)
@@ -270,7 +279,8 @@ impl Registry {
         let before = clients.len();
         clients.retain(|_, e| {
             let last = e.last_interaction_ms.load(Ordering::Relaxed);
-            let idle = now_ms.saturating_sub(last) > timeout_ms;
+            let idle =
+                now_ms.saturating_sub(last) > timeout_ms && !e.blocked.load(Ordering::Relaxed);
             if idle {
                 e.kill();
             }

@@ -121,6 +121,8 @@ pub struct Server {
     requirepass: RwLock<Option<Vec<u8>>>,
     /// The connected clients.
     pub registry: Registry,
+    /// Clients blocked in BLPOP and the like.
+    pub blocking: crate::blocking::Blocking,
     /// INFO stats counters.
     pub stats: ServerStats,
     clock_ms: AtomicU64,
@@ -157,6 +159,7 @@ impl Server {
             config: RwLock::new(config),
             config_gen: AtomicU64::new(0),
             registry: Registry::default(),
+            blocking: crate::blocking::Blocking::default(),
             stats: ServerStats::default(),
             clock_ms: AtomicU64::new(now),
             started: Instant::now(),
@@ -512,6 +515,15 @@ impl ServerApi for ClientApi<'_> {
     #[inline]
     fn note_command(&self, _session: &Session, name: &str) {
         self.client.set_cmd(name);
+    }
+
+    fn key_ready(&self, db: u32, key: &[u8]) {
+        self.server.blocking.signal(self.server, db, key);
+    }
+
+    #[inline]
+    fn has_blocked_clients(&self) -> bool {
+        self.server.blocking.active()
     }
 }
 

@@ -33,6 +33,7 @@ mod members;
 pub mod meta;
 pub mod num;
 mod set;
+mod sort;
 mod storage;
 mod string;
 mod zset;
@@ -44,6 +45,7 @@ pub use keyspace::{ExpireCondition, ScanPage, Ttl};
 pub use list::ListEnd;
 pub use meta::KeyType;
 pub use set::SetScanPage;
+pub use sort::SortOptions;
 pub use storage::{Compression, SyncPolicy};
 pub use string::{lcs, Expiry, GetExpiry, Lcs, LcsMatch, SetCondition, SetOptions, SetOutcome};
 pub use zset::{

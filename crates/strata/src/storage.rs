@@ -159,7 +159,9 @@ impl Storage {
         meta_opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(3));
         meta_opts.set_memtable_factory(MemtableFactory::HashSkipList {
             bucket_count: 1 << 18,
-            height: 4,
+            // Tall enough that one slot holding millions of keys (a shared {hash tag}) still
+            // searches in O(log n).
+            height: 12,
             branching_factor: 4,
         });
         meta_opts.set_compaction_filter("strata-meta-expired", |_level, _key, value: &[u8]| {

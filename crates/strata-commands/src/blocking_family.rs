@@ -1,0 +1,356 @@
+//! The blocking list and sorted-set commands: BLPOP, BRPOP, BRPOPLPUSH, BLMOVE, BLMPOP, BZPOPMIN,
+//! BZPOPMAX and BZMPOP. Each handler parses its arguments in Redis's order (so the same error
+//! wins), then answers at once when a key has something to serve. When none has, what happens
+//! depends on [`Session::block_mode`](crate::Session): a client's own command records a
+//! [`BlockRequest`] in the session and returns a placeholder (the connection waits for a signal on
+//! one of the keys or the deadline, then runs the same command again in [`BlockMode::Serve`]);
+//! without blocking (MULTI, scripts) it answers as a timeout would. The waiting itself, the FIFO
+//! order of blocked clients and the timeout reply belong to the server.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use strata::ListEnd;
+use strata_resp::Frame;
+
+use crate::args::{db, is, reply, Parsed};
+use crate::errors::{self, err};
+use crate::table::CommandSpec;
+use crate::{BlockMode, BlockRequest, Ctx};
+
+macro_rules! row {
+    ($name:expr, $group:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, $numkeys_at:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr) => {
+        CommandSpec {
+            name: $name,
+            arity: $arity,
+            flags: &[$($flag),*],
+            first_key: $first,
+            last_key: $last,
+            step: $step,
+            acl: &[$($acl),*],
+            group: $group,
+            summary: $summary,
+            syntax: $syntax,
+            numkeys_at: $numkeys_at,
+            since: $since,
+            complexity: $complexity,
+            handler: $handler,
+        }
+    };
+}
+
+/// The blocking commands' rows.
+pub static COMMANDS: &[CommandSpec] = &[
+    row!("blpop", "list", -3, ["write", "noscript", "blocking"], 1, -2, 1, 0, ["write", "list", "slow", "blocking"], "2.0.0", "O(N) where N is the number of provided keys.", "Takes the head element of the first non-empty list, waiting for one if all are empty.", "key [key ...] timeout:double", blpop),
+    row!("brpop", "list", -3, ["write", "noscript", "blocking"], 1, -2, 1, 0, ["write", "list", "slow", "blocking"], "2.0.0", "O(N) where N is the number of provided keys.", "Takes the tail element of the first non-empty list, waiting for one if all are empty.", "key [key ...] timeout:double", brpop),
+    row!("brpoplpush", "list", 4, ["write", "denyoom", "noscript", "blocking"], 1, 2, 1, 0, ["write", "list", "slow", "blocking"], "2.2.0", "O(1)", "Moves the tail element of one list to the head of another, waiting for one if the source is empty.", "source destination timeout:double", brpoplpush),
+    row!("blmove", "list", 6, ["write", "denyoom", "noscript", "blocking"], 1, 2, 1, 0, ["write", "list", "slow", "blocking"], "6.2.0", "O(1)", "Moves an element between the ends of two lists, waiting for one if the source is empty.", "source destination <wherefrom: LEFT | RIGHT> <whereto: LEFT | RIGHT> timeout:double", blmove),
+    row!("blmpop", "list", -5, ["write", "blocking", "movablekeys"], 0, 0, 0, 2, ["write", "list", "slow", "blocking"], "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "Takes elements from one end of the first non-empty list, waiting for one if all are empty.", "timeout:double numkeys key [key ...] <where: LEFT | RIGHT> [COUNT count]", blmpop),
+    row!("bzpopmin", "sorted-set", -3, ["write", "noscript", "blocking", "fast"], 1, -2, 1, 0, ["write", "sortedset", "fast", "blocking"], "5.0.0", "O(log(N)) with N being the number of elements in the sorted set.", "Takes the lowest-scored member of the first non-empty sorted set, waiting for one if all are empty.", "key [key ...] timeout:double", bzpopmin),
+    row!("bzpopmax", "sorted-set", -3, ["write", "noscript", "blocking", "fast"], 1, -2, 1, 0, ["write", "sortedset", "fast", "blocking"], "5.0.0", "O(log(N)) with N being the number of elements in the sorted set.", "Takes the highest-scored member of the first non-empty sorted set, waiting for one if all are empty.", "key [key ...] timeout:double", bzpopmax),
+    row!("bzmpop", "sorted-set", -5, ["write", "blocking", "movablekeys"], 0, 0, 0, 2, ["write", "sortedset", "slow", "blocking"], "7.0.0", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.", "Takes the lowest- or highest-scored members of the first non-empty sorted set, waiting if all are empty.", "timeout:double numkeys key [key ...] <where: MIN | MAX> [COUNT count]", bzmpop),
+];
+
+/// Error for a timeout that is below zero once converted to milliseconds.
+pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
+
+/// Redis's `MAX_LONG_DOUBLE_CHARS`: longer arguments are not read as numbers.
+const MAX_LONG_DOUBLE_CHARS: usize = 5 * 1024;
+
+/// A blocking timeout in seconds, read as Redis 7.0's `getTimeoutFromObjectOrReply` reads it:
+/// C's `strtold` over the whole argument (no leading space, no NaN), times 1000, rounded up to
+/// whole milliseconds. Returns the milliseconds, 0 meaning "forever". Values past the range of
+/// a 64-bit millisecond count (including infinities) are negative, as C's conversion makes them.
+pub fn timeout_ms(a: &[u8]) -> Parsed<u64> {
+    let not_float = || err(errors::TIMEOUT_NOT_FLOAT);
+    if a.is_empty() || a.len() >= MAX_LONG_DOUBLE_CHARS {
+        return Err(not_float());
+    }
+    if matches!(a[0], b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') {
+        return Err(not_float());
+    }
+    // C stops at a NUL byte: what follows it is invisible to strtold's caller.
+    let s = match a.iter().position(|&b| b == 0) {
+        Some(n) => &a[..n],
+        None => a,
+    };
+    let (mut v, n, erange) = crate::zset_family::strtod(s);
+    if n != s.len() || v.is_nan() {
+        return Err(not_float());
+    }
+    if erange && v == 0.0 {
+        // Below f64's range but within a long double's: a tiny value of that sign.
+        v = if s.starts_with(b"-") {
+            -f64::MIN_POSITIVE
+        } else {
+            f64::MIN_POSITIVE
+        };
+    }
+    let ms = (v * 1000.0).ceil();
+    // 2^63: C's conversion of anything outside i64 yields i64::MIN on the platforms Redis runs on.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    let tval = if ms.is_finite() && (-LIMIT..LIMIT).contains(&ms) {
+        ms as i64
+    } else {
+        i64::MIN
+    };
+    if tval < 0 {
+        return Err(err(TIMEOUT_NEGATIVE));
+    }
+    Ok(tval as u64)
+}
+
+/// The deadline for a timeout argument: `None` waits forever.
+fn deadline(a: &[u8]) -> Parsed<Option<Instant>> {
+    let ms = timeout_ms(a)?;
+    Ok(match ms {
+        0 => None,
+        ms => Instant::now().checked_add(Duration::from_millis(ms)),
+    })
+}
+
+/// The keys to look at: all of them, or when re-run for a signalled key, only that one (Redis
+/// serves a blocked client from the key that became ready).
+fn keys_to_check<'a>(ctx: &Ctx<'_>, keys: &'a [Bytes]) -> Vec<&'a [u8]> {
+    if let BlockMode::Serve(ready) = &ctx.session.block_mode {
+        if let Some(k) = keys.iter().find(|k| *k == ready) {
+            return vec![&k[..]];
+        }
+    }
+    keys.iter().map(|k| &k[..]).collect()
+}
+
+/// Nothing to serve: block (record the request, reply a placeholder) or, when blocking is not
+/// allowed, reply `immediate` (what Redis answers inside MULTI).
+fn nothing_to_serve(
+    ctx: &mut Ctx<'_>,
+    keys: &[Bytes],
+    deadline: Option<Instant>,
+    immediate: Frame,
+) -> Frame {
+    if ctx.session.block_mode == BlockMode::NoBlock {
+        return immediate;
+    }
+    ctx.session.blocked = Some(BlockRequest {
+        db: ctx.session.db.index(),
+        keys: keys.to_vec(),
+        deadline,
+    });
+    Frame::NullArray
+}
+
+/// LEFT / RIGHT.
+fn end_arg(a: &[u8]) -> Parsed<ListEnd> {
+    if is(a, "left") {
+        Ok(ListEnd::Left)
+    } else if is(a, "right") {
+        Ok(ListEnd::Right)
+    } else {
+        Err(err(errors::SYNTAX))
+    }
+}
+
+/// A long of at least 1 (`getRangeLongFromObjectOrReply(1, LONG_MAX)`); any failure replies `msg`.
+fn at_least_one(a: &[u8], msg: &str) -> Parsed<u64> {
+    match strata::num::parse_i64(a) {
+        Some(n) if n >= 1 => Ok(n as u64),
+        _ => Err(err(msg)),
+    }
+}
+
+/// The `numkeys key... <where> [COUNT count]` tail of BLMPOP/BZMPOP starting at `numkeys_idx`:
+/// the keys, the `where` argument, the count (1 by default).
+fn mpop_args(argv: &[Bytes], numkeys_idx: usize) -> Parsed<(&[Bytes], &Bytes, u64)> {
+    let numkeys = at_least_one(&argv[numkeys_idx], errors::NUMKEYS_NOT_POSITIVE)?;
+    let where_idx = match usize::try_from(numkeys)
+        .ok()
+        .and_then(|n| n.checked_add(numkeys_idx + 1))
+    {
+        Some(w) if w < argv.len() => w,
+        _ => return Err(err(errors::SYNTAX)),
+    };
+    Ok((
+        &argv[numkeys_idx + 1..where_idx],
+        &argv[where_idx],
+        mpop_count(argv, where_idx + 1)?,
+    ))
+}
+
+/// The optional `COUNT count` from `start` on (checked after `where`).
+fn mpop_count(argv: &[Bytes], start: usize) -> Parsed<u64> {
+    let mut count = None;
+    let mut j = start;
+    while j < argv.len() {
+        let more = argv.len() - 1 - j;
+        if count.is_none() && is(&argv[j], "count") && more > 0 {
+            j += 1;
+            count = Some(at_least_one(&argv[j], errors::COUNT_NOT_POSITIVE)?);
+        } else {
+            return Err(err(errors::SYNTAX));
+        }
+        j += 1;
+    }
+    Ok(count.unwrap_or(1))
+}
+
+// ----- lists -----
+
+fn bpop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], end: ListEnd) -> Frame {
+    reply((|| {
+        let last = argv.len() - 1;
+        let deadline = deadline(&argv[last])?;
+        let keys = &argv[1..last];
+        let check = keys_to_check(ctx, keys);
+        match db(ctx.session.db.lmpop(&check, end, 1))? {
+            Some((key, items)) => Ok(Frame::Array(vec![
+                Frame::bulk(key),
+                Frame::bulk_or_null(items.into_iter().next()),
+            ])),
+            None => Ok(nothing_to_serve(ctx, keys, deadline, Frame::NullArray)),
+        }
+    })())
+}
+
+fn blpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    bpop_generic(ctx, argv, ListEnd::Left)
+}
+
+fn brpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    bpop_generic(ctx, argv, ListEnd::Right)
+}
+
+fn blmove_generic(
+    ctx: &mut Ctx<'_>,
+    argv: &[Bytes],
+    from: ListEnd,
+    to: ListEnd,
+    timeout: &[u8],
+) -> Frame {
+    reply((|| {
+        let deadline = deadline(timeout)?;
+        match db(ctx.session.db.lmove(&argv[1], &argv[2], from, to))? {
+            Some(v) => Ok(Frame::bulk(v)),
+            // Inside MULTI Redis answers a null bulk here, unlike the other blocking commands.
+            None => Ok(nothing_to_serve(ctx, &argv[1..2], deadline, Frame::Null)),
+        }
+    })())
+}
+
+fn blmove(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    let ends = end_arg(&argv[3]).and_then(|from| Ok((from, end_arg(&argv[4])?)));
+    match ends {
+        Ok((from, to)) => blmove_generic(ctx, argv, from, to, &argv[5]),
+        Err(e) => e,
+    }
+}
+
+fn brpoplpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    blmove_generic(ctx, argv, ListEnd::Right, ListEnd::Left, &argv[3])
+}
+
+fn blmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    reply((|| {
+        let (keys, where_arg, count) = mpop_args(argv, 2)?;
+        let end = end_arg(where_arg)?;
+        let deadline = deadline(&argv[1])?;
+        let check = keys_to_check(ctx, keys);
+        match db(ctx.session.db.lmpop(&check, end, count))? {
+            Some((key, items)) => Ok(Frame::Array(vec![
+                Frame::bulk(key),
+                Frame::bulk_array(items),
+            ])),
+            None => Ok(nothing_to_serve(ctx, keys, deadline, Frame::NullArray)),
+        }
+    })())
+}
+
+// ----- sorted sets -----
+
+fn bzpop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], max: bool) -> Frame {
+    reply((|| {
+        let last = argv.len() - 1;
+        let deadline = deadline(&argv[last])?;
+        let keys = &argv[1..last];
+        let check = keys_to_check(ctx, keys);
+        match db(ctx.session.db.zmpop(&check, max, 1))? {
+            Some((key, items)) => {
+                let mut out = vec![Frame::bulk(key)];
+                if let Some((member, score)) = items.into_iter().next() {
+                    out.push(Frame::bulk(member));
+                    out.push(Frame::Double(score));
+                }
+                Ok(Frame::Array(out))
+            }
+            None => Ok(nothing_to_serve(ctx, keys, deadline, Frame::NullArray)),
+        }
+    })())
+}
+
+fn bzpopmin(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    bzpop_generic(ctx, argv, false)
+}
+
+fn bzpopmax(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    bzpop_generic(ctx, argv, true)
+}
+
+fn bzmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    reply((|| {
+        let (keys, where_arg, count) = mpop_args(argv, 2)?;
+        let max = if is(where_arg, "min") {
+            false
+        } else if is(where_arg, "max") {
+            true
+        } else {
+            return Err(err(errors::SYNTAX));
+        };
+        let deadline = deadline(&argv[1])?;
+        let check = keys_to_check(ctx, keys);
+        match db(ctx.session.db.zmpop(&check, max, count))? {
+            Some((key, items)) => Ok(Frame::Array(vec![
+                Frame::bulk(key),
+                Frame::Array(
+                    items
+                        .into_iter()
+                        .map(|(m, s)| Frame::Array(vec![Frame::bulk(m), Frame::Double(s)]))
+                        .collect(),
+                ),
+            ])),
+            None => Ok(nothing_to_serve(ctx, keys, deadline, Frame::NullArray)),
+        }
+    })())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(a: &str) -> Result<u64, String> {
+        timeout_ms(a.as_bytes()).map_err(|f| match f {
+            Frame::Error(e) => String::from_utf8_lossy(&e).into_owned(),
+            other => format!("{other:?}"),
+        })
+    }
+
+    #[test]
+    fn timeouts_read_like_redis() {
+        assert_eq!(ms("0"), Ok(0));
+        assert_eq!(ms("1"), Ok(1000));
+        assert_eq!(ms("0.1"), Ok(100));
+        assert_eq!(ms("0.0001"), Ok(1));
+        assert_eq!(ms("-0"), Ok(0));
+        assert_eq!(ms("-0.0001"), Ok(0));
+        assert_eq!(ms("0x10"), Ok(16000));
+        assert_eq!(ms("1e-400"), Ok(1));
+        let negative = Err(TIMEOUT_NEGATIVE.to_string());
+        let not_float = Err(errors::TIMEOUT_NOT_FLOAT.to_string());
+        assert_eq!(ms("-1"), negative);
+        assert_eq!(ms("inf"), negative);
+        assert_eq!(ms("-inf"), negative);
+        assert_eq!(ms("1e100"), negative);
+        assert_eq!(ms("9223372036854775807"), negative);
+        for bad in ["", " 1", "1 ", "abc", "nan", "1.5x"] {
+            assert_eq!(ms(bad), not_float, "{bad:?}");
+        }
+    }
+}

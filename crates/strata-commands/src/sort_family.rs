@@ -1,0 +1,111 @@
+//! SORT and SORT_RO: option parsing in Redis 7.0's order (so the same error wins), then one call to
+//! `strata::Db::sort` or `sort_store`. SORT_RO is SORT without STORE (which it rejects as a syntax
+//! error, as Redis does).
+
+use bytes::Bytes;
+use strata::SortOptions;
+use strata_resp::Frame;
+
+use crate::args::{self, is, reply};
+use crate::errors::{self, err};
+use crate::table::CommandSpec;
+use crate::Ctx;
+
+macro_rules! row {
+    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr) => {
+        CommandSpec {
+            name: $name,
+            arity: $arity,
+            flags: &[$($flag),*],
+            first_key: $first,
+            last_key: $last,
+            step: $step,
+            acl: &[$($acl),*],
+            group: "generic",
+            summary: $summary,
+            syntax: $syntax,
+            numkeys_at: 0,
+            since: $since,
+            complexity: $complexity,
+            handler: $handler,
+        }
+    };
+}
+
+const COMPLEXITY: &str = "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).";
+
+/// The sort family's rows.
+pub static COMMANDS: &[CommandSpec] = &[
+    row!("sort", -2, ["write", "denyoom", "movablekeys"], 1, 1, 1, ["write", "set", "sortedset", "list", "slow", "dangerous"], "1.0.0", COMPLEXITY, "Sorts the elements of a list, set or sorted set, optionally by other keys' values, and returns or stores them.", "key [BY pattern] [offset_count: LIMIT offset count] [GET pattern [GET pattern ...]] [order: ASC | DESC] [sorting: ALPHA] [STORE destination]", sort),
+    row!("sort_ro", -2, ["readonly", "movablekeys"], 1, 1, 1, ["read", "set", "sortedset", "list", "slow", "dangerous"], "7.0.0", COMPLEXITY, "Returns the sorted elements of a list, set or sorted set: SORT without STORE.", "key [BY pattern] [offset_count: LIMIT offset count] [GET pattern [GET pattern ...]] [order: ASC | DESC] [sorting: ALPHA]", sort_ro),
+];
+
+fn sort(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    sort_generic(ctx, argv, false)
+}
+
+fn sort_ro(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    sort_generic(ctx, argv, true)
+}
+
+/// Redis's sortCommandGeneric: options in any order, the last BY/LIMIT/ASC|DESC wins, GETs
+/// accumulate; an unknown word (or STORE in SORT_RO) is a syntax error.
+fn sort_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], readonly: bool) -> Frame {
+    reply((|| {
+        let mut opts = SortOptions::default();
+        let mut store: Option<&[u8]> = None;
+        let mut j = 2;
+        while j < argv.len() {
+            let a = &argv[j][..];
+            let left = argv.len() - j - 1;
+            if is(a, "asc") {
+                opts.desc = false;
+            } else if is(a, "desc") {
+                opts.desc = true;
+            } else if is(a, "alpha") {
+                opts.alpha = true;
+            } else if is(a, "limit") && left >= 2 {
+                let start = args::int(&argv[j + 1])?;
+                let count = args::int(&argv[j + 2])?;
+                opts.limit = Some((start, count));
+                j += 2;
+            } else if !readonly && is(a, "store") && left >= 1 {
+                store = Some(&argv[j + 1]);
+                j += 1;
+            } else if is(a, "by") && left >= 1 {
+                opts.by = Some(argv[j + 1].to_vec());
+                j += 1;
+            } else if is(a, "get") && left >= 1 {
+                opts.get.push(argv[j + 1].to_vec());
+                j += 1;
+            } else {
+                return Err(err(errors::SYNTAX));
+            }
+            j += 1;
+        }
+        let map = |e: strata::Error| match e {
+            strata::Error::NotFloat => err(errors::SORT_SCORE_NOT_DOUBLE),
+            e => errors::from_db(e),
+        };
+        match store {
+            None => {
+                let values = ctx.session.db.sort(&argv[1], &opts).map_err(map)?;
+                Ok(Frame::Array(
+                    values.into_iter().map(Frame::bulk_or_null).collect(),
+                ))
+            }
+            Some(dst) => {
+                let n = ctx
+                    .session
+                    .db
+                    .sort_store(&argv[1], dst, &opts)
+                    .map_err(map)?;
+                // The destination is not at the row's key positions: wake its BLPOP waiters here.
+                if n > 0 && ctx.server.has_blocked_clients() {
+                    ctx.server.key_ready(ctx.session.db.index(), dst);
+                }
+                Ok(Frame::Integer(n as i64))
+            }
+        }
+    })())
+}

@@ -332,6 +332,95 @@ mod tests {
         })
     }
 
+    struct NoServer;
+
+    impl crate::ServerApi for NoServer {
+        fn requirepass(&self) -> Option<Vec<u8>> {
+            None
+        }
+        fn config_get(&self, _: &[u8]) -> Vec<(String, String)> {
+            vec![]
+        }
+        fn config_set(&self, _: &[(String, String)]) -> Result<(), String> {
+            Ok(())
+        }
+        fn config_rewrite(&self) -> Result<(), String> {
+            Ok(())
+        }
+        fn reset_stats(&self) {}
+        fn info(&self, _: &crate::Session, _: &[String]) -> String {
+            String::new()
+        }
+        fn client_list(&self, _: Option<&[u64]>, _: Option<&str>) -> String {
+            String::new()
+        }
+        fn client_info(&self, _: &crate::Session) -> String {
+            String::new()
+        }
+        fn client_update(&self, _: &crate::Session) {}
+        fn client_kill(&self, _: &crate::KillFilter, _: u64) -> usize {
+            0
+        }
+        fn bgsave(&self) -> Result<(), String> {
+            Ok(())
+        }
+        fn lastsave(&self) -> u64 {
+            0
+        }
+        fn shutdown(&self) -> Result<(), String> {
+            Ok(())
+        }
+        fn note_command(&self, _: &crate::Session, _: &str) {}
+    }
+
+    fn run(session: &mut crate::Session, args: &[&str]) -> Frame {
+        let argv: Vec<Bytes> = args
+            .iter()
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect();
+        crate::execute(
+            &mut Ctx {
+                session,
+                server: &NoServer,
+            },
+            &argv,
+        )
+    }
+
+    #[test]
+    fn block_modes() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let mut s = crate::Session::new(1, strata::Db::open(dir.path())?, false);
+        // Block: a request for the keys, with a deadline for a non-zero timeout.
+        run(&mut s, &["BLPOP", "a", "b", "0"]);
+        let req = s.blocked.take().ok_or("not blocked")?;
+        assert_eq!(req.keys, vec![Bytes::from("a"), Bytes::from("b")]);
+        assert_eq!(req.deadline, None);
+        run(&mut s, &["BZMPOP", "0.5", "1", "z", "MIN"]);
+        let req = s.blocked.take().ok_or("not blocked")?;
+        assert_eq!(req.keys, vec![Bytes::from("z")]);
+        assert!(req.deadline.is_some());
+        // NoBlock: the timeout reply at once (a null bulk for BLMOVE, as Redis inside MULTI).
+        s.block_mode = BlockMode::NoBlock;
+        assert_eq!(run(&mut s, &["BRPOP", "a", "0"]), Frame::NullArray);
+        assert_eq!(
+            run(&mut s, &["BLMOVE", "a", "b", "LEFT", "LEFT", "0"]),
+            Frame::Null
+        );
+        assert!(s.blocked.is_none());
+        // Serve: only the signalled key is consulted.
+        run(&mut s, &["RPUSH", "a", "x"]);
+        run(&mut s, &["RPUSH", "b", "y"]);
+        s.block_mode = BlockMode::Serve(Bytes::from("b"));
+        assert_eq!(
+            run(&mut s, &["BLPOP", "a", "b", "0"]),
+            Frame::Array(vec![Frame::bulk("b"), Frame::bulk("y")])
+        );
+        run(&mut s, &["BLPOP", "a", "b", "0"]);
+        assert!(s.blocked.take().is_some());
+        Ok(())
+    }
+
     #[test]
     fn timeouts_read_like_redis() {
         assert_eq!(ms("0"), Ok(0));

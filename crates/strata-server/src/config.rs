@@ -1331,7 +1331,7 @@ mod tests {
         assert_eq!(c.busy_reply_threshold_ms(), 5000);
         assert_eq!(c.notify_keyspace_events(), "");
         assert_eq!(c.block_cache_size(), 256 * 1024 * 1024);
-        assert_eq!(c.write_buffer_size(), 64 * 1024 * 1024);
+        assert_eq!(c.write_buffer_size(), 16 * 1024 * 1024);
         assert_eq!(c.compression(), Compression::Lz4);
         assert_eq!(c.bgsave_dir(), PathBuf::from("./data/backup"));
         assert_eq!(c.config_file, None);

@@ -173,7 +173,9 @@ impl Storage {
             }
         });
 
-        let (mut data_opts, data_table) = cf_options(opts, &cache, false);
+        // Hash fields, set members and zset scores are read by point lookups too (HGET, HINCRBY,
+        // SISMEMBER, ZSCORE): same bloom filters and block hash index as `meta`.
+        let (mut data_opts, data_table) = cf_options(opts, &cache, true);
         data_opts.set_block_based_table_factory(&data_table);
         let h = handle.clone();
         data_opts.set_compaction_filter("strata-data-orphans", move |_l, key: &[u8], _v| {

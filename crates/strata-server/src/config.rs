@@ -551,81 +551,10 @@ fn split_set_value(kind: Kind, value: &str) -> Vec<String> {
     }
 }
 
-/// Splits a config line into arguments like Redis's `sdssplitargs`: blank-separated words,
-/// `"double quoted"` with `\n \r \t \b \a \xHH` and `\<any>` escapes, `'single quoted'` with only
-/// `\'`; quotes may start mid-word and must be followed by a blank or the end. A NUL byte ends
-/// the input, as in C. Returns `None` for unbalanced quotes.
+/// Splits a config line into arguments like Redis's `sdssplitargs` (the same splitter inline
+/// commands use): `None` for unbalanced quotes.
 fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
-    let line = line.split(|&b| b == 0).next().unwrap_or_default();
-    let at = |i: usize| line.get(i).copied().unwrap_or(0);
-    let hex = |b: u8| char::from(b).to_digit(16);
-    let mut args = Vec::new();
-    let mut i = 0;
-    loop {
-        while i < line.len() && is_c_space(line[i]) {
-            i += 1;
-        }
-        if i >= line.len() {
-            return Some(args);
-        }
-        let (mut in_double, mut in_single, mut done) = (false, false, false);
-        let mut current = Vec::new();
-        while !done {
-            let c = at(i);
-            if in_double {
-                if let (b'\\', b'x', Some(high), Some(low)) =
-                    (c, at(i + 1), hex(at(i + 2)), hex(at(i + 3)))
-                {
-                    current.push((high * 16 + low) as u8);
-                    i += 3;
-                } else if c == b'\\' && at(i + 1) != 0 {
-                    i += 1;
-                    current.push(match at(i) {
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'b' => 0x08,
-                        b'a' => 0x07,
-                        other => other,
-                    });
-                } else if c == b'"' {
-                    if at(i + 1) != 0 && !is_c_space(at(i + 1)) {
-                        return None;
-                    }
-                    done = true;
-                } else if c == 0 {
-                    return None;
-                } else {
-                    current.push(c);
-                }
-            } else if in_single {
-                if c == b'\\' && at(i + 1) == b'\'' {
-                    i += 1;
-                    current.push(b'\'');
-                } else if c == b'\'' {
-                    if at(i + 1) != 0 && !is_c_space(at(i + 1)) {
-                        return None;
-                    }
-                    done = true;
-                } else if c == 0 {
-                    return None;
-                } else {
-                    current.push(c);
-                }
-            } else {
-                match c {
-                    b' ' | b'\n' | b'\r' | b'\t' | 0 => done = true,
-                    b'"' => in_double = true,
-                    b'\'' => in_single = true,
-                    _ => current.push(c),
-                }
-            }
-            if at(i) != 0 {
-                i += 1;
-            }
-        }
-        args.push(current);
-    }
+    strata_resp::split_inline_args(line).map(|args| args.into_iter().map(|a| a.to_vec()).collect())
 }
 
 /// Quotes bytes like Redis's `sdscatrepr`, so that [`split_args`] reads them back unchanged.

@@ -73,6 +73,7 @@ async fn serve(
         .buf_mem
         .store(rbuf.capacity() + wbuf.capacity(), Ordering::Relaxed);
 
+    let mut wal_seen = server.db.write_count();
     loop {
         if rbuf.capacity() - rbuf.len() < READ_CHUNK / 2 {
             rbuf.reserve(READ_CHUNK);
@@ -126,6 +127,7 @@ async fn serve(
                         // A blocking command found nothing: send the replies so far, then wait
                         // (no other command of this client runs meanwhile, as in Redis).
                         if !wbuf.is_empty() {
+                            wal_to_os(server, &mut wal_seen);
                             stream.write_all(&wbuf).await?;
                             written += wbuf.len() as u64;
                             wbuf.clear();
@@ -169,6 +171,7 @@ async fn serve(
                         break;
                     }
                     if wbuf.len() >= WRITE_FLUSH {
+                        wal_to_os(server, &mut wal_seen);
                         stream.write_all(&wbuf).await?;
                         written += wbuf.len() as u64;
                         wbuf.clear();
@@ -187,6 +190,8 @@ async fn serve(
         server
             .stats
             .add_batch(commands, n as u64, written + wbuf.len() as u64);
+        // The batch's writes reach the OS (one write call for all of them) before any reply does.
+        wal_to_os(server, &mut wal_seen);
         if !wbuf.is_empty() {
             stream.write_all(&wbuf).await?;
             wbuf.clear();
@@ -217,5 +222,18 @@ async fn serve(
         client
             .buf_mem
             .store(rbuf.capacity() + wbuf.capacity(), Ordering::Relaxed);
+    }
+}
+
+/// Hands the write-ahead-log records buffered since this connection last looked to the operating
+/// system, if anything was written meanwhile (by anyone). Called before replies leave, so an
+/// acknowledged write survives a crash of the process.
+fn wal_to_os(server: &Server, seen: &mut u64) {
+    let now = server.db.write_count();
+    if now != *seen {
+        *seen = now;
+        if let Err(e) = server.db.flush_wal_buffer() {
+            warning!("Writing the write-ahead log failed: {e}");
+        }
     }
 }

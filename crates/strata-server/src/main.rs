@@ -154,6 +154,8 @@ fn run(config: Config) -> i32 {
         },
         active_expire: true,
         max_string_len: config.proto_max_bulk_len(),
+        // Each connection flushes the WAL buffer once per batch of commands, before replying.
+        batch_wal_writes: true,
     };
     let db = match strata::Db::open_with(&dir, opts) {
         Ok(db) => db,

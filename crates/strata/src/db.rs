@@ -43,6 +43,12 @@ pub struct Options {
     pub active_expire: bool,
     /// Largest string a command may build (APPEND, SETRANGE), as Redis's `proto-max-bulk-len`.
     pub max_string_len: u64,
+    /// Collect write-ahead-log records in memory until [`Db::flush_wal_buffer`] instead of
+    /// writing them to the log file one write call each. A server calls it once per batch of
+    /// pipelined commands, before it replies, so an acknowledged write has still reached the
+    /// operating system; the housekeeping thread also flushes every 100 ms. `SyncPolicy::Always`
+    /// writes are synced (and so flushed) before they return either way. Off by default.
+    pub batch_wal_writes: bool,
 }
 
 impl Default for Options {
@@ -55,6 +61,7 @@ impl Default for Options {
             compression: Compression::Lz4,
             active_expire: true,
             max_string_len: 512 << 20,
+            batch_wal_writes: false,
         }
     }
 }
@@ -120,6 +127,7 @@ impl Db {
                 write_buffer_size: opts.write_buffer_size,
                 compression: opts.compression,
                 sync: opts.sync,
+                batch_wal_writes: opts.batch_wal_writes,
             },
         )?;
         let mut map = [0u8; 256];
@@ -190,6 +198,17 @@ impl Db {
     /// Changes the largest string APPEND/SETRANGE may build.
     pub fn set_max_string_len(&self, len: u64) {
         self.inner.max_string_len.store(len, Ordering::Relaxed)
+    }
+
+    /// How many write batches have been applied since open; compare two readings to tell whether
+    /// [`Db::flush_wal_buffer`] has anything to do.
+    pub fn write_count(&self) -> u64 {
+        self.inner.storage.write_count()
+    }
+
+    /// Writes the buffered WAL records to the log file (see `Options::batch_wal_writes`).
+    pub fn flush_wal_buffer(&self) -> Result<()> {
+        self.inner.storage.flush_wal_buffer()
     }
 
     /// Counters for INFO.
@@ -379,11 +398,19 @@ fn spawn_housekeeping(inner: Weak<Inner>, active_expire: bool) {
         .name("strata-housekeeping".into())
         .spawn(move || {
             let mut last_sync = std::time::Instant::now();
+            let mut flushed_at = 0;
             loop {
                 std::thread::sleep(Duration::from_millis(100));
                 let Some(inner) = inner.upgrade() else { return };
                 if inner.stop.load(Ordering::Relaxed) {
                     return;
+                }
+                // Records buffered by writers that never flushed (background deletes, library
+                // users) reach the log within 100 ms.
+                let count = inner.storage.write_count();
+                if count != flushed_at {
+                    flushed_at = count;
+                    let _ = inner.storage.flush_wal_buffer();
                 }
                 if last_sync.elapsed() >= Duration::from_secs(1) {
                     last_sync = std::time::Instant::now();

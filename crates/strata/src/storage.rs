@@ -3,7 +3,7 @@
 //! policy. Everything that names a RocksDB type lives here; the rest of the crate sees `Storage`.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
 use rocksdb::compaction_filter::Decision;
@@ -82,12 +82,16 @@ pub struct StorageOptions {
     pub compression: Compression,
     /// Initial sync policy.
     pub sync: SyncPolicy,
+    /// Collect WAL records in memory until [`Storage::flush_wal_buffer`] (see `Options`).
+    pub batch_wal_writes: bool,
 }
 
 /// An open data directory.
 pub struct Storage {
     db: Arc<DB>,
     sync: AtomicU8,
+    batch_wal_writes: bool,
+    writes: AtomicU64,
 }
 
 fn now_ms() -> u64 {
@@ -141,6 +145,7 @@ impl Storage {
         db_opts.create_if_missing(true);
         db_opts.create_missing_column_families(true);
         db_opts.set_max_background_jobs(2);
+        db_opts.set_manual_wal_flush(opts.batch_wal_writes);
         // Required by the hash-skiplist memtable of `meta`.
         db_opts.set_allow_concurrent_memtable_write(false);
         db_opts.set_bytes_per_sync(1 << 20);
@@ -203,6 +208,8 @@ impl Storage {
         let storage = Storage {
             db,
             sync: AtomicU8::new(opts.sync.to_u8()),
+            batch_wal_writes: opts.batch_wal_writes,
+            writes: AtomicU64::new(0),
         };
         storage.check_format()?;
         Ok(storage)
@@ -248,6 +255,21 @@ impl Storage {
         let mut wo = WriteOptions::default();
         wo.set_sync(self.sync_policy() == SyncPolicy::Always);
         self.db.write_opt(batch, &wo)?;
+        self.writes.fetch_add(1, Ordering::Release);
+        Ok(())
+    }
+
+    /// How many write batches have been applied since open (to tell whether a flush is due).
+    pub fn write_count(&self) -> u64 {
+        self.writes.load(Ordering::Acquire)
+    }
+
+    /// Hands the buffered WAL records to the operating system (one write call for every record
+    /// collected since the last flush). A no-op unless `batch_wal_writes` is on.
+    pub fn flush_wal_buffer(&self) -> Result<()> {
+        if self.batch_wal_writes {
+            self.db.flush_wal(false)?;
+        }
         Ok(())
     }
 

@@ -20,22 +20,7 @@ use crate::{BlockMode, BlockRequest, Ctx};
 
 macro_rules! row {
     ($name:expr, $group:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, $numkeys_at:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr) => {
-        CommandSpec {
-            name: $name,
-            arity: $arity,
-            flags: &[$($flag),*],
-            first_key: $first,
-            last_key: $last,
-            step: $step,
-            acl: &[$($acl),*],
-            group: $group,
-            summary: $summary,
-            syntax: $syntax,
-            numkeys_at: $numkeys_at,
-            since: $since,
-            complexity: $complexity,
-            handler: $handler,
-        }
+        crate::table::command_row!($group; $name, $arity, [$($flag),*], $first, $last, $step, [$($acl),*], $since, $complexity, $summary, $syntax, $handler, numkeys_at = $numkeys_at)
     };
 }
 

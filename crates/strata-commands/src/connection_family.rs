@@ -12,22 +12,7 @@ use crate::{Ctx, KillFilter, ReplyMode};
 
 macro_rules! row {
     ($name:expr, $arity:expr, [$($flag:expr),*], [$($acl:expr),*], $since:expr, $summary:expr, $syntax:expr, $handler:expr) => {
-        CommandSpec {
-            name: $name,
-            arity: $arity,
-            flags: &[$($flag),*],
-            first_key: 0,
-            last_key: 0,
-            step: 0,
-            acl: &[$($acl),*],
-            group: "connection",
-            summary: $summary,
-            syntax: $syntax,
-            numkeys_at: 0,
-            since: $since,
-            complexity: "O(1)",
-            handler: $handler,
-        }
+        crate::table::command_row!("connection"; $name, $arity, [$($flag),*], 0, 0, 0, [$($acl),*], $since, "O(1)", $summary, $syntax, $handler)
     };
 }
 

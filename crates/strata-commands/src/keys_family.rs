@@ -11,24 +11,7 @@ use crate::table::{dispatch_sub, CommandSpec};
 use crate::Ctx;
 
 macro_rules! row {
-    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr) => {
-        CommandSpec {
-            name: $name,
-            arity: $arity,
-            flags: &[$($flag),*],
-            first_key: $first,
-            last_key: $last,
-            step: $step,
-            acl: &[$($acl),*],
-            group: "generic",
-            summary: $summary,
-            syntax: $syntax,
-            numkeys_at: 0,
-            since: $since,
-            complexity: $complexity,
-            handler: $handler,
-        }
-    };
+    ($($row:tt)*) => { crate::table::command_row!("generic"; $($row)*) };
 }
 
 /// The generic family's rows.

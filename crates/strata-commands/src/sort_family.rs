@@ -12,24 +12,7 @@ use crate::table::CommandSpec;
 use crate::Ctx;
 
 macro_rules! row {
-    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr) => {
-        CommandSpec {
-            name: $name,
-            arity: $arity,
-            flags: &[$($flag),*],
-            first_key: $first,
-            last_key: $last,
-            step: $step,
-            acl: &[$($acl),*],
-            group: "generic",
-            summary: $summary,
-            syntax: $syntax,
-            numkeys_at: 0,
-            since: $since,
-            complexity: $complexity,
-            handler: $handler,
-        }
-    };
+    ($($row:tt)*) => { crate::table::command_row!("generic"; $($row)*) };
 }
 
 const COMPLEXITY: &str = "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).";

@@ -11,24 +11,7 @@ use crate::table::CommandSpec;
 use crate::Ctx;
 
 macro_rules! row {
-    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr) => {
-        CommandSpec {
-            name: $name,
-            arity: $arity,
-            flags: &[$($flag),*],
-            first_key: $first,
-            last_key: $last,
-            step: $step,
-            acl: &[$($acl),*],
-            group: "string",
-            summary: $summary,
-            syntax: $syntax,
-            numkeys_at: 0,
-            since: $since,
-            complexity: $complexity,
-            handler: $handler,
-        }
-    };
+    ($($row:tt)*) => { crate::table::command_row!("string"; $($row)*) };
 }
 
 /// The string family's rows.

@@ -274,6 +274,32 @@ fn atoi(s: &[u8]) -> i64 {
     }
 }
 
+/// Builds a [`CommandSpec`] row: `command_row!(group; name, arity, [flags], first, last, step,
+/// [acl], since, complexity, summary, syntax, handler)`, optionally followed by
+/// `, numkeys_at = N` for commands whose keys follow a count. Each family wraps it in a `row!`
+/// macro that supplies its documentation group.
+macro_rules! command_row {
+    ($group:expr; $name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr $(, numkeys_at = $numkeys:expr)?) => {
+        $crate::table::CommandSpec {
+            name: $name,
+            arity: $arity,
+            flags: &[$($flag),*],
+            first_key: $first,
+            last_key: $last,
+            step: $step,
+            acl: &[$($acl),*],
+            group: $group,
+            summary: $summary,
+            syntax: $syntax,
+            numkeys_at: 0 $(+ $numkeys)?,
+            since: $since,
+            complexity: $complexity,
+            handler: $handler,
+        }
+    };
+}
+pub(crate) use command_row;
+
 /// Every row of every family.
 pub fn all() -> &'static [&'static CommandSpec] {
     static ALL: OnceLock<Vec<&'static CommandSpec>> = OnceLock::new();

@@ -17,30 +17,7 @@ use crate::table::CommandSpec;
 use crate::Ctx;
 
 macro_rules! row {
-    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr) => {
-        CommandSpec {
-            name: $name,
-            arity: $arity,
-            flags: &[$($flag),*],
-            first_key: $first,
-            last_key: $last,
-            step: $step,
-            acl: &[$($acl),*],
-            group: "sorted-set",
-            summary: $summary,
-            syntax: $syntax,
-            numkeys_at: 0,
-            since: $since,
-            complexity: $complexity,
-            handler: $handler,
-        }
-    };
-    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr, numkeys_at = $numkeys:expr) => {
-        CommandSpec {
-            numkeys_at: $numkeys,
-            ..row!($name, $arity, [$($flag),*], $first, $last, $step, [$($acl),*], $since, $complexity, $summary, $syntax, $handler)
-        }
-    };
+    ($($row:tt)*) => { crate::table::command_row!("sorted-set"; $($row)*) };
 }
 
 /// The sorted-set family's rows.

@@ -120,27 +120,7 @@ impl Db {
 
     /// HDEL: removes the fields; returns how many existed. The key goes away with its last field.
     pub fn hdel(&self, key: &[u8], fields: &[&[u8]]) -> Result<u64> {
-        let _g = self.inner.locks.lock_one(self.index, key);
-        let Some(mut c) = self.load_collection(key, KeyType::Hash)? else {
-            return Ok(0);
-        };
-        let mut batch = WriteBatch::default();
-        let cf = self.storage().cf(CF_DATA);
-        let existed = self.subs_exist(key, &c, fields)?;
-        let mut gone: HashSet<&[u8]> = HashSet::new();
-        let mut removed = 0;
-        for (field, existed) in fields.iter().zip(existed) {
-            if existed && gone.insert(*field) {
-                batch.delete_cf(cf, self.sub_key(key, &c, field));
-                removed += 1;
-            }
-        }
-        if removed > 0 {
-            c.len = c.len.saturating_sub(removed);
-            self.put_collection(&mut batch, key, &c);
-            self.write(batch)?;
-        }
-        Ok(removed)
+        self.remove_members(key, KeyType::Hash, fields)
     }
 
     /// HLEN: the number of fields, O(1).

@@ -8,13 +8,14 @@
 
 use std::collections::HashSet;
 
-use rocksdb::ReadOptions;
+use rocksdb::{ReadOptions, WriteBatch};
 
 use crate::collection::CollectionMeta;
 use crate::db::Db;
 use crate::error::Result;
 use crate::keys;
 use crate::keyspace::prefix_successor;
+use crate::meta::KeyType;
 use crate::storage::CF_DATA;
 use crate::zset::Rng;
 
@@ -25,6 +26,32 @@ const EXACT_SAMPLE_MAX: u64 = 1024;
 pub(crate) type Entry = (Vec<u8>, Vec<u8>);
 
 impl Db {
+    /// HDEL / SREM: deletes the given members of the hash or set at `key` in one batch and returns
+    /// how many existed (repeats count once); the key goes away with its last member.
+    pub(crate) fn remove_members(&self, key: &[u8], kind: KeyType, subs: &[&[u8]]) -> Result<u64> {
+        let _g = self.inner.locks.lock_one(self.index, key);
+        let Some(mut c) = self.load_collection(key, kind)? else {
+            return Ok(0);
+        };
+        let mut batch = WriteBatch::default();
+        let cf = self.storage().cf(CF_DATA);
+        let existed = self.subs_exist(key, &c, subs)?;
+        let mut gone: HashSet<&[u8]> = HashSet::new();
+        let mut removed = 0;
+        for (sub, existed) in subs.iter().zip(existed) {
+            if existed && gone.insert(*sub) {
+                batch.delete_cf(cf, self.sub_key(key, &c, sub));
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            c.len = c.len.saturating_sub(removed);
+            self.put_collection(&mut batch, key, &c);
+            self.write(batch)?;
+        }
+        Ok(removed)
+    }
+
     /// Every entry of collection `c` in storage (bytewise) order.
     pub(crate) fn all_entries(&self, key: &[u8], c: &CollectionMeta) -> Result<Vec<Entry>> {
         let mut out = Vec::with_capacity(c.len.min(1 << 20) as usize);

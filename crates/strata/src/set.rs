@@ -143,27 +143,7 @@ impl Db {
     /// SREM: removes the members; returns how many were there. The key goes away with its last
     /// member.
     pub fn srem(&self, key: &[u8], members: &[&[u8]]) -> Result<u64> {
-        let _g = self.inner.locks.lock_one(self.index, key);
-        let Some(mut c) = self.load_collection(key, KeyType::Set)? else {
-            return Ok(0);
-        };
-        let mut batch = WriteBatch::default();
-        let cf = self.storage().cf(CF_DATA);
-        let existed = self.subs_exist(key, &c, members)?;
-        let mut seen: HashSet<&[u8]> = HashSet::new();
-        let mut removed = 0;
-        for (m, existed) in members.iter().zip(existed) {
-            if existed && seen.insert(*m) {
-                batch.delete_cf(cf, self.sub_key(key, &c, m));
-                removed += 1;
-            }
-        }
-        if removed > 0 {
-            c.len = c.len.saturating_sub(removed);
-            self.put_collection(&mut batch, key, &c);
-            self.write(batch)?;
-        }
-        Ok(removed)
+        self.remove_members(key, KeyType::Set, members)
     }
 
     /// SISMEMBER.

@@ -72,6 +72,7 @@ enum Id {
     BusyReplyThreshold,
     NotifyKeyspaceEvents,
     BlockCacheSize,
+    HotCacheSize,
     WriteBufferSize,
     Compression,
     BgsaveDir,
@@ -219,6 +220,7 @@ const DIRECTIVES: &[Directive] = &[
     row(Id::NotifyKeyspaceEvents, "notify-keyspace-events", &[], Sp(Special::KeyspaceEvents), "", true),
     // Strata's storage knobs. RocksDB clamps write buffers to 64kb..=64gb.
     row(Id::BlockCacheSize, "block-cache-size", &[], Memory { min: 0, max: LONG_MAX }, "256mb", false),
+    row(Id::HotCacheSize, "hot-cache-size", &[], Memory { min: 0, max: LONG_MAX }, "256mb", false),
     row(Id::WriteBufferSize, "write-buffer-size", &[], Memory { min: 64 * 1024, max: 64 * GB }, "16mb", false),
     row(Id::Compression, "compression", &[], Enum(COMPRESSIONS), "lz4", false),
     row(Id::BgsaveDir, "bgsave-dir", &[], Str(non_empty), "backup", true),
@@ -1076,6 +1078,11 @@ impl Config {
     /// `block-cache-size`: RocksDB's block cache, in bytes.
     pub fn block_cache_size(&self) -> u64 {
         self.memory(Id::BlockCacheSize)
+    }
+
+    /// `hot-cache-size`: bytes of recently written string values kept in memory for GET (0 = off).
+    pub fn hot_cache_size(&self) -> u64 {
+        self.memory(Id::HotCacheSize)
     }
 
     /// `write-buffer-size`: RocksDB's memtable size, in bytes.

@@ -49,6 +49,9 @@ pub struct Options {
     /// operating system; the housekeeping thread also flushes every 100 ms. `SyncPolicy::Always`
     /// writes are synced (and so flushed) before they return either way. Off by default.
     pub batch_wal_writes: bool,
+    /// Bytes of recently written string values kept in memory so GET of hot keys skips RocksDB
+    /// (0, the default, disables the cache).
+    pub hot_cache_size: usize,
 }
 
 impl Default for Options {
@@ -62,6 +65,7 @@ impl Default for Options {
             active_expire: true,
             max_string_len: 512 << 20,
             batch_wal_writes: false,
+            hot_cache_size: 0,
         }
     }
 }
@@ -86,6 +90,7 @@ pub(crate) struct Inner {
     pub(crate) max_string_len: AtomicU64,
     pub(crate) stats: Stats,
     pub(crate) cursors: Mutex<crate::keyspace::CursorTable>,
+    pub(crate) hot: crate::hot::HotCache,
     version_counter: AtomicU64,
     path: PathBuf,
     stop: AtomicBool,
@@ -151,6 +156,7 @@ impl Db {
             max_string_len: AtomicU64::new(opts.max_string_len),
             stats: Stats::default(),
             cursors: Mutex::new(crate::keyspace::CursorTable::default()),
+            hot: crate::hot::HotCache::new(opts.hot_cache_size),
             version_counter: AtomicU64::new(start),
             path: path.as_ref().to_path_buf(),
             stop: AtomicBool::new(false),
@@ -352,9 +358,13 @@ impl Db {
         body: &[u8],
     ) {
         let s = &self.inner.storage;
+        let mk = keys::meta_key(phys, key);
+        // The key's metadata changes: its hot entry (if any) goes first. String writers put the
+        // new value back once the write has succeeded.
+        self.inner.hot.remove(&mk);
         batch.put_cf(
             s.cf(CF_META),
-            keys::meta_key(phys, key),
+            mk,
             meta::encode_flagged(kind, flags, expire_ms, body),
         );
         if expire_ms != 0 {
@@ -366,7 +376,9 @@ impl Db {
     /// compaction filter; the expiry index entry, if any, is dropped by the expiry cycle.
     pub(crate) fn delete_meta(&self, batch: &mut WriteBatch, phys: u8, key: &[u8]) {
         let s = &self.inner.storage;
-        batch.delete_cf(s.cf(CF_META), keys::meta_key(phys, key));
+        let mk = keys::meta_key(phys, key);
+        self.inner.hot.remove(&mk);
+        batch.delete_cf(s.cf(CF_META), mk);
     }
 
     pub(crate) fn write(&self, batch: WriteBatch) -> Result<()> {

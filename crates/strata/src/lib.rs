@@ -25,6 +25,7 @@ mod error;
 mod expire;
 pub mod glob;
 mod hash;
+mod hot;
 pub mod keys;
 mod keyspace;
 mod list;

@@ -8,6 +8,7 @@ use rocksdb::WriteBatch;
 
 use crate::db::{now_ms, Db};
 use crate::error::{Error, Result};
+use crate::keys;
 use crate::meta::{KeyType, Meta};
 use crate::num;
 
@@ -89,10 +90,16 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        // Hot path: decode the header in place and copy the value out of the pinned slice once.
+        let mk = self.meta_key(key);
+        if let Some((value, expire)) = self.inner.hot.get(&mk) {
+            let live = expire == 0 || expire > now_ms();
+            self.count_lookup(live);
+            return Ok(live.then_some(value));
+        }
+        // Decode the header in place and copy the value out of the pinned slice once.
         let value = self.storage().with_pinned(
             crate::storage::CF_META,
-            &self.meta_key(key),
+            &mk,
             |raw| -> Result<Option<Vec<u8>>> {
                 let (kind, expire) = crate::meta::decode_header(raw)?;
                 if expire != 0 && expire <= now_ms() {
@@ -193,9 +200,8 @@ impl Db {
         expire_ms: u64,
     ) -> Result<()> {
         let mut batch = WriteBatch::default();
-        if expire_ms != 0 && expire_ms <= now_ms() {
-            self.delete_meta(&mut batch, self.phys(), key);
-        } else {
+        let live = !(expire_ms != 0 && expire_ms <= now_ms());
+        if live {
             self.put_meta_flagged(
                 &mut batch,
                 self.phys(),
@@ -205,8 +211,14 @@ impl Db {
                 expire_ms,
                 value,
             );
+        } else {
+            self.delete_meta(&mut batch, self.phys(), key);
         }
-        self.write(batch)
+        self.write(batch)?;
+        if live {
+            self.inner.hot.put(&self.meta_key(key), value, expire_ms);
+        }
+        Ok(())
     }
 
     /// MSET: sets every pair atomically (no reader sees some of them without the others).
@@ -224,7 +236,11 @@ impl Db {
         for (k, v) in pairs {
             self.put_meta_raw(&mut batch, phys, k, KeyType::String, 0, v);
         }
-        self.write(batch)
+        self.write(batch)?;
+        for (k, v) in pairs {
+            self.inner.hot.put(&keys::meta_key(phys, k), v, 0);
+        }
+        Ok(())
     }
 
     /// MSETNX: sets every pair only if none of the keys exists; returns whether it did.

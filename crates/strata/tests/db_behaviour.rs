@@ -301,3 +301,60 @@ fn expired_data_space_is_reclaimed_by_compaction() -> R {
     assert_eq!(db.dbsize()?, 0);
     Ok(())
 }
+
+#[test]
+fn hot_cache_never_serves_a_replaced_or_deleted_value() -> R {
+    let dir = tempfile::tempdir()?;
+    let db = Db::open_with(
+        dir.path(),
+        strata::Options {
+            hot_cache_size: 1 << 20,
+            ..Default::default()
+        },
+    )?;
+    let plain = SetOptions::default();
+    db.set(b"k", b"v1", plain)?;
+    assert_eq!(db.get(b"k")?, Some(b"v1".to_vec()));
+    db.append(b"k", b"+")?;
+    assert_eq!(db.get(b"k")?, Some(b"v1+".to_vec()));
+    db.setrange(b"k", 0, b"V")?;
+    assert_eq!(db.get(b"k")?, Some(b"V1+".to_vec()));
+    assert!(db.rename(b"k", b"k2", false)?);
+    assert_eq!(db.get(b"k")?, None);
+    assert_eq!(db.get(b"k2")?, Some(b"V1+".to_vec()));
+    db.incr_by(b"n", 5)?;
+    assert_eq!(db.get(b"n")?, Some(b"5".to_vec()));
+    assert_eq!(
+        db.hset(b"n", &[(&b"f"[..], &b"x"[..])]),
+        Err(Error::WrongType)
+    );
+    db.del(&[b"n"])?;
+    assert_eq!(db.get(b"n")?, None);
+    db.hset(b"n", &[(&b"f"[..], &b"x"[..])])?;
+    assert_eq!(db.get(b"n"), Err(Error::WrongType));
+    db.mset(&[(&b"a"[..], &b"1"[..]), (&b"b"[..], &b"2"[..])])?;
+    assert_eq!(db.get(b"b")?, Some(b"2".to_vec()));
+    assert!(db.expire_at(b"b", 1, &[])?);
+    assert_eq!(db.get(b"b")?, None);
+    db.select(1)?.set(b"a", b"other", plain)?;
+    db.swapdb(0, 1)?;
+    assert_eq!(db.get(b"a")?, Some(b"other".to_vec()));
+    db.flushdb()?;
+    assert_eq!(db.get(b"a")?, None);
+    assert_eq!(db.select(1)?.get(b"a")?, Some(b"1".to_vec()));
+    db.select(1)?.flushall()?;
+    assert_eq!(db.select(1)?.get(b"a")?, None);
+    // A short TTL expires out of the cache too.
+    db.set(
+        b"t",
+        b"v",
+        SetOptions {
+            expiry: Expiry::At(strata::now_ms() + 50),
+            ..Default::default()
+        },
+    )?;
+    assert_eq!(db.get(b"t")?, Some(b"v".to_vec()));
+    sleep(Duration::from_millis(120));
+    assert_eq!(db.get(b"t")?, None);
+    Ok(())
+}

@@ -5,25 +5,59 @@
 //! never older than what RocksDB holds. Readers never fill it (a reader could otherwise race a
 //! writer and cache a value the writer just replaced). Knows nothing of RocksDB.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Mutex, MutexGuard};
 
 const SHARDS: usize = 64;
 /// Bookkeeping bytes charged per entry on top of key and value.
 const ENTRY_OVERHEAD: usize = 64;
 
+/// One cached value: key and value in one allocation, so a write costs one allocation.
 struct Entry {
-    value: Vec<u8>,
+    /// `key ++ value`.
+    bytes: Vec<u8>,
+    key_len: usize,
     expire_ms: u64,
+}
+
+impl Entry {
+    fn key(&self) -> &[u8] {
+        &self.bytes[..self.key_len]
+    }
+    fn value(&self) -> &[u8] {
+        &self.bytes[self.key_len..]
+    }
+    fn charge(&self) -> usize {
+        self.bytes.len() + ENTRY_OVERHEAD
+    }
+}
+
+/// The map is keyed by the key's 64-bit hash (already well mixed), so it needs no second hash.
+#[derive(Default)]
+struct IdentityHasher(u64);
+
+impl Hasher for IdentityHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | b as u64;
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
 }
 
 #[derive(Default)]
 struct Shard {
-    map: HashMap<Vec<u8>, Entry>,
-    /// Insertion order for eviction; may hold keys already removed or re-inserted.
-    order: VecDeque<Vec<u8>>,
+    /// key hash → entry. Two keys with the same 64-bit hash share a slot: the later one wins and
+    /// `get` compares the stored key, so a collision only costs a miss.
+    map: HashMap<u64, Entry, BuildHasherDefault<IdentityHasher>>,
+    /// Insertion order (key hashes) for eviction; may hold hashes already removed or re-inserted.
+    order: VecDeque<u64>,
     bytes: usize,
 }
 
@@ -33,8 +67,17 @@ pub(crate) struct HotCache {
     shard_budget: usize,
 }
 
-fn charge(key: &[u8], value: &[u8]) -> usize {
-    key.len() + value.len() + ENTRY_OVERHEAD
+/// FNV-1a over the key, finished with a multiply-xorshift so the low bits (shard) and the whole
+/// (map key) are both well mixed. Cheap for short keys, which is what the hot path sees.
+fn hash_key(key: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in key {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 33)
 }
 
 impl HotCache {
@@ -50,11 +93,10 @@ impl HotCache {
         self.shard_budget > 0
     }
 
-    fn shard(&self, key: &[u8]) -> MutexGuard<'_, Shard> {
-        let mut h = DefaultHasher::new();
-        key.hash(&mut h);
-        let i = (h.finish() as usize) % SHARDS;
-        self.shards[i].lock().unwrap_or_else(|p| p.into_inner())
+    fn shard(&self, hash: u64) -> MutexGuard<'_, Shard> {
+        self.shards[(hash as usize) % SHARDS]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// The cached `(value, expire_ms)` of a metadata key.
@@ -62,38 +104,48 @@ impl HotCache {
         if !self.enabled() {
             return None;
         }
-        let shard = self.shard(key);
-        shard.map.get(key).map(|e| (e.value.clone(), e.expire_ms))
+        let h = hash_key(key);
+        let shard = self.shard(h);
+        shard
+            .map
+            .get(&h)
+            .filter(|e| e.key() == key)
+            .map(|e| (e.value().to_vec(), e.expire_ms))
     }
 
     /// Caches a value just written (caller holds the key's lock and the write succeeded).
     pub(crate) fn put(&self, key: &[u8], value: &[u8], expire_ms: u64) {
-        let cost = charge(key, value);
-        if !self.enabled() || cost > self.shard_budget / 4 {
+        if !self.enabled() || key.len() + value.len() + ENTRY_OVERHEAD > self.shard_budget / 4 {
             return;
         }
-        let mut shard = self.shard(key);
+        let mut bytes = Vec::with_capacity(key.len() + value.len());
+        bytes.extend_from_slice(key);
+        bytes.extend_from_slice(value);
         let entry = Entry {
-            value: value.to_vec(),
+            bytes,
+            key_len: key.len(),
             expire_ms,
         };
-        if let Some(old) = shard.map.insert(key.to_vec(), entry) {
-            shard.bytes -= charge(key, &old.value);
+        let h = hash_key(key);
+        let mut shard = self.shard(h);
+        shard.bytes += entry.charge();
+        if let Some(old) = shard.map.insert(h, entry) {
+            shard.bytes -= old.charge();
+        } else {
+            shard.order.push_back(h);
         }
-        shard.bytes += cost;
-        shard.order.push_back(key.to_vec());
         while shard.bytes > self.shard_budget {
             let Some(victim) = shard.order.pop_front() else {
                 break;
             };
             if let Some(old) = shard.map.remove(&victim) {
-                shard.bytes -= charge(&victim, &old.value);
+                shard.bytes -= old.charge();
             }
         }
-        // Keys removed by invalidation stay in `order`; rebuild it before it outgrows the map.
+        // Hashes removed by invalidation stay in `order`; rebuild it before it outgrows the map.
         if shard.order.len() > 2 * shard.map.len() + 1024 {
-            let live: Vec<Vec<u8>> = shard.map.keys().cloned().collect();
-            shard.order = live.into();
+            let live: VecDeque<u64> = shard.map.keys().copied().collect();
+            shard.order = live;
         }
     }
 
@@ -102,9 +154,10 @@ impl HotCache {
         if !self.enabled() {
             return;
         }
-        let mut shard = self.shard(key);
-        if let Some(old) = shard.map.remove(key) {
-            shard.bytes -= charge(key, &old.value);
+        let h = hash_key(key);
+        let mut shard = self.shard(h);
+        if let Some(old) = shard.map.remove(&h) {
+            shard.bytes -= old.charge();
         }
     }
 

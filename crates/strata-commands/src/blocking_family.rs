@@ -15,6 +15,7 @@ use strata_resp::Frame;
 
 use crate::args::{db, is, reply, Parsed};
 use crate::errors::{self, err};
+use crate::list_family::end_arg;
 use crate::table::CommandSpec;
 use crate::{BlockMode, BlockRequest, Ctx};
 
@@ -122,17 +123,6 @@ fn nothing_to_serve(
         deadline,
     });
     Frame::NullArray
-}
-
-/// LEFT / RIGHT.
-fn end_arg(a: &[u8]) -> Parsed<ListEnd> {
-    if is(a, "left") {
-        Ok(ListEnd::Left)
-    } else if is(a, "right") {
-        Ok(ListEnd::Right)
-    } else {
-        Err(err(errors::SYNTAX))
-    }
 }
 
 /// A long of at least 1 (`getRangeLongFromObjectOrReply(1, LONG_MAX)`); any failure replies `msg`.

@@ -233,28 +233,10 @@ fn hrandfield(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     })())
 }
 
-/// MATCH and COUNT of HSCAN/SSCAN (argv from index 3). TYPE is not an option of theirs.
+/// MATCH and COUNT of HSCAN/SSCAN (argv from index 3).
 pub(crate) fn scan_options(argv: &[Bytes]) -> Parsed<(Option<&[u8]>, usize)> {
-    let (mut pattern, mut count) = (None, 10usize);
-    let mut j = 3;
-    while j < argv.len() {
-        let has_value = j + 1 < argv.len();
-        if is(&argv[j], "count") && has_value {
-            let n = args::int(&argv[j + 1])?;
-            if n < 1 {
-                return Err(err(errors::SYNTAX));
-            }
-            count = n.min(1 << 30) as usize;
-        } else if is(&argv[j], "match") && has_value {
-            let p = &argv[j + 1][..];
-            // "*" matches everything, the empty string included (Redis skips matching for it).
-            pattern = if p == b"*" { None } else { Some(p) };
-        } else {
-            return Err(err(errors::SYNTAX));
-        }
-        j += 2;
-    }
-    Ok((pattern, count))
+    let o = args::scan_options(argv, 3, false)?;
+    Ok((o.pattern, o.count))
 }
 
 /// The reply of a collection scan: `[cursor, [items...]]`.

@@ -270,39 +270,22 @@ pub fn parse_cursor(a: &[u8]) -> Parsed<u64> {
 fn scan(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     reply((|| {
         let cursor = parse_cursor(&argv[1])?;
-        let (mut pattern, mut count, mut kind) = (None, 10usize, None);
-        let mut type_given = false;
-        let mut j = 2;
-        while j < argv.len() {
-            let has_value = j + 1 < argv.len();
-            if is(&argv[j], "count") && has_value {
-                let n = args::int(&argv[j + 1])?;
-                if n < 1 {
-                    return Err(err(errors::SYNTAX));
+        let o = args::scan_options(argv, 2, true)?;
+        let kind = match o.type_name {
+            Some(name) => match KeyType::from_name(name) {
+                Some(k) => Some(k),
+                // An unknown TYPE name matches nothing (as in Redis 7.0); the cursor still moves.
+                None => {
+                    let page = db(ctx.session.db.scan(cursor, o.pattern, o.count, None))?;
+                    return Ok(Frame::Array(vec![
+                        Frame::bulk(page.cursor.to_string()),
+                        Frame::Array(vec![]),
+                    ]));
                 }
-                count = n.min(1 << 30) as usize;
-            } else if is(&argv[j], "match") && has_value {
-                let p = &argv[j + 1][..];
-                pattern = if p == b"*" { None } else { Some(p) };
-            } else if is(&argv[j], "type") && has_value {
-                type_given = true;
-                kind = KeyType::from_name(&argv[j + 1]);
-            } else {
-                return Err(err(errors::SYNTAX));
-            }
-            j += 2;
-        }
-        // An unknown TYPE name matches nothing (as in Redis 7.0).
-        if type_given && kind.is_none() {
-            let page = db(ctx
-                .session
-                .db
-                .scan(cursor, Some(b"\x00\x01never"), count, None))?;
-            return Ok(Frame::Array(vec![
-                Frame::bulk(page.cursor.to_string()),
-                Frame::Array(vec![]),
-            ]));
-        }
+            },
+            None => None,
+        };
+        let (pattern, count) = (o.pattern, o.count);
         let page = db(ctx.session.db.scan(cursor, pattern, count, kind))?;
         Ok(Frame::Array(vec![
             Frame::bulk(page.cursor.to_string()),

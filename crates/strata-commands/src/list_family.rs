@@ -37,8 +37,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     row!("lmpop", -4, ["write", "movablekeys"], 0, 0, 0, ["write", "list", "slow"], "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "Takes elements from one end of the first non-empty list among several keys.", "numkeys key [key ...] <where: LEFT | RIGHT> [COUNT count]", lmpop, numkeys_at = 1),
 ];
 
-/// LEFT / RIGHT.
-fn end_arg(a: &[u8]) -> Parsed<ListEnd> {
+/// LEFT / RIGHT (also used by the blocking family).
+pub(crate) fn end_arg(a: &[u8]) -> Parsed<ListEnd> {
     if is(a, "left") {
         Ok(ListEnd::Left)
     } else if is(a, "right") {

@@ -824,24 +824,7 @@ fn zscan(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         if db(ctx.session.db.zcard(&argv[1]))? == 0 {
             return Ok(Frame::Array(vec![Frame::bulk("0"), Frame::Array(vec![])]));
         }
-        let (mut pattern, mut count) = (None, 10usize);
-        let mut j = 3;
-        while j < argv.len() {
-            let has_value = j + 1 < argv.len();
-            if is(&argv[j], "count") && has_value {
-                let n = args::int(&argv[j + 1])?;
-                if n < 1 {
-                    return Err(err(errors::SYNTAX));
-                }
-                count = n.min(1 << 30) as usize;
-            } else if is(&argv[j], "match") && has_value {
-                let p = &argv[j + 1][..];
-                pattern = if p == b"*" { None } else { Some(p) };
-            } else {
-                return Err(err(errors::SYNTAX));
-            }
-            j += 2;
-        }
+        let (pattern, count) = crate::hash_family::scan_options(argv)?;
         let page = db(ctx.session.db.zscan(&argv[1], cursor, pattern, count))?;
         let mut out = Vec::with_capacity(page.items.len() * 2);
         for (m, s) in page.items {

@@ -16,6 +16,7 @@ fn client_list_shows_redis_fields_for_every_client() -> TestResult {
     let root = tempfile::tempdir()?;
     let server = Server::start(root.path(), &[])?;
     let mut a = server.conn()?;
+    wait_connected_clients(&mut a, 1)?;
     let mut b = server.conn()?;
     redis::cmd("CLIENT")
         .arg("SETNAME")
@@ -114,11 +115,29 @@ fn client_kill_by_addr_and_skipme() -> TestResult {
     Ok(())
 }
 
+/// Polls INFO until the server counts exactly `n` connected clients.
+fn wait_connected_clients(con: &mut redis::Connection, n: usize) -> TestResult {
+    let needle = format!("connected_clients:{n}\r\n");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info: String = redis::cmd("INFO").arg("clients").query(con)?;
+        if info.contains(&needle) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("never reached {needle:?}: {info}").into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn clients_over_maxclients_are_refused() -> TestResult {
     let root = tempfile::tempdir()?;
     let server = Server::start(root.path(), &["--maxclients", "2"])?;
     let mut a = server.conn()?;
+    // The readiness probe's connection may still be counted for a moment after start.
+    wait_connected_clients(&mut a, 1)?;
     let _b = server.conn()?;
     let mut third = server.raw()?;
     let expected = b"-ERR max number of clients reached\r\n";
@@ -149,6 +168,7 @@ fn info_reports_redis_sections_and_keyspace() -> TestResult {
     let root = tempfile::tempdir()?;
     let server = Server::start(root.path(), &[])?;
     let mut con = server.conn()?;
+    wait_connected_clients(&mut con, 1)?;
     redis::cmd("SET").arg("a").arg("1").query::<()>(&mut con)?;
     redis::cmd("SET")
         .arg("b")

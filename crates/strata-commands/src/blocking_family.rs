@@ -307,47 +307,6 @@ mod tests {
         })
     }
 
-    struct NoServer;
-
-    impl crate::ServerApi for NoServer {
-        fn requirepass(&self) -> Option<Vec<u8>> {
-            None
-        }
-        fn config_get(&self, _: &[u8]) -> Vec<(String, String)> {
-            vec![]
-        }
-        fn config_set(&self, _: &[(String, String)]) -> Result<(), String> {
-            Ok(())
-        }
-        fn config_rewrite(&self) -> Result<(), String> {
-            Ok(())
-        }
-        fn reset_stats(&self) {}
-        fn info(&self, _: &crate::Session, _: &[String]) -> String {
-            String::new()
-        }
-        fn client_list(&self, _: Option<&[u64]>, _: Option<&str>) -> String {
-            String::new()
-        }
-        fn client_info(&self, _: &crate::Session) -> String {
-            String::new()
-        }
-        fn client_update(&self, _: &crate::Session) {}
-        fn client_kill(&self, _: &crate::KillFilter, _: u64) -> usize {
-            0
-        }
-        fn bgsave(&self) -> Result<(), String> {
-            Ok(())
-        }
-        fn lastsave(&self) -> u64 {
-            0
-        }
-        fn shutdown(&self) -> Result<(), String> {
-            Ok(())
-        }
-        fn note_command(&self, _: &crate::Session, _: &str) {}
-    }
-
     fn run(session: &mut crate::Session, args: &[&str]) -> Frame {
         let argv: Vec<Bytes> = args
             .iter()
@@ -356,7 +315,7 @@ mod tests {
         crate::execute(
             &mut Ctx {
                 session,
-                server: &NoServer,
+                server: &crate::testing::NoServer::default(),
             },
             &argv,
         )

@@ -84,6 +84,8 @@ fn reset(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
     s.name = None;
     s.reply_mode = ReplyMode::On;
     s.no_evict = false;
+    s.multi = None;
+    s.watching = None;
     s.authenticated = ctx.server.requirepass().is_none();
     ctx.server.client_update(ctx.session);
     Frame::simple("RESET")

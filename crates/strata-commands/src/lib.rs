@@ -11,6 +11,7 @@ pub mod blocking_family;
 pub mod connection_family;
 pub mod errors;
 pub mod hash_family;
+pub mod isolation;
 pub mod keys_family;
 pub mod list_family;
 pub mod server_family;
@@ -19,9 +20,18 @@ pub mod sort_family;
 pub mod string_family;
 pub mod syntax;
 pub mod table;
+#[doc(hidden)]
+pub mod testing;
+pub mod transaction_family;
+pub mod watch;
 pub mod zset_family;
 
+use std::sync::Arc;
+
 use bytes::Bytes;
+use isolation::Targets;
+use transaction_family::Multi;
+use watch::{Watches, Watching};
 
 /// The Redis version Strata reports (HELLO, INFO), so clients enable the features it implements.
 pub const REDIS_VERSION: &str = "7.0.15";
@@ -62,6 +72,14 @@ pub struct Session {
     /// [`BlockMode::Serve`]): the connection must wait for one of the keys, then run the same
     /// command again. Its reply until then is a placeholder that must not be sent.
     pub blocked: Option<BlockRequest>,
+    /// MULTI: the transaction being queued.
+    pub multi: Option<Multi>,
+    /// WATCH: the watched keys and whether one of them was written.
+    pub watching: Option<Watching>,
+    /// While EXEC runs: keys its commands wrote that blocked clients may wait for. They are
+    /// signalled once the transaction is over and its locks are released, as Redis serves
+    /// blocked clients after the whole transaction.
+    pub ready_keys: Option<Vec<(u32, Bytes)>>,
 }
 
 /// How a blocking command (BLPOP, BLMOVE, BZPOPMIN...) behaves when no key has anything to serve.
@@ -104,6 +122,9 @@ impl Session {
             no_evict: false,
             block_mode: BlockMode::Block,
             blocked: None,
+            multi: None,
+            watching: None,
+            ready_keys: None,
         }
     }
 }
@@ -157,6 +178,8 @@ pub trait ServerApi: Send + Sync {
     /// (BLPOP, BZPOPMIN...) can be served. `execute` calls it for the keys of every successful
     /// write command while [`ServerApi::has_blocked_clients`] says so.
     fn key_ready(&self, _db: u32, _key: &[u8]) {}
+    /// The WATCH registry shared by every connection.
+    fn watches(&self) -> &Arc<Watches>;
     /// Whether any client is blocked right now (one atomic load: `execute` asks it per write).
     fn has_blocked_clients(&self) -> bool {
         false
@@ -171,33 +194,74 @@ pub struct Ctx<'a> {
     pub server: &'a dyn ServerApi,
 }
 
-/// Runs one command: lookup, arity, authentication, then the handler.
+/// Runs one command as a client sent it: lookup, arity, authentication, then either queueing it
+/// (inside MULTI) or [`run`].
 pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     if argv.is_empty() {
         return Frame::Null;
     }
-    // As in Redis, an unknown command is reported even before authentication.
+    // As in Redis, an unknown command is reported even before authentication. Inside MULTI,
+    // every refusal here also dooms the transaction (EXECABORT).
     let Some(spec) = table::lookup(&argv[0]).filter(|s| !s.name.contains('|')) else {
-        return errors::unknown_command(argv);
+        return refuse(ctx, errors::unknown_command(argv));
     };
     if !ctx.session.authenticated && !spec.has_flag("no-auth") {
-        return errors::err(errors::NOAUTH);
+        return refuse(ctx, errors::err(errors::NOAUTH));
     }
     if !spec.arity_ok(argv.len()) {
-        return errors::wrong_arity(spec.name);
+        return refuse(ctx, errors::wrong_arity(spec.name));
     }
+    if let Some(multi) = ctx.session.multi.as_mut() {
+        if !transaction_family::runs_inside_multi(spec) {
+            multi.queue.push(argv.to_vec());
+            return Frame::simple("QUEUED");
+        }
+    }
+    run(ctx, spec, argv)
+}
+
+/// A queue-time refusal: inside MULTI it marks the transaction failed.
+fn refuse(ctx: &mut Ctx<'_>, reply: Frame) -> Frame {
+    if let Some(multi) = ctx.session.multi.as_mut() {
+        multi.failed = true;
+    }
+    reply
+}
+
+/// Runs one checked command (a client's own, or one of a transaction's queue): holds the locks
+/// of the keys it names (shared for reads, exclusive for writes; see [`isolation`]) while the
+/// handler runs and WATCHed keys are touched, then wakes clients blocked on the written keys
+/// (after a transaction: once EXEC has released its locks, see [`Session::ready_keys`]).
+pub fn run(ctx: &mut Ctx<'_>, spec: &'static table::CommandSpec, argv: &[Bytes]) -> Frame {
     ctx.server.note_command(ctx.session, spec.name);
+    let write = spec.has_flag("write");
+    let db = ctx.session.db.clone();
+    let targets = match isolation::targets(spec, argv, db.index()) {
+        Targets::Keys(keys) => keys,
+        // Whole-database writes lock every stripe themselves.
+        Targets::All => Vec::new(),
+    };
+    let scope = (!targets.is_empty())
+        .then(|| db.hold(targets.iter().map(|&(d, i)| (d, &argv[i][..])), write));
     let reply = (spec.handler)(ctx, argv);
+    let wrote = write && !matches!(reply, Frame::Error(_)) && ctx.session.blocked.is_none();
+    if wrote {
+        let watches = ctx.server.watches();
+        if watches.is_active() {
+            for &(d, i) in &targets {
+                watches.touch(d, &argv[i]);
+            }
+        }
+    }
+    drop(scope);
     // Wake clients blocked on the keys this write may have filled (LPUSH, ZADD, LMOVE's
     // destination, RENAME, a served BLMOVE's push...). Spurious signals only cost a re-check.
-    if ctx.session.blocked.is_none()
-        && spec.has_flag("write")
-        && !matches!(reply, Frame::Error(_))
-        && ctx.server.has_blocked_clients()
-    {
-        let db = ctx.session.db.index();
-        for i in spec.key_positions(argv).unwrap_or_default() {
-            ctx.server.key_ready(db, &argv[i]);
+    if wrote && ctx.server.has_blocked_clients() {
+        for &(d, i) in &targets {
+            match ctx.session.ready_keys.as_mut() {
+                Some(later) => later.push((d, argv[i].clone())),
+                None => ctx.server.key_ready(d, &argv[i]),
+            }
         }
     }
     reply

@@ -62,6 +62,7 @@ fn flushdb(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     if !flush_mode_ok(argv) {
         return err(errors::SYNTAX);
     }
+    crate::transaction_family::touch_flushed(ctx, [ctx.session.db.index()]);
     match ctx.session.db.flushdb() {
         Ok(()) => Frame::ok(),
         Err(e) => errors::from_db(e),
@@ -72,6 +73,7 @@ fn flushall(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     if !flush_mode_ok(argv) {
         return err(errors::SYNTAX);
     }
+    crate::transaction_family::touch_flushed(ctx, 0..ctx.session.db.databases());
     match ctx.session.db.flushall() {
         Ok(()) => Frame::ok(),
         Err(e) => errors::from_db(e),
@@ -91,6 +93,7 @@ fn swapdb(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         if a < 0 || b < 0 || a >= n || b >= n {
             return Err(err(errors::DB_INDEX));
         }
+        crate::transaction_family::touch_swapped(ctx, a as u32, b as u32);
         db(ctx.session.db.swapdb(a as u32, b as u32))?;
         Ok(Frame::ok())
     })())

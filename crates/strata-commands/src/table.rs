@@ -77,7 +77,7 @@ impl CommandSpec {
         if self.numkeys_at > 0 {
             let at = self.numkeys_at as usize;
             let n = atoi(argv.get(at)?);
-            if n < 0 || (n > 0 && at as i64 + n >= argv.len() as i64) {
+            if n < 0 || (n > 0 && (at as i64).saturating_add(n) >= argv.len() as i64) {
                 return None;
             }
             out.extend(at + 1..=at + n as usize);
@@ -316,6 +316,7 @@ pub fn all() -> &'static [&'static CommandSpec] {
             crate::set_family::COMMANDS,
             crate::blocking_family::COMMANDS,
             crate::sort_family::COMMANDS,
+            crate::transaction_family::COMMANDS,
         ] {
             v.extend(family.iter());
         }
@@ -427,6 +428,11 @@ mod tests {
         assert_eq!(
             lm.key_positions(&argv(&["lmpop", "1.5", "a", "LEFT"])),
             Some(vec![2])
+        );
+        // A count past i64's range saturates and must not wrap into a huge range.
+        assert_eq!(
+            lm.key_positions(&argv(&["lmpop", "9223372036854775808", "a", "LEFT"])),
+            None
         );
         let get = lookup(b"get").unwrap();
         assert_eq!(get.key_positions(&argv(&["get", "k"])), Some(vec![1]));

@@ -2,48 +2,8 @@
 //! `execute` with a stand-in server.
 
 use bytes::Bytes;
-use strata_commands::{execute, Ctx, Frame, KillFilter, ServerApi, Session};
-
-struct NoServer;
-
-impl ServerApi for NoServer {
-    fn requirepass(&self) -> Option<Vec<u8>> {
-        None
-    }
-    fn config_get(&self, _: &[u8]) -> Vec<(String, String)> {
-        vec![]
-    }
-    fn config_set(&self, _: &[(String, String)]) -> Result<(), String> {
-        Ok(())
-    }
-    fn config_rewrite(&self) -> Result<(), String> {
-        Ok(())
-    }
-    fn reset_stats(&self) {}
-    fn info(&self, _: &Session, _: &[String]) -> String {
-        String::new()
-    }
-    fn client_list(&self, _: Option<&[u64]>, _: Option<&str>) -> String {
-        String::new()
-    }
-    fn client_info(&self, _: &Session) -> String {
-        String::new()
-    }
-    fn client_update(&self, _: &Session) {}
-    fn client_kill(&self, _: &KillFilter, _: u64) -> usize {
-        0
-    }
-    fn bgsave(&self) -> Result<(), String> {
-        Ok(())
-    }
-    fn lastsave(&self) -> u64 {
-        0
-    }
-    fn shutdown(&self) -> Result<(), String> {
-        Ok(())
-    }
-    fn note_command(&self, _: &Session, _: &str) {}
-}
+use strata_commands::testing::NoServer;
+use strata_commands::{execute, Ctx, Frame, Session};
 
 struct Harness {
     _dir: tempfile::TempDir,
@@ -67,7 +27,7 @@ impl Harness {
             .collect();
         let mut ctx = Ctx {
             session: &mut self.session,
-            server: &NoServer,
+            server: &NoServer::default(),
         };
         execute(&mut ctx, &argv)
     }

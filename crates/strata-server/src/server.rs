@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
 use strata_commands::{KillFilter, ServerApi, Session};
@@ -123,6 +123,8 @@ pub struct Server {
     pub registry: Registry,
     /// Clients blocked in BLPOP and the like.
     pub blocking: crate::blocking::Blocking,
+    /// Keys watched by WATCH.
+    pub watches: Arc<strata_commands::watch::Watches>,
     /// INFO stats counters.
     pub stats: ServerStats,
     clock_ms: AtomicU64,
@@ -160,6 +162,7 @@ impl Server {
             config_gen: AtomicU64::new(0),
             registry: Registry::default(),
             blocking: crate::blocking::Blocking::default(),
+            watches: Arc::default(),
             stats: ServerStats::default(),
             clock_ms: AtomicU64::new(now),
             started: Instant::now(),
@@ -519,6 +522,10 @@ impl ServerApi for ClientApi<'_> {
 
     fn key_ready(&self, db: u32, key: &[u8]) {
         self.server.blocking.signal(self.server, db, key);
+    }
+
+    fn watches(&self) -> &Arc<strata_commands::watch::Watches> {
+        &self.server.watches
     }
 
     #[inline]

@@ -114,6 +114,9 @@ pub struct Db {
     pub(crate) index: u8,
 }
 
+/// Key locks held by [`Db::hold`] until dropped.
+pub struct KeyScope<'a>(#[allow(dead_code)] crate::locks::Scope<'a>);
+
 impl Db {
     /// Opens (or creates) the data directory at `path` with default options, database 0 selected.
     pub fn open(path: impl AsRef<Path>) -> Result<Db> {
@@ -179,6 +182,43 @@ impl Db {
     /// The logical database this handle addresses.
     pub fn index(&self) -> u32 {
         self.index as u32
+    }
+
+    /// Holds the key locks of `keys` (`(logical database, key)` pairs) until the returned
+    /// [`KeyScope`] is dropped, so that a sequence of operations on this thread is atomic with
+    /// respect to every other caller: writers of those keys wait, and (with `exclusive`) so do
+    /// readers that take locks. Operations on this thread inside the scope skip the stripes it
+    /// holds; scopes nest. The scope must be dropped on the thread that took it, and an
+    /// operation on a key outside the scope may deadlock with another scope holder, so list
+    /// every key up front.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let db = strata::Db::open(dir.path())?;
+    /// {
+    ///     let _scope = db.hold([(0, &b"from"[..]), (0, &b"to"[..])], true);
+    ///     db.incr_by(b"from", -5)?;
+    ///     db.incr_by(b"to", 5)?;
+    /// } // nobody saw one of the two changes without the other
+    /// assert_eq!(db.get(b"to")?.as_deref(), Some(&b"5"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn hold<'k>(
+        &self,
+        keys: impl IntoIterator<Item = (u32, &'k [u8])>,
+        exclusive: bool,
+    ) -> KeyScope<'_> {
+        KeyScope(
+            self.inner
+                .locks
+                .hold(keys.into_iter().map(|(db, k)| (db as u8, k)), exclusive),
+        )
+    }
+
+    /// Holds every key lock of every database exclusively until the scope is dropped (a
+    /// transaction that empties or swaps whole databases).
+    pub fn hold_all(&self) -> KeyScope<'_> {
+        KeyScope(self.inner.locks.hold_all())
     }
 
     /// Number of logical databases.

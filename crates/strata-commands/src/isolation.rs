@@ -55,6 +55,11 @@ pub fn targets(spec: &CommandSpec, argv: &[Bytes], db: u32) -> Targets {
     Targets::Keys(keys)
 }
 
+/// Whether a command's keys are held exclusively: writers, and scripts that may write.
+pub fn exclusive(spec: &CommandSpec) -> bool {
+    spec.has_flag("write") || matches!(spec.name, "eval" | "evalsha")
+}
+
 /// A database number as SELECT, MOVE and COPY read it (None if it cannot be one).
 pub fn db_index(arg: &[u8]) -> Option<u32> {
     std::str::from_utf8(arg).ok()?.parse().ok()

@@ -14,6 +14,8 @@ pub mod hash_family;
 pub mod isolation;
 pub mod keys_family;
 pub mod list_family;
+pub mod script_family;
+pub mod scripting;
 pub mod server_family;
 pub mod set_family;
 pub mod sort_family;
@@ -30,6 +32,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use isolation::Targets;
+use scripting::ScriptCache;
 use transaction_family::Multi;
 use watch::{Watches, Watching};
 
@@ -80,6 +83,9 @@ pub struct Session {
     /// signalled once the transaction is over and its locks are released, as Redis serves
     /// blocked clients after the whole transaction.
     pub ready_keys: Option<Vec<(u32, Bytes)>>,
+    /// A script is running for this connection: keys it did not declare are locked patiently
+    /// (see `strata::Db::hold_patiently`).
+    pub in_script: bool,
 }
 
 /// How a blocking command (BLPOP, BLMOVE, BZPOPMIN...) behaves when no key has anything to serve.
@@ -125,6 +131,7 @@ impl Session {
             multi: None,
             watching: None,
             ready_keys: None,
+            in_script: false,
         }
     }
 }
@@ -180,6 +187,8 @@ pub trait ServerApi: Send + Sync {
     fn key_ready(&self, _db: u32, _key: &[u8]) {}
     /// The WATCH registry shared by every connection.
     fn watches(&self) -> &Arc<Watches>;
+    /// The Lua script cache shared by every connection.
+    fn scripts(&self) -> &Arc<ScriptCache>;
     /// Whether any client is blocked right now (one atomic load: `execute` asks it per write).
     fn has_blocked_clients(&self) -> bool {
         false
@@ -220,6 +229,9 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     run(ctx, spec, argv)
 }
 
+/// How long a script waits for the lock of a key it did not declare before going on without it.
+const SCRIPT_LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A queue-time refusal: inside MULTI it marks the transaction failed.
 fn refuse(ctx: &mut Ctx<'_>, reply: Frame) -> Frame {
     if let Some(multi) = ctx.session.multi.as_mut() {
@@ -241,8 +253,14 @@ pub fn run(ctx: &mut Ctx<'_>, spec: &'static table::CommandSpec, argv: &[Bytes])
         // Whole-database writes lock every stripe themselves.
         Targets::All => Vec::new(),
     };
-    let scope = (!targets.is_empty())
-        .then(|| db.hold(targets.iter().map(|&(d, i)| (d, &argv[i][..])), write));
+    let exclusive = isolation::exclusive(spec);
+    let keys = targets.iter().map(|&(d, i)| (d, &argv[i][..]));
+    let scope = match (targets.is_empty(), ctx.session.in_script) {
+        (true, _) => None,
+        (false, false) => Some(db.hold(keys, exclusive)),
+        // A script may already hold other keys: waiting here could deadlock.
+        (false, true) => Some(db.hold_patiently(keys, exclusive, SCRIPT_LOCK_PATIENCE).0),
+    };
     let reply = (spec.handler)(ctx, argv);
     let wrote = write && !matches!(reply, Frame::Error(_)) && ctx.session.blocked.is_none();
     if wrote {

@@ -317,6 +317,7 @@ pub fn all() -> &'static [&'static CommandSpec] {
             crate::blocking_family::COMMANDS,
             crate::sort_family::COMMANDS,
             crate::transaction_family::COMMANDS,
+            crate::script_family::COMMANDS,
         ] {
             v.extend(family.iter());
         }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::scripting::ScriptCache;
 use crate::watch::Watches;
 use crate::{KillFilter, ServerApi, Session};
 
@@ -10,6 +11,7 @@ use crate::{KillFilter, ServerApi, Session};
 #[derive(Default)]
 pub struct NoServer {
     watches: Arc<Watches>,
+    scripts: Arc<ScriptCache>,
 }
 
 impl ServerApi for NoServer {
@@ -51,5 +53,8 @@ impl ServerApi for NoServer {
     fn note_command(&self, _: &Session, _: &str) {}
     fn watches(&self) -> &Arc<Watches> {
         &self.watches
+    }
+    fn scripts(&self) -> &Arc<ScriptCache> {
+        &self.scripts
     }
 }

@@ -125,6 +125,8 @@ pub struct Server {
     pub blocking: crate::blocking::Blocking,
     /// Keys watched by WATCH.
     pub watches: Arc<strata_commands::watch::Watches>,
+    /// Lua scripts loaded by EVAL and SCRIPT LOAD.
+    pub scripts: Arc<strata_commands::scripting::ScriptCache>,
     /// INFO stats counters.
     pub stats: ServerStats,
     clock_ms: AtomicU64,
@@ -163,6 +165,7 @@ impl Server {
             registry: Registry::default(),
             blocking: crate::blocking::Blocking::default(),
             watches: Arc::default(),
+            scripts: Arc::default(),
             stats: ServerStats::default(),
             clock_ms: AtomicU64::new(now),
             started: Instant::now(),
@@ -526,6 +529,10 @@ impl ServerApi for ClientApi<'_> {
 
     fn watches(&self) -> &Arc<strata_commands::watch::Watches> {
         &self.server.watches
+    }
+
+    fn scripts(&self) -> &Arc<strata_commands::scripting::ScriptCache> {
+        &self.server.scripts
     }
 
     #[inline]

@@ -215,6 +215,24 @@ impl Db {
         )
     }
 
+    /// Like [`Db::hold`], for a thread that may already hold a scope and reaches keys it did not
+    /// list up front: it never blocks while holding (which could deadlock); a key lock that stays
+    /// busy for longer than `patience` is skipped. Returns the scope and whether every lock was
+    /// taken.
+    pub fn hold_patiently<'k>(
+        &self,
+        keys: impl IntoIterator<Item = (u32, &'k [u8])>,
+        exclusive: bool,
+        patience: std::time::Duration,
+    ) -> (KeyScope<'_>, bool) {
+        let (scope, complete) = self.inner.locks.hold_patiently(
+            keys.into_iter().map(|(db, k)| (db as u8, k)),
+            exclusive,
+            patience,
+        );
+        (KeyScope(scope), complete)
+    }
+
     /// Holds every key lock of every database exclusively until the scope is dropped (a
     /// transaction that empties or swaps whole databases).
     pub fn hold_all(&self) -> KeyScope<'_> {

@@ -164,6 +164,63 @@ impl KeyLocks {
         }
     }
 
+    /// Like [`KeyLocks::hold`], for a thread that may already hold other stripes (a script
+    /// reaching a key it did not declare): it never waits while holding, which could deadlock,
+    /// but retries each busy stripe for up to `patience`, then goes on without it. Returns the
+    /// scope and whether every stripe was taken.
+    pub fn hold_patiently<'a, 'k>(
+        &'a self,
+        keys: impl IntoIterator<Item = (u8, &'k [u8])>,
+        exclusive: bool,
+        patience: std::time::Duration,
+    ) -> (Scope<'a>, bool) {
+        let wanted = Self::wanted(keys);
+        let deadline = std::time::Instant::now() + patience;
+        let mut indices = Vec::with_capacity(wanted.len());
+        let mut held = Vec::with_capacity(wanted.len());
+        let mut complete = true;
+        for i in wanted {
+            let got = loop {
+                let attempt = if exclusive {
+                    match self.stripes[i].try_write() {
+                        Ok(g) => Some(Held::Exclusive(g)),
+                        Err(std::sync::TryLockError::Poisoned(p)) => {
+                            Some(Held::Exclusive(p.into_inner()))
+                        }
+                        Err(std::sync::TryLockError::WouldBlock) => None,
+                    }
+                } else {
+                    match self.stripes[i].try_read() {
+                        Ok(g) => Some(Held::Shared(g)),
+                        Err(std::sync::TryLockError::Poisoned(p)) => {
+                            Some(Held::Shared(p.into_inner()))
+                        }
+                        Err(std::sync::TryLockError::WouldBlock) => None,
+                    }
+                };
+                if attempt.is_some() || std::time::Instant::now() >= deadline {
+                    break attempt;
+                }
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            };
+            match got {
+                Some(g) => {
+                    indices.push(i);
+                    held.push(g);
+                }
+                None => complete = false,
+            }
+        }
+        set_held(&indices, true);
+        (
+            Scope {
+                indices,
+                _guard: Guard { _held: held },
+            },
+            complete,
+        )
+    }
+
     /// Holds every stripe exclusively until the scope is dropped.
     pub fn hold_all(&self) -> Scope<'_> {
         let indices: Vec<usize> = (0..STRIPES).filter(|&i| !is_held(i)).collect();

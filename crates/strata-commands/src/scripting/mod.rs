@@ -1,0 +1,537 @@
+//! Lua 5.1 scripting (EVAL, EVALSHA and their read-only forms): the shared script cache, one
+//! sandboxed Lua interpreter per worker thread, and the `redis` API a script calls. A script runs
+//! atomically: it holds the locks of its declared KEYS for its whole run (and takes the locks of
+//! any other key it reaches as it goes, patiently, without ever waiting while it could deadlock),
+//! so scripts on disjoint keys run in parallel on different threads, where Redis runs one at a
+//! time. Interpreters compile a script the first time they meet it and keep the function.
+
+mod convert;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::RwLock;
+
+use bytes::Bytes;
+use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use strata_resp::Frame;
+
+use crate::errors::{self, err};
+use crate::table;
+use crate::{BlockMode, Ctx};
+
+/// The scripts loaded by EVAL and SCRIPT LOAD, by SHA1, shared by every connection.
+#[derive(Default)]
+pub struct ScriptCache {
+    bodies: RwLock<HashMap<String, Bytes>>,
+    /// Bumped by SCRIPT FLUSH: interpreters drop their compiled functions when it changes.
+    generation: AtomicU64,
+}
+
+impl ScriptCache {
+    /// An empty cache.
+    pub fn new() -> ScriptCache {
+        ScriptCache::default()
+    }
+
+    /// Adds a script; returns its SHA1 in lowercase hex.
+    pub fn load(&self, body: &Bytes) -> String {
+        let sha = sha1_hex(body);
+        self.bodies
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(sha.clone())
+            .or_insert_with(|| body.clone());
+        sha
+    }
+
+    /// The script with this SHA1 (any case).
+    pub fn get(&self, sha: &[u8]) -> Option<Bytes> {
+        let sha = std::str::from_utf8(sha).ok()?.to_ascii_lowercase();
+        self.bodies
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&sha)
+            .cloned()
+    }
+
+    /// SCRIPT FLUSH.
+    pub fn flush(&self) {
+        self.bodies
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Number of cached scripts and their total size in bytes (INFO memory).
+    pub fn usage(&self) -> (usize, usize) {
+        let bodies = self.bodies.read().unwrap_or_else(|p| p.into_inner());
+        (bodies.len(), bodies.values().map(|b| b.len()).sum())
+    }
+}
+
+/// SHA1 of `data` in lowercase hex (redis.sha1hex, script names).
+pub fn sha1_hex(data: &[u8]) -> String {
+    sha1_smol::Sha1::from(data).digest().to_string()
+}
+
+/// One script invocation.
+pub struct Invocation<'a> {
+    /// The script's SHA1 (lowercase hex).
+    pub sha: &'a str,
+    /// Its source.
+    pub body: &'a Bytes,
+    /// KEYS.
+    pub keys: &'a [Bytes],
+    /// ARGV.
+    pub args: &'a [Bytes],
+    /// EVAL_RO / EVALSHA_RO: write commands are refused.
+    pub read_only: bool,
+}
+
+/// An error a `redis.call` raises: the reply's text, to become the script's error reply.
+#[derive(Debug)]
+struct CallError(String);
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CallError {}
+
+thread_local! {
+    static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
+}
+
+/// Runs a script for the connection: holds its declared keys, runs it in this thread's
+/// interpreter, converts its result.
+pub fn run_script(ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
+    let db = ctx.session.db.clone();
+    let index = db.index();
+    let scope = db.hold(inv.keys.iter().map(|k| (index, &k[..])), true);
+    // Blocked clients are woken once the script is over (unless an EXEC around it does that).
+    let outermost = ctx.session.ready_keys.is_none();
+    if outermost {
+        ctx.session.ready_keys = Some(Vec::new());
+    }
+    let mode = std::mem::replace(&mut ctx.session.block_mode, BlockMode::NoBlock);
+    let was_in_script = std::mem::replace(&mut ctx.session.in_script, true);
+    let generation = ctx.server.scripts().generation.load(Ordering::Acquire);
+    let reply = VM.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.as_ref().is_none_or(|vm| vm.generation != generation) {
+            match Vm::new(generation) {
+                Ok(vm) => *slot = Some(vm),
+                Err(e) => return err(format!("ERR could not start the Lua interpreter: {e}")),
+            }
+        }
+        match slot.as_mut() {
+            Some(vm) => vm.run(ctx, inv),
+            None => err("ERR could not start the Lua interpreter"),
+        }
+    });
+    ctx.session.in_script = was_in_script;
+    ctx.session.block_mode = mode;
+    drop(scope);
+    if outermost {
+        for (d, key) in ctx.session.ready_keys.take().unwrap_or_default() {
+            ctx.server.key_ready(d, &key);
+        }
+    }
+    reply
+}
+
+/// REDIS_VERSION as a number: 0x00MMmmpp.
+fn redis_version_num() -> i64 {
+    crate::REDIS_VERSION
+        .split('.')
+        .map(|p| p.parse::<i64>().unwrap_or(0))
+        .fold(0, |acc, p| (acc << 8) | p)
+}
+
+/// One worker thread's interpreter.
+struct Vm {
+    lua: Lua,
+    generation: u64,
+    functions: HashMap<String, Function>,
+    redis: Table,
+    xpcall: Function,
+    handler: Function,
+}
+
+/// The code run once per interpreter after the Rust-side set-up: libraries Redis removes.
+const SANDBOX: &str = r#"
+loadfile = nil
+dofile = nil
+print = nil
+getfenv = nil
+setfenv = nil
+newproxy = nil
+module = nil
+require = nil
+package = nil
+"#;
+
+impl Vm {
+    fn new(generation: u64) -> mlua::Result<Vm> {
+        let lua = Lua::new_with(
+            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+            LuaOptions::default(),
+        )?;
+        lua.load(SANDBOX).set_name("@sandbox").exec()?;
+        let globals = lua.globals();
+        let redis = lua.create_table()?;
+        redis.raw_set(
+            "sha1hex",
+            lua.create_function(|_, s: mlua::LuaString| Ok(sha1_hex(&s.as_bytes())))?,
+        )?;
+        redis.raw_set(
+            "error_reply",
+            lua.create_function(|lua, s: mlua::LuaString| {
+                let t = lua.create_table()?;
+                t.raw_set("err", error_text(&s.as_bytes()))?;
+                Ok(t)
+            })?,
+        )?;
+        redis.raw_set(
+            "status_reply",
+            lua.create_function(|lua, s: mlua::LuaString| {
+                let t = lua.create_table()?;
+                t.raw_set("ok", s)?;
+                Ok(t)
+            })?,
+        )?;
+        redis.raw_set("log", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+        redis.raw_set(
+            "breakpoint",
+            lua.create_function(|_, _: MultiValue| Ok(false))?,
+        )?;
+        redis.raw_set("debug", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+        redis.raw_set("REDIS_VERSION", crate::REDIS_VERSION)?;
+        redis.raw_set("REDIS_VERSION_NUM", redis_version_num())?;
+        redis.raw_set("set_repl", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+        redis.raw_set(
+            "replicate_commands",
+            lua.create_function(|_, _: MultiValue| Ok(true))?,
+        )?;
+        for (name, value) in [
+            ("LOG_DEBUG", 0),
+            ("LOG_VERBOSE", 1),
+            ("LOG_NOTICE", 2),
+            ("LOG_WARNING", 3),
+            ("REPL_NONE", 0),
+            ("REPL_SLAVE", 1),
+            ("REPL_REPLICA", 1),
+            ("REPL_AOF", 2),
+            ("REPL_ALL", 3),
+        ] {
+            redis.raw_set(name, value)?;
+        }
+        globals.raw_set("redis", redis.clone())?;
+        globals.raw_set("bit", bit_library(&lua)?)?;
+        let xpcall: Function = globals.raw_get("xpcall")?;
+        let handler = lua.create_function(error_handler)?;
+        // Globals are read-only: a script may not create or read undefined globals.
+        let protect = lua.create_table()?;
+        protect.raw_set(
+            "__index",
+            lua.create_function(|lua, (_, name): (Value, Value)| -> mlua::Result<()> {
+                let name = lua
+                    .coerce_string(name)?
+                    .map(|s| s.to_string_lossy())
+                    .unwrap_or_default();
+                Err(mlua::Error::RuntimeError(format!(
+                    "{}Script attempted to access nonexistent global variable '{name}'",
+                    caller_position(lua)
+                )))
+            })?,
+        )?;
+        protect.raw_set(
+            "__newindex",
+            lua.create_function(|lua, _: MultiValue| -> mlua::Result<()> {
+                Err(mlua::Error::RuntimeError(format!(
+                    "{}Attempt to modify a readonly table",
+                    caller_position(lua)
+                )))
+            })?,
+        )?;
+        globals.set_metatable(Some(protect))?;
+        Ok(Vm {
+            lua,
+            generation,
+            functions: HashMap::new(),
+            redis,
+            xpcall,
+            handler,
+        })
+    }
+
+    fn function(&mut self, sha: &str, body: &Bytes) -> Result<Function, Frame> {
+        if let Some(f) = self.functions.get(sha) {
+            return Ok(f.clone());
+        }
+        let f = self
+            .lua
+            .load(&body[..])
+            .set_name("@user_script")
+            .into_function()
+            .map_err(|e| {
+                err(format!(
+                    "ERR Error compiling script (new function): {}",
+                    lua_message(&e)
+                ))
+            })?;
+        self.functions.insert(sha.to_string(), f.clone());
+        Ok(f)
+    }
+
+    fn run(&mut self, ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
+        let f = match self.function(inv.sha, inv.body) {
+            Ok(f) => f,
+            Err(frame) => return frame,
+        };
+        let globals = self.lua.globals();
+        let set = |name: &str, items: &[Bytes]| -> mlua::Result<()> {
+            let t = self.lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                t.raw_seti(i + 1, self.lua.create_string(item)?)?;
+            }
+            globals.raw_set(name, t)
+        };
+        if let Err(e) = set("KEYS", inv.keys).and_then(|_| set("ARGV", inv.args)) {
+            return err(format!("ERR {}", lua_message(&e)));
+        }
+        let resp3 = Cell::new(false);
+        let ctx = RefCell::new(ctx);
+        let outcome = self.lua.scope(|scope| {
+            let call = scope.create_function_mut(|lua, args: MultiValue| {
+                redis_call(lua, &ctx, resp3.get(), inv.read_only, args, true)
+            })?;
+            let pcall = scope.create_function_mut(|lua, args: MultiValue| {
+                redis_call(lua, &ctx, resp3.get(), inv.read_only, args, false)
+            })?;
+            let setresp = scope.create_function(|_, v: Value| match v {
+                Value::Integer(n @ (2 | 3)) => {
+                    resp3.set(n == 3);
+                    Ok(())
+                }
+                _ => Err(mlua::Error::external(CallError(
+                    "ERR RESP version must be 2 or 3.".into(),
+                ))),
+            })?;
+            self.redis.raw_set("call", call)?;
+            self.redis.raw_set("pcall", pcall)?;
+            self.redis.raw_set("setresp", setresp)?;
+            self.xpcall
+                .call::<MultiValue>((f.clone(), self.handler.clone()))
+        });
+        let values: Vec<Value> = match outcome {
+            Ok(v) => v.into_iter().collect(),
+            Err(e) => return err(format!("ERR {}", lua_message(&e))),
+        };
+        let ok = matches!(values.first(), Some(Value::Boolean(true)));
+        let value = values.get(1).cloned().unwrap_or(Value::Nil);
+        if ok {
+            return convert::lua_to_frame(&value);
+        }
+        // The handler's table: {err=..., source=..., line=...}.
+        let Value::Table(t) = value else {
+            return err("ERR Error running script");
+        };
+        let msg: String = t.raw_get("err").unwrap_or_default();
+        let source: String = t.raw_get("source").unwrap_or_else(|_| "?".into());
+        let line: i64 = t.raw_get("line").unwrap_or(-1);
+        err(format!("{msg} script: {}, on {source}:{line}.", inv.sha))
+    }
+}
+
+/// `redis.call` / `redis.pcall`: run a command as the script's connection. Errors are raised
+/// (`call`) or returned as `{err=...}` (`pcall`).
+fn redis_call(
+    lua: &Lua,
+    ctx: &RefCell<&mut Ctx<'_>>,
+    resp3: bool,
+    read_only: bool,
+    args: MultiValue,
+    raise: bool,
+) -> mlua::Result<Value> {
+    let fail = |text: String| -> mlua::Result<Value> {
+        if raise {
+            Err(mlua::Error::external(CallError(text)))
+        } else {
+            let t = lua.create_table()?;
+            t.raw_set("err", text)?;
+            Ok(Value::Table(t))
+        }
+    };
+    if args.is_empty() {
+        return fail(errors::SCRIPT_NO_ARGS.into());
+    }
+    let mut argv = Vec::with_capacity(args.len());
+    for a in args {
+        let bytes = match a {
+            Value::String(s) => Bytes::copy_from_slice(&s.as_bytes()),
+            Value::Integer(n) => Bytes::from(n.to_string()),
+            Value::Number(_) => match lua.coerce_string(a)? {
+                Some(s) => Bytes::copy_from_slice(&s.as_bytes()),
+                None => return fail(errors::SCRIPT_BAD_ARG.into()),
+            },
+            _ => return fail(errors::SCRIPT_BAD_ARG.into()),
+        };
+        argv.push(bytes);
+    }
+    let Some(spec) = table::lookup(&argv[0]).filter(|s| !s.name.contains('|')) else {
+        return fail(errors::SCRIPT_UNKNOWN_COMMAND.into());
+    };
+    if !spec.arity_ok(argv.len()) {
+        return fail(errors::SCRIPT_WRONG_ARITY.into());
+    }
+    if spec.has_flag("noscript") {
+        return fail(errors::SCRIPT_NOT_ALLOWED.into());
+    }
+    if read_only && spec.has_flag("write") {
+        return fail(errors::SCRIPT_WRITE_IN_RO.into());
+    }
+    let frame = {
+        let mut guard = ctx.borrow_mut();
+        crate::run(&mut guard, spec, &argv)
+    };
+    if let Frame::Error(e) = &frame {
+        return fail(error_text(e));
+    }
+    convert::frame_to_lua(lua, &frame, resp3)
+}
+
+/// An error text in the form scripts see it, "CODE message" (Redis's rule for command errors and
+/// redis.error_reply): a leading '-' is dropped, and a text without a space gets the code "ERR".
+fn error_text(raw: &[u8]) -> String {
+    let text = String::from_utf8_lossy(raw);
+    let rest = text.strip_prefix('-').unwrap_or(&text);
+    if rest.contains(' ') {
+        rest.to_string()
+    } else {
+        format!("ERR {rest}")
+    }
+}
+
+/// The message handler xpcall runs on an error: builds `{err=..., source=..., line=...}` from
+/// the error and the position of the script code that raised it.
+fn error_handler(lua: &Lua, e: Value) -> mlua::Result<Table> {
+    let msg = match &e {
+        Value::Error(inner) if is_call_error(inner) => lua_message(inner),
+        Value::Error(inner) => format!("ERR {}", lua_message(inner)),
+        Value::Table(t) => match t.raw_get::<Value>("err")? {
+            Value::String(s) => s.to_string_lossy(),
+            _ => "ERR unknown error".into(),
+        },
+        Value::String(s) => format!("ERR {}", s.to_string_lossy()),
+        other => format!(
+            "ERR {}",
+            lua.coerce_string(other.clone())?
+                .map(|s| s.to_string_lossy())
+                .unwrap_or_else(|| other.type_name().to_string())
+        ),
+    };
+    let t = lua.create_table()?;
+    t.raw_set("err", msg)?;
+    // Level 1 raised the error; when that is a C function (error(), redis.call, a metamethod),
+    // the script code is the level above it.
+    let at = |level| {
+        lua.inspect_stack(level, |d| {
+            let s = d.source();
+            (s.what, s.source.map(|c| c.into_owned()), d.current_line())
+        })
+    };
+    let frame = match at(1) {
+        Some(("C", _, _)) => at(2),
+        other => other,
+    };
+    if let Some((_, Some(source), line)) = frame {
+        t.raw_set("source", source)?;
+        t.raw_set("line", line.map(|l| l as i64).unwrap_or(-1))?;
+    }
+    Ok(t)
+}
+
+/// "user_script:LINE: " for the script code that called the running Rust function.
+fn caller_position(lua: &Lua) -> String {
+    lua.inspect_stack(1, |d| {
+        let src = d.source().short_src.map(|c| c.into_owned());
+        match (src, d.current_line()) {
+            (Some(src), Some(line)) => format!("{src}:{line}: "),
+            _ => String::new(),
+        }
+    })
+    .unwrap_or_default()
+}
+
+/// Whether an interpreter error is a failed `redis.call` (its text is already a Redis error).
+fn is_call_error(e: &mlua::Error) -> bool {
+    match e {
+        mlua::Error::CallbackError { cause, .. } => is_call_error(cause),
+        mlua::Error::ExternalError(inner) => inner.downcast_ref::<CallError>().is_some(),
+        _ => false,
+    }
+}
+
+/// The text of an interpreter error, without mlua's decorations ("runtime error: ", tracebacks).
+fn lua_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::CallbackError { cause, .. } => lua_message(cause),
+        mlua::Error::ExternalError(inner) => match inner.downcast_ref::<CallError>() {
+            Some(CallError(text)) => text.clone(),
+            None => format!("ERR {inner}"),
+        },
+        mlua::Error::RuntimeError(s) | mlua::Error::SyntaxError { message: s, .. } => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Lua BitOp's `bit` module, as Redis bundles it: 32-bit operations on numbers.
+fn bit_library(lua: &Lua) -> mlua::Result<Table> {
+    fn tobit(n: f64) -> i32 {
+        // BitOp normalizes through a 2^52+2^51 bias: the low 32 bits of the rounded number.
+        (n.round_ties_even() as i64) as i32
+    }
+    let bit = lua.create_table()?;
+    let unary = |f: fn(i32) -> i32| lua.create_function(move |_, n: f64| Ok(f(tobit(n))));
+    bit.raw_set("tobit", unary(|x| x)?)?;
+    bit.raw_set("bnot", unary(|x| !x)?)?;
+    bit.raw_set("bswap", unary(|x| x.swap_bytes())?)?;
+    let fold = |f: fn(i32, i32) -> i32| {
+        lua.create_function(move |_, args: mlua::Variadic<f64>| {
+            Ok(args.iter().map(|&n| tobit(n)).reduce(f).unwrap_or(0))
+        })
+    };
+    bit.raw_set("band", fold(|a, b| a & b)?)?;
+    bit.raw_set("bor", fold(|a, b| a | b)?)?;
+    bit.raw_set("bxor", fold(|a, b| a ^ b)?)?;
+    let shift = |f: fn(i32, u32) -> i32| {
+        lua.create_function(move |_, (x, n): (f64, f64)| Ok(f(tobit(x), (tobit(n) & 31) as u32)))
+    };
+    bit.raw_set("lshift", shift(|x, n| ((x as u32) << n) as i32)?)?;
+    bit.raw_set("rshift", shift(|x, n| ((x as u32) >> n) as i32)?)?;
+    bit.raw_set("arshift", shift(|x, n| x >> n)?)?;
+    bit.raw_set("rol", shift(|x, n| (x as u32).rotate_left(n) as i32)?)?;
+    bit.raw_set("ror", shift(|x, n| (x as u32).rotate_right(n) as i32)?)?;
+    bit.raw_set(
+        "tohex",
+        lua.create_function(|_, (x, n): (f64, Option<f64>)| {
+            let x = tobit(x) as u32;
+            let n = n.map(tobit).unwrap_or(8);
+            let (digits, upper) = if n < 0 { (-n, true) } else { (n, false) };
+            let digits = digits.clamp(1, 8) as usize;
+            let s = format!("{x:08x}");
+            let s = &s[8 - digits..];
+            Ok(if upper {
+                s.to_uppercase()
+            } else {
+                s.to_string()
+            })
+        })?,
+    )?;
+    Ok(bit)
+}

@@ -11,7 +11,7 @@ Normally started through bench/run.sh (which builds strata-server first). See be
 
 import argparse
 import datetime
-import hashlib  # noqa: F401  (handy for EVALSHA rows, see the WORKLOADS comment)
+import hashlib
 import json
 import os
 import platform
@@ -43,13 +43,6 @@ REPO = os.path.dirname(HERE)
 #   default  part of the default run (--workloads not given).
 #   scale    multiplies -n (--requests / --pipelined-requests) so that slow commands (MSET
 #            writes 10 keys per op) still finish in a few seconds.
-#
-# Examples for later rows (not enabled yet):
-#   Workload("hset", test="hset"),
-#   Workload("lrange_100", test="lrange_100", needs=("list_600",)),   # + a FILLS entry
-#   _LUA = "return redis.call('GET', KEYS[1])"
-#   Workload("evalsha_get", command=["EVALSHA", hashlib.sha1(_LUA.encode()).hexdigest(), "1",
-#            "key:__rand_int__"], setup=(("SCRIPT", "LOAD", _LUA),), needs=("string_keys",)),
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Workload:
@@ -99,6 +92,21 @@ WORKLOADS = [
              needs=("products",), default=False, clients=128,
              note="HINCRBY product:__rand_int__ quantity 1, 128 connections, 1M product hashes"),
 ]
+# The stock-adjustment script of issue 4, loaded with SCRIPT LOAD and run with EVALSHA on random
+# product:<n> hashes from 32 connections: one row takes a unit (-1), the other puts one back (+1).
+STOCK_LUA = """local stock = tonumber(redis.call('HGET', KEYS[1], 'quantity'))
+local q = tonumber(ARGV[1])
+if not stock then return {err = 'Product not found'} end
+if (stock + q) < 0 then return -1 else return redis.call('HINCRBY', KEYS[1], 'quantity', q) end
+"""
+STOCK_SHA = hashlib.sha1(STOCK_LUA.encode()).hexdigest()
+for _name, _q in (("stock", "-1"), ("stock_restock", "1")):
+    WORKLOADS.append(Workload(_name, command=["EVALSHA", STOCK_SHA, "1", "product:__rand_int__", _q],
+                              setup=(("SCRIPT", "LOAD", STOCK_LUA),), needs=("products",),
+                              default=False, clients=32,
+                              note=f"EVALSHA stock-adjustment script, product:__rand_int__ {_q}, "
+                                   "32 connections, 1M product hashes"))
+SCRIPT_WORKLOADS = ["stock", "stock_restock"]
 COLLECTION_WORKLOADS = ["hset", "hget", "hincrby", "lpush", "lpop", "lrange_100", "sadd", "spop",
                         "zadd", "zrange", "inventory"]
 WORKLOADS_BY_NAME = {w.name: w for w in WORKLOADS}
@@ -842,8 +850,9 @@ def parse_args(argv):
 
     names = [w.strip() for w in (a.workloads or "").split(",") if w.strip()] if a.workloads \
         else [w.name for w in WORKLOADS if w.default]
-    # "collections" names the issue-3 rows as a group.
-    names = [n for w in names for n in (COLLECTION_WORKLOADS if w == "collections" else [w])]
+    # "collections" and "scripts" name the issue-3 and issue-4 rows as groups.
+    groups = {"collections": COLLECTION_WORKLOADS, "scripts": SCRIPT_WORKLOADS}
+    names = [n for w in names for n in groups.get(w, [w])]
     unknown = [n for n in names if n not in WORKLOADS_BY_NAME]
     if unknown:
         p.error(f"unknown workload(s) {unknown}; known: {', '.join(WORKLOADS_BY_NAME)}")

@@ -27,6 +27,11 @@ pub const EXECABORT: &str = "EXECABORT Transaction discarded because of previous
 pub const NUMKEYS_NEGATIVE: &str = "ERR Number of keys can't be negative";
 pub const NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";
 pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+pub const FUNCTION_NOT_FOUND: &str = "ERR Function not found";
+pub const FCALL_RO_WRITE: &str = "ERR Can not execute a script with write flag using *_ro command.";
+pub const FUNCTION_FLUSH_MODE: &str = "ERR FUNCTION FLUSH only supports SYNC|ASYNC option";
+pub const RESTORE_POLICY: &str =
+    "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.";
 pub const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
 pub const SCRIPT_FLUSH_MODE: &str = "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
 pub const SCRIPT_NO_ARGS: &str = "ERR Please specify at least one argument for this redis lib call";

@@ -57,7 +57,7 @@ pub fn targets(spec: &CommandSpec, argv: &[Bytes], db: u32) -> Targets {
 
 /// Whether a command's keys are held exclusively: writers, and scripts that may write.
 pub fn exclusive(spec: &CommandSpec) -> bool {
-    spec.has_flag("write") || matches!(spec.name, "eval" | "evalsha")
+    spec.has_flag("write") || matches!(spec.name, "eval" | "evalsha" | "fcall")
 }
 
 /// A database number as SELECT, MOVE and COPY read it (None if it cannot be one).

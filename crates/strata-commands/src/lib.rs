@@ -189,6 +189,8 @@ pub trait ServerApi: Send + Sync {
     fn watches(&self) -> &Arc<Watches>;
     /// The Lua script cache shared by every connection.
     fn scripts(&self) -> &Arc<ScriptCache>;
+    /// The FUNCTION libraries shared by every connection.
+    fn functions(&self) -> &Arc<scripting::functions::FunctionRegistry>;
     /// Whether any client is blocked right now (one atomic load: `execute` asks it per write).
     fn has_blocked_clients(&self) -> bool {
         false

@@ -1,5 +1,7 @@
-//! The scripting commands: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT (LOAD, EXISTS, FLUSH,
-//! KILL, HELP). They parse arguments and manage the script cache; running a script belongs to
+//! The scripting commands: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT (LOAD, EXISTS, FLUSH,
+//! KILL, HELP), FCALL, FCALL_RO and FUNCTION (LOAD, DELETE, LIST, FLUSH, DUMP, RESTORE, STATS,
+//! KILL, HELP). They parse arguments and manage the script cache and the function registry
+//! (which is saved in the data directory after every change); running a script belongs to
 //! [`crate::scripting`].
 
 use bytes::Bytes;
@@ -8,7 +10,8 @@ use strata_resp::Frame;
 use crate::args::{self, is};
 use crate::errors::{self, err};
 use crate::keys_family::help_reply;
-use crate::scripting::{self, Invocation};
+use crate::scripting::functions::RestorePolicy;
+use crate::scripting::{self, Invocation, Target};
 use crate::table::{dispatch_sub, CommandSpec};
 use crate::Ctx;
 
@@ -30,6 +33,18 @@ pub static COMMANDS: &[CommandSpec] = &[
     row!("script|flush", -2, ["noscript"], 0, "2.6.0", "O(N) with N being the number of scripts in cache", "Empties the script cache.", "[flush-type: ASYNC | SYNC]", script_flush),
     row!("script|kill", 2, ["noscript", "allow_busy"], 0, "2.6.0", "O(1)", "Stops the script that is running, if it has not written.", "", script_kill),
     row!("script|help", 2, ["loading", "stale"], 0, "5.0.0", "O(1)", "Lists the SCRIPT subcommands with a line on each.", "", script_help),
+    row!("fcall", -3, ["noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"], 2, "7.0.0", "Depends on the function that is executed.", "Runs a function of a loaded library.", "function numkeys [key [key ...]] [arg [arg ...]]", fcall),
+    row!("fcall_ro", -3, ["readonly", "noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"], 2, "7.0.0", "Depends on the function that is executed.", "Runs a read-only function of a loaded library.", "function numkeys [key [key ...]] [arg [arg ...]]", fcall_ro),
+    row!("function", -2, [], 0, "7.0.0", "Depends on subcommand.", "Groups the subcommands that manage function libraries.", "", function),
+    row!("function|load", -3, ["write", "denyoom", "noscript"], 0, "7.0.0", "O(1) (considering compilation time is redundant)", "Loads a library of functions.", "[REPLACE] function-code", function_load),
+    row!("function|delete", 3, ["write", "noscript"], 0, "7.0.0", "O(1)", "Deletes a library and its functions.", "library-name", function_delete),
+    row!("function|list", -2, ["noscript"], 0, "7.0.0", "O(N) where N is the number of functions", "Describes the loaded libraries and their functions.", "[LIBRARYNAME library-name-pattern] [WITHCODE]", function_list),
+    row!("function|flush", -2, ["write", "noscript"], 0, "7.0.0", "O(N) where N is the number of functions deleted", "Deletes every library.", "[flush-type: ASYNC | SYNC]", function_flush),
+    row!("function|dump", 2, ["noscript"], 0, "7.0.0", "O(N) where N is the number of functions", "Serializes every library into a payload for FUNCTION RESTORE.", "", function_dump),
+    row!("function|restore", -3, ["write", "denyoom", "noscript"], 0, "7.0.0", "O(N) where N is the number of functions on the payload", "Loads the libraries of a FUNCTION DUMP payload.", "serialized-value [policy: FLUSH | APPEND | REPLACE]", function_restore),
+    row!("function|stats", 2, ["noscript", "allow_busy"], 0, "7.0.0", "O(1)", "Tells which function runs now and how many libraries and functions exist.", "", function_stats),
+    row!("function|kill", 2, ["noscript", "allow_busy"], 0, "7.0.0", "O(1)", "Stops the function that is running, if it has not written.", "", script_kill),
+    row!("function|help", 2, ["loading", "stale"], 0, "7.0.0", "O(1)", "Lists the FUNCTION subcommands with a line on each.", "", function_help),
 ];
 
 /// Splits `numkeys key... arg...` (at argv[2]) into keys and arguments.
@@ -55,8 +70,7 @@ fn run_body(ctx: &mut Ctx<'_>, argv: &[Bytes], read_only: bool) -> Frame {
     scripting::run_script(
         ctx,
         &Invocation {
-            sha: &sha,
-            body,
+            target: Target::Script { sha: &sha, body },
             keys,
             args,
             read_only,
@@ -76,8 +90,10 @@ fn run_cached(ctx: &mut Ctx<'_>, argv: &[Bytes], read_only: bool) -> Frame {
     scripting::run_script(
         ctx,
         &Invocation {
-            sha: &sha,
-            body: &body,
+            target: Target::Script {
+                sha: &sha,
+                body: &body,
+            },
             keys,
             args,
             read_only,
@@ -152,6 +168,248 @@ fn script_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
             "    Kill the currently executing Lua script.",
             "LOAD <script>",
             "    Load a script into the scripts cache without executing it.",
+        ],
+    )
+}
+
+fn run_function(ctx: &mut Ctx<'_>, argv: &[Bytes], read_only: bool) -> Frame {
+    let (keys, args) = match keys_and_args(argv) {
+        Ok(split) => split,
+        Err(e) => return e,
+    };
+    let name = String::from_utf8_lossy(&argv[1]).into_owned();
+    let Some(info) = ctx.server.functions().find(&name) else {
+        return err(errors::FUNCTION_NOT_FOUND);
+    };
+    if read_only && !info.read_only() {
+        return err(errors::FCALL_RO_WRITE);
+    }
+    scripting::run_script(
+        ctx,
+        &Invocation {
+            target: Target::Function { name: &name },
+            keys,
+            args,
+            read_only: read_only || info.read_only(),
+        },
+    )
+}
+
+fn fcall(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    run_function(ctx, argv, false)
+}
+
+fn fcall_ro(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    run_function(ctx, argv, true)
+}
+
+fn function(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    dispatch_sub(ctx, argv, "function")
+}
+
+/// Saves the libraries in the data directory, so they survive a restart.
+fn persist_functions(ctx: &mut Ctx<'_>) -> Result<(), Frame> {
+    let dump = ctx.server.functions().dump();
+    ctx.session
+        .db
+        .aux_put(FUNCTIONS_RECORD, &dump)
+        .map_err(errors::from_db)
+}
+
+/// The name of the data directory record that holds the function libraries.
+pub const FUNCTIONS_RECORD: &str = "functions";
+
+fn function_load(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    let (replace, code) = match &argv[2..] {
+        [code] => (false, code),
+        [flag, code] if is(flag, "replace") => (true, code),
+        [flag, _] => {
+            return err(format!(
+                "ERR Unknown option given: {}",
+                String::from_utf8_lossy(flag)
+            ))
+        }
+        _ => return err(errors::SYNTAX),
+    };
+    match ctx.server.functions().load(code, replace) {
+        Ok(name) => match persist_functions(ctx) {
+            Ok(()) => Frame::bulk(name),
+            Err(e) => e,
+        },
+        Err(text) => err(text),
+    }
+}
+
+fn function_delete(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    let name = String::from_utf8_lossy(&argv[2]);
+    match ctx.server.functions().delete(&name) {
+        Ok(()) => match persist_functions(ctx) {
+            Ok(()) => Frame::ok(),
+            Err(e) => e,
+        },
+        Err(text) => err(text),
+    }
+}
+
+fn function_flush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    match argv.get(2) {
+        None => {}
+        Some(a) if argv.len() == 3 && (is(a, "async") || is(a, "sync")) => {}
+        Some(_) => return err(errors::FUNCTION_FLUSH_MODE),
+    }
+    ctx.server.functions().flush();
+    match persist_functions(ctx) {
+        Ok(()) => Frame::ok(),
+        Err(e) => e,
+    }
+}
+
+fn function_list(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    let mut pattern: Option<&[u8]> = None;
+    let mut with_code = false;
+    let mut i = 2;
+    while i < argv.len() {
+        if is(&argv[i], "withcode") && !with_code {
+            with_code = true;
+        } else if is(&argv[i], "libraryname") && pattern.is_none() {
+            let Some(p) = argv.get(i + 1) else {
+                return err("ERR library name argument was not given");
+            };
+            pattern = Some(p);
+            i += 1;
+        } else {
+            return err(format!(
+                "ERR Unknown argument {}",
+                String::from_utf8_lossy(&argv[i])
+            ));
+        }
+        i += 1;
+    }
+    let libs = ctx.server.functions().libraries();
+    let entries = libs
+        .iter()
+        .filter(|l| pattern.is_none_or(|p| strata::glob::glob_match(p, l.name.as_bytes(), false)))
+        .map(|l| {
+            let functions = l
+                .functions
+                .iter()
+                .map(|f| {
+                    Frame::Map(vec![
+                        (Frame::bulk("name"), Frame::bulk(f.name.clone())),
+                        (
+                            Frame::bulk("description"),
+                            f.description
+                                .clone()
+                                .map(Frame::bulk)
+                                .unwrap_or(Frame::Null),
+                        ),
+                        (
+                            Frame::bulk("flags"),
+                            Frame::Set(f.flags.iter().map(|x| Frame::simple(x.clone())).collect()),
+                        ),
+                    ])
+                })
+                .collect();
+            let mut fields = vec![
+                (Frame::bulk("library_name"), Frame::bulk(l.name.clone())),
+                (Frame::bulk("engine"), Frame::bulk("LUA")),
+                (Frame::bulk("functions"), Frame::Array(functions)),
+            ];
+            if with_code {
+                fields.push((Frame::bulk("library_code"), Frame::bulk(l.code.clone())));
+            }
+            Frame::Map(fields)
+        })
+        .collect();
+    Frame::Array(entries)
+}
+
+fn function_dump(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+    Frame::bulk(ctx.server.functions().dump())
+}
+
+fn function_restore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    let policy = match argv.get(3) {
+        None => RestorePolicy::Append,
+        Some(p) if argv.len() == 4 && is(p, "flush") => RestorePolicy::Flush,
+        Some(p) if argv.len() == 4 && is(p, "append") => RestorePolicy::Append,
+        Some(p) if argv.len() == 4 && is(p, "replace") => RestorePolicy::Replace,
+        Some(_) => return err(errors::RESTORE_POLICY),
+    };
+    match ctx.server.functions().restore(&argv[2], policy) {
+        Ok(()) => match persist_functions(ctx) {
+            Ok(()) => Frame::ok(),
+            Err(e) => e,
+        },
+        Err(text) => err(text),
+    }
+}
+
+fn function_stats(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+    let libs = ctx.server.functions().libraries();
+    let functions: usize = libs.iter().map(|l| l.functions.len()).sum();
+    Frame::Map(vec![
+        (Frame::bulk("running_script"), Frame::Null),
+        (
+            Frame::bulk("engines"),
+            Frame::Map(vec![(
+                Frame::bulk("LUA"),
+                Frame::Map(vec![
+                    (
+                        Frame::bulk("libraries_count"),
+                        Frame::Integer(libs.len() as i64),
+                    ),
+                    (
+                        Frame::bulk("functions_count"),
+                        Frame::Integer(functions as i64),
+                    ),
+                ]),
+            )]),
+        ),
+    ])
+}
+
+fn function_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+    help_reply(
+        "FUNCTION",
+        &[
+            "LOAD [REPLACE] <FUNCTION CODE>",
+            "    Create a new library with the given library name and code.",
+            "DELETE <LIBRARY NAME>",
+            "    Delete the given library.",
+            "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+            "    Return general information on all the libraries:",
+            "    * Library name",
+            "    * The engine used to run the Library",
+            "    * Library description",
+            "    * Functions list",
+            "    * Library code (if WITHCODE is given)",
+            "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+            "STATS",
+            "    Return information about the current function running:",
+            "    * Function name",
+            "    * Command used to run the function",
+            "    * Duration in MS that the function is running",
+            "    If no function is running, return nil",
+            "    In addition, returns a list of available engines.",
+            "KILL",
+            "    Kill the current running function.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Delete all the libraries.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the libraries.",
+            "    * SYNC: Synchronously flush the libraries.",
+            "DUMP",
+            "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+            "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+            "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+            "    control how to handle existing libraries (default APPEND):",
+            "    * FLUSH: delete all existing libraries.",
+            "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+            "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+            "      libraries with the new libraries (notice that even on this option there is a chance of failure",
+            "      in case of functions name collision with another library).",
         ],
     )
 }

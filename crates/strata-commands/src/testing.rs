@@ -12,6 +12,7 @@ use crate::{KillFilter, ServerApi, Session};
 pub struct NoServer {
     watches: Arc<Watches>,
     scripts: Arc<ScriptCache>,
+    functions: Arc<crate::scripting::functions::FunctionRegistry>,
 }
 
 impl ServerApi for NoServer {
@@ -56,5 +57,8 @@ impl ServerApi for NoServer {
     }
     fn scripts(&self) -> &Arc<ScriptCache> {
         &self.scripts
+    }
+    fn functions(&self) -> &Arc<crate::scripting::functions::FunctionRegistry> {
+        &self.functions
     }
 }

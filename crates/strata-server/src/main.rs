@@ -197,7 +197,27 @@ fn run(config: Config) -> i32 {
     };
 
     let server = Arc::new(Server::new(db, config));
+    if let Err(e) = load_functions(&server) {
+        return fatal(&format!("Can't load the function libraries: {e}"));
+    }
     runtime.block_on(serve(server, std_listeners))
+}
+
+/// Loads the FUNCTION libraries saved in the data directory.
+fn load_functions(server: &Server) -> Result<(), String> {
+    use strata_commands::scripting::functions::RestorePolicy;
+    let record = strata_commands::script_family::FUNCTIONS_RECORD;
+    match server.db.aux_get(record).map_err(|e| e.to_string())? {
+        Some(saved) => {
+            server.functions.restore(&saved, RestorePolicy::Flush)?;
+            let count = server.functions.libraries().len();
+            if count > 0 {
+                notice!("Loaded {count} function libraries");
+            }
+            Ok(())
+        }
+        None => Ok(()),
+    }
 }
 
 async fn serve(server: Arc<Server>, std_listeners: Vec<std::net::TcpListener>) -> i32 {

@@ -127,6 +127,8 @@ pub struct Server {
     pub watches: Arc<strata_commands::watch::Watches>,
     /// Lua scripts loaded by EVAL and SCRIPT LOAD.
     pub scripts: Arc<strata_commands::scripting::ScriptCache>,
+    /// FUNCTION libraries, loaded from the data directory at start-up.
+    pub functions: Arc<strata_commands::scripting::functions::FunctionRegistry>,
     /// INFO stats counters.
     pub stats: ServerStats,
     clock_ms: AtomicU64,
@@ -166,6 +168,7 @@ impl Server {
             blocking: crate::blocking::Blocking::default(),
             watches: Arc::default(),
             scripts: Arc::default(),
+            functions: Arc::default(),
             stats: ServerStats::default(),
             clock_ms: AtomicU64::new(now),
             started: Instant::now(),
@@ -533,6 +536,10 @@ impl ServerApi for ClientApi<'_> {
 
     fn scripts(&self) -> &Arc<strata_commands::scripting::ScriptCache> {
         &self.server.scripts
+    }
+
+    fn functions(&self) -> &Arc<strata_commands::scripting::functions::FunctionRegistry> {
+        &self.server.functions
     }
 
     #[inline]

@@ -239,6 +239,21 @@ impl Db {
         KeyScope(self.inner.locks.hold_all())
     }
 
+    /// Reads a server-level record kept beside the data (`strata:aux:<name>` in the default
+    /// column family; the server keeps its FUNCTION libraries there).
+    pub fn aux_get(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        self.inner
+            .storage
+            .get("default", format!("strata:aux:{name}").as_bytes())
+    }
+
+    /// Writes a server-level record (see [`Db::aux_get`]) with the current sync policy.
+    pub fn aux_put(&self, name: &str, value: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::default();
+        batch.put(format!("strata:aux:{name}").as_bytes(), value);
+        self.inner.storage.write(batch)
+    }
+
     /// Number of logical databases.
     pub fn databases(&self) -> u32 {
         self.inner.databases

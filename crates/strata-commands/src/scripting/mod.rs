@@ -6,6 +6,7 @@
 //! time. Interpreters compile a script the first time they meet it and keep the function.
 
 mod convert;
+pub mod functions;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -76,12 +77,26 @@ pub fn sha1_hex(data: &[u8]) -> String {
     sha1_smol::Sha1::from(data).digest().to_string()
 }
 
-/// One script invocation.
+/// What to run.
+pub enum Target<'a> {
+    /// An EVAL script: its SHA1 (lowercase hex) and source.
+    Script {
+        /// The SHA1.
+        sha: &'a str,
+        /// The source.
+        body: &'a Bytes,
+    },
+    /// A function of a loaded library (FCALL).
+    Function {
+        /// Its name.
+        name: &'a str,
+    },
+}
+
+/// One script or function invocation.
 pub struct Invocation<'a> {
-    /// The script's SHA1 (lowercase hex).
-    pub sha: &'a str,
-    /// Its source.
-    pub body: &'a Bytes,
+    /// The script or function.
+    pub target: Target<'a>,
     /// KEYS.
     pub keys: &'a [Bytes],
     /// ARGV.
@@ -120,6 +135,7 @@ pub fn run_script(ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
     let mode = std::mem::replace(&mut ctx.session.block_mode, BlockMode::NoBlock);
     let was_in_script = std::mem::replace(&mut ctx.session.in_script, true);
     let generation = ctx.server.scripts().generation.load(Ordering::Acquire);
+    let registry = ctx.server.functions().clone();
     let reply = VM.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.as_ref().is_none_or(|vm| vm.generation != generation) {
@@ -129,7 +145,10 @@ pub fn run_script(ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
             }
         }
         match slot.as_mut() {
-            Some(vm) => vm.run(ctx, inv),
+            Some(vm) => {
+                vm.refresh_functions(&registry);
+                vm.run(ctx, inv)
+            }
             None => err("ERR could not start the Lua interpreter"),
         }
     });
@@ -142,6 +161,35 @@ pub fn run_script(ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
         }
     }
     reply
+}
+
+/// The metatable that makes a table (the globals, the `redis` table of a library being loaded)
+/// read-only, with Redis's errors for writes and for reads of names it does not have.
+fn protection(lua: &Lua) -> mlua::Result<Table> {
+    let protect = lua.create_table()?;
+    protect.raw_set(
+        "__index",
+        lua.create_function(|lua, (_, name): (Value, Value)| -> mlua::Result<()> {
+            let name = lua
+                .coerce_string(name)?
+                .map(|s| s.to_string_lossy())
+                .unwrap_or_default();
+            Err(mlua::Error::RuntimeError(format!(
+                "{}Script attempted to access nonexistent global variable '{name}'",
+                caller_position(lua)
+            )))
+        })?,
+    )?;
+    protect.raw_set(
+        "__newindex",
+        lua.create_function(|lua, _: MultiValue| -> mlua::Result<()> {
+            Err(mlua::Error::RuntimeError(format!(
+                "{}Attempt to modify a readonly table",
+                caller_position(lua)
+            )))
+        })?,
+    )?;
+    Ok(protect)
 }
 
 /// REDIS_VERSION as a number: 0x00MMmmpp.
@@ -157,9 +205,15 @@ struct Vm {
     lua: Lua,
     generation: u64,
     functions: HashMap<String, Function>,
+    /// FUNCTION libraries' callbacks by function name, as of `fn_generation`.
+    fcalls: HashMap<String, Function>,
+    fn_generation: Option<u64>,
     redis: Table,
     xpcall: Function,
     handler: Function,
+    /// `bind(f, keys, args)`: a Lua closure calling `f(keys, args)`, for xpcall (which passes no
+    /// arguments in Lua 5.1); being Lua, it keeps the error position of what `f` raises.
+    bind: Function,
 }
 
 /// The code run once per interpreter after the Rust-side set-up: libraries Redis removes.
@@ -234,42 +288,47 @@ impl Vm {
         globals.raw_set("bit", bit_library(&lua)?)?;
         let xpcall: Function = globals.raw_get("xpcall")?;
         let handler = lua.create_function(error_handler)?;
+        let bind: Function = lua
+            .load("local f, k, a = ...; return function() return f(k, a) end")
+            .set_name("@bind")
+            .into_function()?;
         // Globals are read-only: a script may not create or read undefined globals.
-        let protect = lua.create_table()?;
-        protect.raw_set(
-            "__index",
-            lua.create_function(|lua, (_, name): (Value, Value)| -> mlua::Result<()> {
-                let name = lua
-                    .coerce_string(name)?
-                    .map(|s| s.to_string_lossy())
-                    .unwrap_or_default();
-                Err(mlua::Error::RuntimeError(format!(
-                    "{}Script attempted to access nonexistent global variable '{name}'",
-                    caller_position(lua)
-                )))
-            })?,
-        )?;
-        protect.raw_set(
-            "__newindex",
-            lua.create_function(|lua, _: MultiValue| -> mlua::Result<()> {
-                Err(mlua::Error::RuntimeError(format!(
-                    "{}Attempt to modify a readonly table",
-                    caller_position(lua)
-                )))
-            })?,
-        )?;
+        let protect = protection(&lua)?;
         globals.set_metatable(Some(protect))?;
         Ok(Vm {
             lua,
             generation,
             functions: HashMap::new(),
+            fcalls: HashMap::new(),
+            fn_generation: None,
             redis,
             xpcall,
             handler,
+            bind,
         })
     }
 
-    fn function(&mut self, sha: &str, body: &Bytes) -> Result<Function, Frame> {
+    /// Loads the registry's libraries into this interpreter if they changed since last time.
+    fn refresh_functions(&mut self, registry: &functions::FunctionRegistry) {
+        let generation = registry.generation();
+        if self.fn_generation == Some(generation) {
+            return;
+        }
+        self.fcalls.clear();
+        let globals = self.lua.globals();
+        for lib in registry.libraries() {
+            // Validated when loaded; a failure here would only lose that library's functions.
+            if let Ok(reg) = functions::load_into(&self.lua, &lib.code, &globals, Some(&self.redis))
+            {
+                for (info, f) in reg.infos.into_iter().zip(reg.callbacks) {
+                    self.fcalls.insert(info.name, f);
+                }
+            }
+        }
+        self.fn_generation = Some(generation);
+    }
+
+    fn script(&mut self, sha: &str, body: &Bytes) -> Result<Function, Frame> {
         if let Some(f) = self.functions.get(sha) {
             return Ok(f.clone());
         }
@@ -289,21 +348,37 @@ impl Vm {
     }
 
     fn run(&mut self, ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
-        let f = match self.function(inv.sha, inv.body) {
-            Ok(f) => f,
-            Err(frame) => return frame,
+        let (f, name, is_function) = match inv.target {
+            Target::Script { sha, body } => match self.script(sha, body) {
+                Ok(f) => (f, sha, false),
+                Err(frame) => return frame,
+            },
+            Target::Function { name } => match self.fcalls.get(name) {
+                Some(f) => (f.clone(), name, true),
+                None => return err(errors::FUNCTION_NOT_FOUND),
+            },
         };
-        let globals = self.lua.globals();
-        let set = |name: &str, items: &[Bytes]| -> mlua::Result<()> {
+        let table = |items: &[Bytes]| -> mlua::Result<Table> {
             let t = self.lua.create_table_with_capacity(items.len(), 0)?;
             for (i, item) in items.iter().enumerate() {
                 t.raw_seti(i + 1, self.lua.create_string(item)?)?;
             }
-            globals.raw_set(name, t)
+            Ok(t)
         };
-        if let Err(e) = set("KEYS", inv.keys).and_then(|_| set("ARGV", inv.args)) {
-            return err(format!("ERR {}", lua_message(&e)));
-        }
+        // Scripts see KEYS and ARGV as globals; functions get them as their two arguments.
+        let call_args = if is_function {
+            match table(inv.keys).and_then(|k| Ok((k, table(inv.args)?))) {
+                Ok(pair) => Some(pair),
+                Err(e) => return err(format!("ERR {}", lua_message(&e))),
+            }
+        } else {
+            let globals = self.lua.globals();
+            let set = |name: &str, items: &[Bytes]| globals.raw_set(name, table(items)?);
+            if let Err(e) = set("KEYS", inv.keys).and_then(|_| set("ARGV", inv.args)) {
+                return err(format!("ERR {}", lua_message(&e)));
+            }
+            None
+        };
         let resp3 = Cell::new(false);
         let ctx = RefCell::new(ctx);
         let outcome = self.lua.scope(|scope| {
@@ -325,8 +400,18 @@ impl Vm {
             self.redis.raw_set("call", call)?;
             self.redis.raw_set("pcall", pcall)?;
             self.redis.raw_set("setresp", setresp)?;
-            self.xpcall
-                .call::<MultiValue>((f.clone(), self.handler.clone()))
+            match &call_args {
+                // Lua 5.1's xpcall passes no arguments: bind them in a closure first.
+                Some((keys, args)) => {
+                    let bound: Function =
+                        self.bind.call((f.clone(), keys.clone(), args.clone()))?;
+                    self.xpcall
+                        .call::<MultiValue>((bound, self.handler.clone()))
+                }
+                None => self
+                    .xpcall
+                    .call::<MultiValue>((f.clone(), self.handler.clone())),
+            }
         });
         let values: Vec<Value> = match outcome {
             Ok(v) => v.into_iter().collect(),
@@ -344,7 +429,7 @@ impl Vm {
         let msg: String = t.raw_get("err").unwrap_or_default();
         let source: String = t.raw_get("source").unwrap_or_else(|_| "?".into());
         let line: i64 = t.raw_get("line").unwrap_or(-1);
-        err(format!("{msg} script: {}, on {source}:{line}.", inv.sha))
+        err(format!("{msg} script: {name}, on {source}:{line}."))
     }
 }
 
@@ -485,7 +570,11 @@ fn lua_message(e: &mlua::Error) -> String {
             Some(CallError(text)) => text.clone(),
             None => format!("ERR {inner}"),
         },
-        mlua::Error::RuntimeError(s) | mlua::Error::SyntaxError { message: s, .. } => s.clone(),
+        mlua::Error::RuntimeError(s) | mlua::Error::SyntaxError { message: s, .. } => s
+            .split("\nstack traceback:")
+            .next()
+            .unwrap_or_default()
+            .to_string(),
         other => other.to_string(),
     }
 }

@@ -19,13 +19,20 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![warn(missing_docs)]
+
+mod batch;
+mod check;
 mod collection;
 mod db;
+pub mod dump;
 mod error;
 mod expire;
 pub mod glob;
 mod hash;
 mod hot;
+mod info;
+mod iter;
 pub mod keys;
 mod keyspace;
 mod list;
@@ -39,9 +46,13 @@ mod storage;
 mod string;
 mod zset;
 
+pub use batch::Batch;
+pub use check::{CheckReport, Problem};
 pub use db::{now_ms, Db, Options, Stats};
 pub use error::{Error, Result};
 pub use hash::HashScanPage;
+pub use info::EngineInfo;
+pub use iter::{KeyFilter, KeyInfo, Keys};
 pub use keyspace::{ExpireCondition, ScanPage, Ttl};
 pub use list::ListEnd;
 pub use meta::KeyType;

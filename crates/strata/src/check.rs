@@ -319,3 +319,40 @@ fn list_bounds(c: &CollectionMeta) -> Option<(u64, u64)> {
     let t = u64::from_be_bytes(c.extra[8..].try_into().ok()?);
     (h <= t).then_some((h, t))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrong_counts_are_reported_then_repaired() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| crate::Error::Io(e.to_string()))?;
+        let db = Db::open(dir.path())?;
+        db.sadd(b"s", &[b"a", b"b", b"c"])?;
+        db.zadd(b"z", &[(1.0, b"m".as_slice())], Default::default())?;
+        let mut c = db
+            .load_collection(b"s", KeyType::Set)?
+            .ok_or(crate::Error::NoSuchKey)?;
+        c.len = 5;
+        let mut b = WriteBatch::default();
+        db.put_collection(&mut b, b"s", &c);
+        // A zset member whose score index entry is missing.
+        let z = db
+            .load_collection(b"z", KeyType::ZSet)?
+            .ok_or(crate::Error::NoSuchKey)?;
+        b.delete_cf(
+            db.storage().cf(CF_ZSCORE),
+            db.sub_key(b"z", &z, &zscore_sub(1.0, b"m")),
+        );
+        db.write(b)?;
+        let report = db.check(false, |_| {})?;
+        assert_eq!(report.unrepaired(), 2, "{:?}", report.problems);
+        let repaired = db.check(true, |_| {})?;
+        assert_eq!(repaired.unrepaired(), 0);
+        assert!(db.check(false, |_| {})?.problems.is_empty());
+        assert_eq!(db.scard(b"s")?, 3);
+        assert_eq!(db.zrank(b"m", b"m", false)?, None);
+        assert_eq!(db.zrank(b"z", b"m", false)?, Some(0));
+        Ok(())
+    }
+}

@@ -156,15 +156,6 @@ impl Db {
 
     /// Opens (or creates) the data directory at `path`. A directory another process holds open
     /// for writing fails with [`Error::Locked`] (RocksDB's `LOCK` file), never with corruption.
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir()?;
-    /// let opts = strata::Options { sync: strata::SyncPolicy::Always, ..Default::default() };
-    /// let db = strata::Db::open_with(dir.path(), opts)?;
-    /// assert!(matches!(strata::Db::open(dir.path()), Err(strata::Error::Locked(_))));
-    /// # drop(db);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn open_with(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         if opts.databases == 0 || opts.databases > 256 {
             return Err(Error::DbIndexOutOfRange);

@@ -4,19 +4,6 @@
 //! byte as `docs/format.md` ("Dump files") describes it; [`export`] and [`import`] drive them over
 //! a [`Db`], streaming both ways (one key's member at a time in memory). Knows nothing of files:
 //! callers hand in any `Write` / `Read`.
-//!
-//! ```
-//! # let dir = tempfile::tempdir()?;
-//! let src = strata::Db::open(dir.path().join("a"))?;
-//! src.hset(b"h", &[(b"f", b"v")])?;
-//! let mut bytes = Vec::new();
-//! strata::dump::export(&src, &mut bytes, |_| {})?;
-//! let dst = strata::Db::open(dir.path().join("b"))?;
-//! let summary = strata::dump::import(&dst, bytes.as_slice(), |_| {})?;
-//! assert_eq!(summary.keys, 1);
-//! assert_eq!(dst.hget(b"h", b"f")?, Some(b"v".to_vec()));
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
 
 use std::io::{Read, Write};
 

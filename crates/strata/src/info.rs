@@ -35,16 +35,6 @@ const LEVELS: usize = 7;
 
 impl Db {
     /// Engine and disk figures for the whole directory.
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir()?;
-    /// let db = strata::Db::open(dir.path())?;
-    /// db.set(b"k", b"v", Default::default())?;
-    /// let info = db.engine_info();
-    /// assert!(info.disk_bytes > 0);
-    /// assert_eq!(info.files_per_level.len(), 7);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn engine_info(&self) -> EngineInfo {
         let s = self.storage();
         let sum = |name: &str| -> u64 {

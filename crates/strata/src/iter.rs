@@ -171,22 +171,6 @@ impl Iterator for Keys {
 
 impl Db {
     /// Streams the live keys of this database that pass `filter` (see [`Keys`] for the order).
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir()?;
-    /// use strata::KeyFilter;
-    /// let db = strata::Db::open(dir.path())?;
-    /// db.set(b"user:1", b"ann", Default::default())?;
-    /// db.set(b"user:2", b"bob", Default::default())?;
-    /// db.sadd(b"tags", &[b"a"])?;
-    /// let mut users: Vec<Vec<u8>> = db
-    ///     .iter(KeyFilter::new().prefix(b"user:"))
-    ///     .map(|k| k.map(|k| k.key))
-    ///     .collect::<Result<_, _>>()?;
-    /// users.sort();
-    /// assert_eq!(users, vec![b"user:1".to_vec(), b"user:2".to_vec()]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn iter(&self, filter: KeyFilter) -> Keys {
         Keys {
             db: self.clone(),

@@ -267,16 +267,6 @@ impl Db {
 
     /// Streams the items of the list at `key` from head to tail (nothing if missing), one item in
     /// memory at a time.
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir()?;
-    /// let db = strata::Db::open(dir.path())?;
-    /// db.rpush(b"l", &[b"a", b"b"])?;
-    /// let mut items = Vec::new();
-    /// db.list_each(b"l", |v| items.push(v.to_vec()))?;
-    /// assert_eq!(items, vec![b"a".to_vec(), b"b".to_vec()]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn list_each(&self, key: &[u8], mut f: impl FnMut(&[u8])) -> Result<()> {
         let Some(l) = self.list_load(key)? else {
             return Ok(());

@@ -144,7 +144,7 @@ pub fn set(db: &Db, kind: ValueType, ttl: Option<u64>, key: &[u8], values: &[Vec
             batch.set(key, refs[0]);
         }
         ValueType::Hash => {
-            if refs.len() % 2 != 0 {
+            if !refs.len().is_multiple_of(2) {
                 return usage("set --type hash takes FIELD VALUE pairs");
             }
             let pairs: Vec<(&[u8], &[u8])> = refs.chunks(2).map(|p| (p[0], p[1])).collect();
@@ -157,7 +157,7 @@ pub fn set(db: &Db, kind: ValueType, ttl: Option<u64>, key: &[u8], values: &[Vec
             batch.sadd(key, &refs);
         }
         ValueType::Zset => {
-            if refs.len() % 2 != 0 {
+            if !refs.len().is_multiple_of(2) {
                 return usage("set --type zset takes SCORE MEMBER pairs");
             }
             let mut pairs = Vec::new();
@@ -262,13 +262,9 @@ pub fn list(
     as_json: bool,
 ) -> Outcome {
     let mut out = Out::new();
-    let mut n = 0u64;
-    for info in db.iter(filter) {
-        if limit.is_some_and(|l| n >= l) {
-            break;
-        }
+    let limit = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    for info in db.iter(filter).take(limit) {
         let info = info?;
-        n += 1;
         let line = match (as_json, detail) {
             (true, true) => json!({
                 "key": json_bytes(&info.key),

@@ -62,7 +62,7 @@ pub fn stats(db: &strata::Db, as_json: bool) -> Outcome {
             s.size += info.size;
             s.expiring += u64::from(info.expire_at.is_some());
             seen += 1;
-            if seen % 4096 == 0 {
+            if seen.is_multiple_of(4096) {
                 bar.set_position(seen);
             }
         }

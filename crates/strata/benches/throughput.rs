@@ -16,7 +16,11 @@ fn rate(n: u64, t: Instant) -> f64 {
 }
 
 fn key(i: u64) -> Vec<u8> {
-    format!("key:{:012}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % 10_000_000_000).into_bytes()
+    format!(
+        "key:{:012}",
+        i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % 10_000_000_000
+    )
+    .into_bytes()
 }
 
 fn run(sync: SyncPolicy, ops: u64) -> R {
@@ -56,7 +60,10 @@ fn run(sync: SyncPolicy, ops: u64) -> R {
     let t = Instant::now();
     for i in 0..ops {
         let field = format!("f{}", i % 1000);
-        db.hset(format!("h{}", i % 100).as_bytes(), &[(field.as_bytes(), &value[..])])?;
+        db.hset(
+            format!("h{}", i % 100).as_bytes(),
+            &[(field.as_bytes(), &value[..])],
+        )?;
     }
     let hset = rate(ops, t);
 

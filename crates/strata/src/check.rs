@@ -89,7 +89,7 @@ impl Db {
                     }
                     let (k, v) = (k.to_vec(), v.to_vec());
                     d.check_key(&k[3..], &v, now, repair, &mut report)?;
-                    if report.keys % 1024 == 0 {
+                    if report.keys.is_multiple_of(1024) {
                         progress(report.keys);
                     }
                     it.next();

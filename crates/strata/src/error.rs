@@ -68,6 +68,9 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+// Lets the crate use `?` on engine calls. Hidden from the documentation: the public API names no
+// RocksDB type, and programs never receive a `rocksdb::Error` to convert.
+#[doc(hidden)]
 impl From<rocksdb::Error> for Error {
     fn from(e: rocksdb::Error) -> Self {
         let text = e.into_string();

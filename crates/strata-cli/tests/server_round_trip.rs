@@ -140,6 +140,26 @@ fn answers(c: &mut redis::Connection) -> Result<Vec<String>, Box<dyn std::error:
     Ok(out)
 }
 
+/// The first complete `checkpoint-*` directory under `parent` (waits up to 30 s).
+fn wait_for_checkpoint(parent: &Path) -> Result<PathBuf, Box<dyn std::error::Error>> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Ok(entries) = std::fs::read_dir(parent) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with("checkpoint-")
+                    && !name.ends_with(".tmp")
+                    && e.path().join("CURRENT").is_file()
+                {
+                    return Ok(e.path());
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!("no checkpoint appeared under {}", parent.display()).into())
+}
+
 #[test]
 fn server_data_survives_export_and_import_into_a_new_directory() -> R {
     let root = tempfile::tempdir()?;
@@ -199,6 +219,14 @@ fn server_data_survives_export_and_import_into_a_new_directory() -> R {
         .args(["get", "str"])
         .output()?;
     assert_eq!(String::from_utf8_lossy(&live.stdout), "hello\n");
+
+    // A live backup goes through the server's BGSAVE checkpoint, which `strata restore` takes.
+    redis::cmd("BGSAVE").query::<()>(&mut c)?;
+    let checkpoint = wait_for_checkpoint(&a.join("backup"))?;
+    let restored = root.path().join("restored");
+    strata(&restored, &["restore", checkpoint.to_str().ok_or("path")?])?;
+    let got = strata(&restored, &["-n", "5", "get", "in5"])?;
+    assert_eq!(String::from_utf8_lossy(&got.stdout), "five\n");
 
     let before = answers(&mut c)?;
     drop(c);

@@ -130,6 +130,11 @@ pub fn from_db(e: strata::Error) -> Frame {
         strata::Error::DbIndexOutOfRange => err(DB_INDEX),
         strata::Error::StringTooLong => err(STRING_TOO_LONG),
         strata::Error::Locked(m) => err(format!("ERR {m}")),
+        e @ (strata::Error::Missing(_)
+        | strata::Error::NotStrata(_)
+        | strata::Error::ReadOnly
+        | strata::Error::Io(_)
+        | strata::Error::BadDump(_)) => err(format!("ERR {e}")),
         strata::Error::Corrupt(m) => err(format!("ERR corrupt data: {m}")),
         strata::Error::Storage(m) => {
             if m.contains("No space left") || m.contains("NoSpace") {

@@ -162,6 +162,7 @@ fn run(config: Config) -> i32 {
         // Each connection flushes the WAL buffer once per batch of commands, before replying.
         batch_wal_writes: true,
         hot_cache_size: usize::try_from(config.hot_cache_size()).unwrap_or(usize::MAX),
+        ..strata::Options::default()
     };
     let db = match strata::Db::open_with(&dir, opts) {
         Ok(db) => db,

@@ -26,7 +26,7 @@ pub(crate) struct CollectionMeta {
 }
 
 impl CollectionMeta {
-    fn from_meta(m: Meta) -> Result<CollectionMeta> {
+    pub(crate) fn from_meta(m: Meta) -> Result<CollectionMeta> {
         let (Some(version), Some(len)) = (m.version(), m.collection_len()) else {
             return Err(Error::Corrupt(format!(
                 "{} metadata of {} bytes lacks version/len",
@@ -43,7 +43,7 @@ impl CollectionMeta {
         })
     }
 
-    fn body(&self) -> Vec<u8> {
+    pub(crate) fn body(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(16 + self.extra.len());
         b.extend_from_slice(&self.version.to_be_bytes());
         b.extend_from_slice(&self.len.to_be_bytes());

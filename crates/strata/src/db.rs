@@ -52,6 +52,14 @@ pub struct Options {
     /// Bytes of recently written string values kept in memory so GET of hot keys skips RocksDB
     /// (0, the default, disables the cache).
     pub hot_cache_size: usize,
+    /// Open without writing anything: reads work, every write fails with [`Error::ReadOnly`].
+    /// Several read-only handles, and one read-only handle next to a running server, may share a
+    /// directory; what they see is the directory as of the moment they opened it. Off by default.
+    pub read_only: bool,
+    /// Create the directory when it does not exist (on by default). When off, opening a missing
+    /// directory fails with [`Error::Missing`] and a directory that is not Strata's with
+    /// [`Error::NotStrata`], and nothing is written to either.
+    pub create_if_missing: bool,
 }
 
 impl Default for Options {
@@ -66,6 +74,8 @@ impl Default for Options {
             max_string_len: 512 << 20,
             batch_wal_writes: false,
             hot_cache_size: 0,
+            read_only: false,
+            create_if_missing: true,
         }
     }
 }
@@ -123,7 +133,32 @@ impl Db {
         Db::open_with(path, Options::default())
     }
 
-    /// Opens (or creates) the data directory at `path`.
+    /// Opens an existing data directory read-only, as [`Options::read_only`] describes: it works
+    /// while a server (or another program) has the directory open for writing.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let writer = strata::Db::open(dir.path())?;
+    /// writer.set(b"k", b"v", Default::default())?;
+    /// writer.flush()?;
+    /// let reader = strata::Db::open_read_only(dir.path())?;
+    /// assert_eq!(reader.get(b"k")?, Some(b"v".to_vec()));
+    /// assert_eq!(reader.set(b"k", b"w", Default::default()), Err(strata::Error::ReadOnly));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Db> {
+        Db::open_with(
+            path,
+            Options {
+                read_only: true,
+                create_if_missing: false,
+                ..Options::default()
+            },
+        )
+    }
+
+    /// Opens (or creates) the data directory at `path`. A directory another process holds open
+    /// for writing fails with [`Error::Locked`] (RocksDB's `LOCK` file), never with corruption.
     pub fn open_with(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         if opts.databases == 0 || opts.databases > 256 {
             return Err(Error::DbIndexOutOfRange);
@@ -136,6 +171,8 @@ impl Db {
                 compression: opts.compression,
                 sync: opts.sync,
                 batch_wal_writes: opts.batch_wal_writes,
+                read_only: opts.read_only,
+                create_if_missing: opts.create_if_missing,
             },
         )?;
         let mut map = [0u8; 256];
@@ -164,7 +201,9 @@ impl Db {
             path: path.as_ref().to_path_buf(),
             stop: AtomicBool::new(false),
         });
-        spawn_housekeeping(Arc::downgrade(&inner), opts.active_expire);
+        if !opts.read_only {
+            spawn_housekeeping(Arc::downgrade(&inner), opts.active_expire);
+        }
         Ok(Db { inner, index: 0 })
     }
 
@@ -262,6 +301,11 @@ impl Db {
     /// The data directory.
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// Whether the directory was opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.inner.storage.is_read_only()
     }
 
     /// The current sync policy.

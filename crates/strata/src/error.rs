@@ -22,8 +22,18 @@ pub enum Error {
     DbIndexOutOfRange,
     /// A string would grow beyond the configured maximum size.
     StringTooLong,
-    /// The data directory is locked by another process.
+    /// The data directory is locked by another process (the message names the directory).
     Locked(String),
+    /// The data directory does not exist (and was not to be created).
+    Missing(String),
+    /// The directory exists but is not a Strata data directory.
+    NotStrata(String),
+    /// A write was attempted on a directory opened read-only.
+    ReadOnly,
+    /// Reading or writing a file other than the database failed (a dump, a backup).
+    Io(String),
+    /// A dump file is malformed, truncated or damaged.
+    BadDump(String),
     /// A record read from disk does not decode.
     Corrupt(String),
     /// The storage engine failed (I/O error, disk full, ...).
@@ -44,7 +54,12 @@ impl fmt::Display for Error {
             Error::NoSuchKey => f.write_str("no such key"),
             Error::DbIndexOutOfRange => f.write_str("DB index is out of range"),
             Error::StringTooLong => f.write_str("string exceeds maximum allowed size"),
-            Error::Locked(m) => write!(f, "data directory is in use: {m}"),
+            Error::Locked(m) => f.write_str(m),
+            Error::Missing(p) => write!(f, "data directory {p} does not exist"),
+            Error::NotStrata(m) => write!(f, "not a Strata data directory: {m}"),
+            Error::ReadOnly => f.write_str("the data directory is open read-only"),
+            Error::Io(m) => write!(f, "I/O error: {m}"),
+            Error::BadDump(m) => write!(f, "bad dump file: {m}"),
             Error::Corrupt(m) => write!(f, "corrupt record: {m}"),
             Error::Storage(m) => write!(f, "storage error: {m}"),
         }
@@ -53,6 +68,9 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+// Lets the crate use `?` on engine calls. Hidden from the documentation: the public API names no
+// RocksDB type, and programs never receive a `rocksdb::Error` to convert.
+#[doc(hidden)]
 impl From<rocksdb::Error> for Error {
     fn from(e: rocksdb::Error) -> Self {
         let text = e.into_string();

@@ -129,10 +129,19 @@ impl Db {
     /// beginning), calling `f(key, type, expire_ms)` until it returns false. Returns the last key
     /// visited. The `meta` family is hashed by `[db][slot]` prefix (see storage.rs), so the walk
     /// seeks slot by slot, each within its prefix.
-    fn walk(
+    pub(crate) fn walk(
         &self,
         after: Option<&[u8]>,
         mut f: impl FnMut(&[u8], KeyType, u64) -> bool,
+    ) -> Result<Option<Vec<u8>>> {
+        self.walk_raw(after, |k, t, exp, _| f(k, t, exp))
+    }
+
+    /// Like [`Db::walk`], also handing `f` the raw metadata record (`f(key, type, expire_ms, raw)`).
+    pub(crate) fn walk_raw(
+        &self,
+        after: Option<&[u8]>,
+        mut f: impl FnMut(&[u8], KeyType, u64, &[u8]) -> bool,
     ) -> Result<Option<Vec<u8>>> {
         let phys = self.phys();
         let s = self.storage();
@@ -164,7 +173,7 @@ impl Db {
                 let user = &k[3..];
                 last = Some(user.to_vec());
                 if let Ok((kind, exp)) = meta::decode_header(v) {
-                    if (exp == 0 || exp > now) && !f(user, kind, exp) {
+                    if (exp == 0 || exp > now) && !f(user, kind, exp, v) {
                         it.status()?;
                         return Ok(last);
                     }

@@ -30,7 +30,7 @@ pub enum ListEnd {
 type KeyedItems = (Vec<u8>, Vec<Vec<u8>>);
 
 /// Absolute index of the first item of a new list.
-const LIST_START: u64 = 1 << 63;
+pub(crate) const LIST_START: u64 = 1 << 63;
 
 /// Spans longer than this are deleted with one range tombstone instead of point deletes.
 const RANGE_DELETE_MIN: u64 = 64;
@@ -152,7 +152,7 @@ impl Db {
 
     /// Streams the items at absolute indexes `from..to` forward (or backward with `rev`), calling
     /// `f(absolute index, item)` until it returns false.
-    fn list_each(
+    fn list_span(
         &self,
         key: &[u8],
         l: &ListState,
@@ -189,7 +189,7 @@ impl Db {
     /// Reads the items at absolute indexes `from..to` in order.
     fn list_read(&self, key: &[u8], l: &ListState, from: u64, to: u64) -> Result<Vec<Vec<u8>>> {
         let mut out = Vec::with_capacity((to.saturating_sub(from)).min(1 << 16) as usize);
-        self.list_each(key, l, from, to, false, |_, v| {
+        self.list_span(key, l, from, to, false, |_, v| {
             out.push(v.to_vec());
             true
         })?;
@@ -265,6 +265,18 @@ impl Db {
         Ok(())
     }
 
+    /// Streams the items of the list at `key` from head to tail (nothing if missing), one item in
+    /// memory at a time.
+    pub fn list_each(&self, key: &[u8], mut f: impl FnMut(&[u8])) -> Result<()> {
+        let Some(l) = self.list_load(key)? else {
+            return Ok(());
+        };
+        self.list_span(key, &l, l.head, l.tail, false, |_, v| {
+            f(v);
+            true
+        })
+    }
+
     /// LPUSH: pushes each value at the head; returns the new length.
     pub fn lpush(&self, key: &[u8], values: &[&[u8]]) -> Result<u64> {
         self.list_push(key, ListEnd::Left, values, false)
@@ -305,7 +317,7 @@ impl Db {
             }
             ListEnd::Right => {
                 let mut items = Vec::with_capacity(n.min(1 << 16) as usize);
-                self.list_each(key, &l, l.tail - n, l.tail, true, |_, v| {
+                self.list_span(key, &l, l.tail - n, l.tail, true, |_, v| {
                     items.push(v.to_vec());
                     true
                 })?;
@@ -372,7 +384,7 @@ impl Db {
             return Ok(0);
         };
         let mut found = None;
-        self.list_each(key, &l, l.head, l.tail, false, |i, v| {
+        self.list_span(key, &l, l.head, l.tail, false, |i, v| {
             if v == pivot {
                 found = Some(i);
                 return false;
@@ -388,7 +400,7 @@ impl Db {
         if q - l.head <= l.tail - q && l.head > 0 {
             // Shift head..q one step towards the head.
             let mut moved = Vec::new();
-            self.list_each(key, &l, l.head, q, false, |i, v| {
+            self.list_span(key, &l, l.head, q, false, |i, v| {
                 moved.push((i - 1, v.to_vec()));
                 true
             })?;
@@ -400,7 +412,7 @@ impl Db {
         } else {
             // Shift q..tail one step towards the tail.
             let mut moved = Vec::new();
-            self.list_each(key, &l, q, l.tail, false, |i, v| {
+            self.list_span(key, &l, q, l.tail, false, |i, v| {
                 moved.push((i + 1, v.to_vec()));
                 true
             })?;
@@ -424,7 +436,7 @@ impl Db {
         };
         let limit = count.unsigned_abs();
         let mut hits: Vec<u64> = Vec::new();
-        self.list_each(key, &l, l.head, l.tail, count < 0, |i, v| {
+        self.list_span(key, &l, l.head, l.tail, count < 0, |i, v| {
             if v == value {
                 hits.push(i);
                 if limit != 0 && hits.len() as u64 >= limit {
@@ -444,7 +456,7 @@ impl Db {
             // Close the gaps by moving later items towards the head.
             let mut moves = Vec::new();
             let mut removed = 0usize;
-            self.list_each(key, &l, first, l.tail, false, |i, v| {
+            self.list_span(key, &l, first, l.tail, false, |i, v| {
                 if removed < hits.len() && hits[removed] == i {
                     removed += 1;
                 } else {
@@ -461,7 +473,7 @@ impl Db {
             // Close the gaps by moving earlier items towards the tail.
             let mut moves = Vec::new();
             let mut removed = 0usize;
-            self.list_each(key, &l, l.head, last + 1, true, |i, v| {
+            self.list_span(key, &l, l.head, last + 1, true, |i, v| {
                 if removed < hits.len() && hits[hits.len() - 1 - removed] == i {
                     removed += 1;
                 } else {
@@ -528,7 +540,7 @@ impl Db {
         let mut out = Vec::new();
         let mut seen = 0u64;
         let mut matches: i64 = 0;
-        self.list_each(key, &l, l.head, l.tail, from_tail, |i, v| {
+        self.list_span(key, &l, l.head, l.tail, from_tail, |i, v| {
             if maxlen != 0 && seen >= maxlen {
                 return false;
             }

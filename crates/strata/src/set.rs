@@ -182,6 +182,18 @@ impl Db {
         Ok(out)
     }
 
+    /// Streams the members of the set at `key` in bytewise order (nothing if missing), one member
+    /// in memory at a time.
+    pub fn set_each(&self, key: &[u8], mut f: impl FnMut(&[u8])) -> Result<()> {
+        let Some(c) = self.read_set(key)? else {
+            return Ok(());
+        };
+        self.for_each_sub(CF_DATA, key, &c, None, |m, _| {
+            f(m);
+            true
+        })
+    }
+
     /// SRANDMEMBER without a count: one random member, `None` when the key is missing.
     pub fn srandmember(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let Some(c) = self.read_set(key)? else {

@@ -84,11 +84,16 @@ pub struct StorageOptions {
     pub sync: SyncPolicy,
     /// Collect WAL records in memory until [`Storage::flush_wal_buffer`] (see `Options`).
     pub batch_wal_writes: bool,
+    /// Open without writing anything (see `Options::read_only`).
+    pub read_only: bool,
+    /// Create the directory when it does not exist (see `Options::create_if_missing`).
+    pub create_if_missing: bool,
 }
 
 /// An open data directory.
 pub struct Storage {
     db: Arc<DB>,
+    read_only: bool,
     sync: AtomicU8,
     batch_wal_writes: bool,
     writes: AtomicU64,
@@ -137,13 +142,23 @@ fn cf_options(
 impl Storage {
     /// Opens (creating if missing) the data directory at `path`.
     pub fn open(path: &Path, opts: &StorageOptions) -> Result<Storage> {
-        std::fs::create_dir_all(path)
-            .map_err(|e| Error::Storage(format!("cannot create {}: {e}", path.display())))?;
+        if opts.create_if_missing && !opts.read_only {
+            std::fs::create_dir_all(path)
+                .map_err(|e| Error::Storage(format!("cannot create {}: {e}", path.display())))?;
+        } else if !path.is_dir() {
+            return Err(Error::Missing(path.display().to_string()));
+        } else if !path.join("CURRENT").is_file() {
+            return Err(Error::NotStrata(format!(
+                "{} holds no database (no CURRENT file)",
+                path.display()
+            )));
+        }
+        let writable = opts.create_if_missing && !opts.read_only;
         // HyperClockCache: lock-free lookups (the LRU cache's mutexes were the top cost of GET).
         let cache = Cache::new_hyper_clock_cache(opts.block_cache_size, 0);
         let mut db_opts = RocksOptions::default();
-        db_opts.create_if_missing(true);
-        db_opts.create_missing_column_families(true);
+        db_opts.create_if_missing(writable);
+        db_opts.create_missing_column_families(writable);
         db_opts.set_max_background_jobs(2);
         db_opts.set_manual_wal_flush(opts.batch_wal_writes);
         // Required by the hash-skiplist memtable of `meta`.
@@ -203,20 +218,30 @@ impl Storage {
             ColumnFamilyDescriptor::new(CF_ZSCORE, zscore_opts),
             ColumnFamilyDescriptor::new(CF_EXPIRE, expire_opts),
         ];
-        let db = Arc::new(DB::open_cf_descriptors(&db_opts, path, cfs)?);
+        let opened = if opts.read_only {
+            DB::open_cf_descriptors_read_only(&db_opts, path, cfs, false)
+        } else {
+            DB::open_cf_descriptors(&db_opts, path, cfs)
+        };
+        let db = Arc::new(opened.map_err(|e| open_error(path, e))?);
         let _ = handle.set(Arc::downgrade(&db));
         let storage = Storage {
             db,
+            read_only: opts.read_only,
             sync: AtomicU8::new(opts.sync.to_u8()),
             batch_wal_writes: opts.batch_wal_writes,
             writes: AtomicU64::new(0),
         };
-        storage.check_format()?;
+        storage.check_format(path, writable)?;
         Ok(storage)
     }
 
-    fn check_format(&self) -> Result<()> {
+    fn check_format(&self, path: &Path, may_create: bool) -> Result<()> {
         match self.db.get(FORMAT_KEY)? {
+            None if !may_create => Err(Error::NotStrata(format!(
+                "{} is a RocksDB database without Strata's format marker",
+                path.display()
+            ))),
             None => {
                 self.db.put(FORMAT_KEY, [FORMAT_VERSION])?;
                 Ok(())
@@ -240,6 +265,24 @@ impl Storage {
         &self.db
     }
 
+    /// Whether the directory was opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// A text property of family `cf` (e.g. `rocksdb.levelstats`), if the engine knows it.
+    pub fn property_text(&self, cf: &str, name: &str) -> Option<String> {
+        self.db.property_value_cf(self.cf(cf), name).ok().flatten()
+    }
+
+    /// An integer property of family `cf`, if the engine knows it.
+    pub fn property_int(&self, cf: &str, name: &str) -> Option<u64> {
+        self.db
+            .property_int_value_cf(self.cf(cf), name)
+            .ok()
+            .flatten()
+    }
+
     /// The current sync policy.
     pub fn sync_policy(&self) -> SyncPolicy {
         SyncPolicy::from_u8(self.sync.load(Ordering::Relaxed))
@@ -252,6 +295,9 @@ impl Storage {
 
     /// Applies a batch atomically, honouring the sync policy.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
         let mut wo = WriteOptions::default();
         wo.set_sync(self.sync_policy() == SyncPolicy::Always);
         self.db.write_opt(batch, &wo)?;
@@ -267,7 +313,7 @@ impl Storage {
     /// Hands the buffered WAL records to the operating system (one write call for every record
     /// collected since the last flush). A no-op unless `batch_wal_writes` is on.
     pub fn flush_wal_buffer(&self) -> Result<()> {
-        if self.batch_wal_writes {
+        if self.batch_wal_writes && !self.read_only {
             self.db.flush_wal(false)?;
         }
         Ok(())
@@ -296,6 +342,9 @@ impl Storage {
 
     /// Flushes memtables to SST files and syncs the WAL (clean shutdown).
     pub fn flush_all(&self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
         self.db.flush_wal(true)?;
         for cf in [CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE] {
             self.db.flush_cf(self.cf(cf))?;
@@ -305,6 +354,9 @@ impl Storage {
 
     /// Writes a consistent checkpoint (hard links where possible) into `dest`, which must not exist.
     pub fn checkpoint(&self, dest: &Path) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
         let cp = rocksdb::checkpoint::Checkpoint::new(&self.db)?;
         cp.create_checkpoint(dest)?;
         Ok(())
@@ -312,6 +364,9 @@ impl Storage {
 
     /// Compacts every family fully (reclaims space of deleted and expired records now).
     pub fn compact_all(&self) {
+        if self.read_only {
+            return;
+        }
         for cf in [CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE] {
             self.db
                 .compact_range_cf(self.cf(cf), None::<&[u8]>, None::<&[u8]>);
@@ -329,6 +384,24 @@ impl Storage {
                     .flatten()
             })
             .sum()
+    }
+}
+
+/// Turns an engine error at open into a data-model error that names the directory.
+fn open_error(path: &Path, e: rocksdb::Error) -> Error {
+    let text = e.into_string();
+    if text.contains("LOCK") || text.contains("lock file") {
+        Error::Locked(format!(
+            "data directory {} is in use by another process (a running strata-server?): {text}",
+            path.display()
+        ))
+    } else if text.contains("Column famil") || text.contains("column famil") {
+        Error::NotStrata(format!(
+            "{} is a RocksDB database without Strata's column families ({text})",
+            path.display()
+        ))
+    } else {
+        Error::Storage(format!("cannot open {}: {text}", path.display()))
     }
 }
 

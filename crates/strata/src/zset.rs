@@ -262,11 +262,11 @@ pub(crate) const LISTPACK_MAX_ENTRIES: u64 = 128;
 pub(crate) const LISTPACK_MAX_VALUE: usize = 64;
 
 /// The `data` value of a score: its IEEE-754 bits, big-endian.
-fn score_bytes(score: f64) -> [u8; 8] {
+pub(crate) fn score_bytes(score: f64) -> [u8; 8] {
     score.to_bits().to_be_bytes()
 }
 
-fn score_from_value(v: &[u8]) -> Result<f64> {
+pub(crate) fn score_from_value(v: &[u8]) -> Result<f64> {
     let b: [u8; 8] = v
         .try_into()
         .map_err(|_| Error::Corrupt(format!("zset score of {} bytes", v.len())))?;
@@ -274,7 +274,7 @@ fn score_from_value(v: &[u8]) -> Result<f64> {
 }
 
 /// The `zscore` sub-key of a member: `[order-preserving score][member]`.
-fn zscore_sub(score: f64, member: &[u8]) -> Vec<u8> {
+pub(crate) fn zscore_sub(score: f64, member: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(8 + member.len());
     out.extend_from_slice(&encode_score(score));
     out.extend_from_slice(member);
@@ -282,7 +282,7 @@ fn zscore_sub(score: f64, member: &[u8]) -> Vec<u8> {
 }
 
 /// Splits a `zscore` sub-key into `(score, member)`.
-fn split_zscore_sub(sub: &[u8]) -> Option<(f64, &[u8])> {
+pub(crate) fn split_zscore_sub(sub: &[u8]) -> Option<(f64, &[u8])> {
     if sub.len() < 8 {
         return None;
     }
@@ -298,7 +298,7 @@ fn score_successor(score: f64) -> [u8; 8] {
 }
 
 /// Scores are stored without the sign of zero (Redis's compact encoding prints `-0` as `0`).
-fn normalize(score: f64) -> f64 {
+pub(crate) fn normalize(score: f64) -> f64 {
     if score == 0.0 {
         0.0
     } else {
@@ -583,6 +583,43 @@ impl Db {
         }
         w.commit()?;
         Ok(removed)
+    }
+
+    /// Streams the members of the sorted set at `key` with their scores, in Redis's order (by
+    /// score, then member), one member in memory at a time. Nothing if the key is missing.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = strata::Db::open(dir.path())?;
+    /// db.zadd(b"z", &[(2.0, b"b".as_slice()), (1.0, b"a".as_slice())], Default::default())?;
+    /// let mut seen = Vec::new();
+    /// db.zset_each(b"z", |m, s| seen.push((m.to_vec(), s)))?;
+    /// assert_eq!(seen, vec![(b"a".to_vec(), 1.0), (b"b".to_vec(), 2.0)]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn zset_each(&self, key: &[u8], mut f: impl FnMut(&[u8], f64)) -> Result<()> {
+        let Some(c) = self.load_collection(key, KeyType::ZSet)? else {
+            return Ok(());
+        };
+        let mut bad = false;
+        self.for_each_sub(CF_ZSCORE, key, &c, None, |sub, _| {
+            match split_zscore_sub(sub) {
+                Some((score, member)) => {
+                    f(member, score);
+                    true
+                }
+                None => {
+                    bad = true;
+                    false
+                }
+            }
+        })?;
+        if bad {
+            return Err(Error::Corrupt(
+                "zset score entry shorter than 8 bytes".into(),
+            ));
+        }
+        Ok(())
     }
 
     /// ZCARD: the number of members, O(1).

@@ -138,3 +138,28 @@ def test_scripts_are_atomic_and_run_in_parallel(strata_server):
     assert counts["scripts"] > 50 and counts["reads"] > 50, counts
     assert int(setup.get("p:a")) + int(setup.get("p:b")) == 2000
     assert setup.get("p:undeclared") == b"0"
+
+
+def test_script_kill_stops_a_runaway_script_that_has_not_written(strata_server):
+    runner, admin = strata_server.conn(), strata_server.conn()
+    assert admin.call_raw("SCRIPT", "KILL") == b"-NOTBUSY No scripts in execution right now.\r\n"
+    runner.send_command("EVAL", "while true do end", "0")
+    deadline = time.monotonic() + 5
+    while (reply := admin.call_raw("SCRIPT", "KILL")) != b"+OK\r\n":
+        assert reply.startswith(b"-NOTBUSY"), reply
+        assert time.monotonic() < deadline, "the script never showed up as running"
+        time.sleep(0.01)
+    got = runner.read_reply_raw()
+    assert got.startswith(b"-ERR Script killed by user with SCRIPT KILL... script: "), got
+    assert got.endswith(b", on @user_script:1.\r\n"), got
+    # A script that wrote cannot be killed; it is left to finish (here: after a bounded loop).
+    runner.send_command("EVAL", "redis.call('set', KEYS[1], 'v'); local i = 0; "
+                        "while i < 30000000 do i = i + 1 end; return i", "1", "written")
+    deadline = time.monotonic() + 5
+    while (reply := admin.call_raw("SCRIPT", "KILL")).startswith(b"-NOTBUSY"):
+        assert time.monotonic() < deadline, "the script never showed up as running"
+        time.sleep(0.01)
+    assert reply.startswith(b"-UNKILLABLE Sorry the script already executed write commands"), reply
+    assert runner.read_reply_raw() == b":30000000\r\n"
+    # The connection that ran the killed script is fine.
+    assert runner.call("GET", "written") == b"v"

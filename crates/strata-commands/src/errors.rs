@@ -32,6 +32,8 @@ pub const FCALL_RO_WRITE: &str = "ERR Can not execute a script with write flag u
 pub const FUNCTION_FLUSH_MODE: &str = "ERR FUNCTION FLUSH only supports SYNC|ASYNC option";
 pub const RESTORE_POLICY: &str =
     "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.";
+pub const SCRIPT_KILLED: &str = "Script killed by user with SCRIPT KILL...";
+pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 pub const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
 pub const SCRIPT_FLUSH_MODE: &str = "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
 pub const SCRIPT_NO_ARGS: &str = "ERR Please specify at least one argument for this redis lib call";

@@ -145,9 +145,12 @@ fn script_flush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     Frame::ok()
 }
 
-fn script_kill(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    // Scripts run to completion on their worker thread; none is ever "busy" for others.
-    err(errors::NOTBUSY)
+fn script_kill(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+    match ctx.server.scripts().kill() {
+        scripting::KillOutcome::Killed => Frame::ok(),
+        scripting::KillOutcome::NotBusy => err(errors::NOTBUSY),
+        scripting::KillOutcome::Unkillable => err(errors::UNKILLABLE),
+    }
 }
 
 fn script_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {

@@ -10,8 +10,8 @@ pub mod functions;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::Bytes;
 use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
@@ -27,6 +27,43 @@ pub struct ScriptCache {
     bodies: RwLock<HashMap<String, Bytes>>,
     /// Bumped by SCRIPT FLUSH: interpreters drop their compiled functions when it changes.
     generation: AtomicU64,
+    /// The scripts and functions running right now, for SCRIPT KILL / FUNCTION KILL.
+    running: Mutex<Vec<Arc<Running>>>,
+}
+
+/// A script or function being run.
+pub struct Running {
+    /// Set by SCRIPT KILL: the interpreter raises an error at its next check.
+    kill: AtomicBool,
+    /// The script ran a write command: it may no longer be killed (its effects would be half
+    /// applied).
+    wrote: AtomicBool,
+    started: std::time::Instant,
+    /// The worker thread's other duties were handed to another thread (see [`LONG_SCRIPT`]).
+    handed_off: AtomicBool,
+}
+
+/// A script running longer than this hands its worker thread's other connections to another
+/// thread (tokio's `block_in_place`), so a long script never stalls clients that do not wait for
+/// its keys.
+const LONG_SCRIPT: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// Lets the runtime carry on without this thread for the rest of the current command.
+fn hand_off_worker() {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread) {
+        tokio::task::block_in_place(|| ());
+    }
+}
+
+/// What SCRIPT KILL / FUNCTION KILL found.
+pub enum KillOutcome {
+    /// A script will stop at its next check.
+    Killed,
+    /// Nothing runs.
+    NotBusy,
+    /// The running script has written: it must finish.
+    Unkillable,
 }
 
 impl ScriptCache {
@@ -63,6 +100,46 @@ impl ScriptCache {
             .unwrap_or_else(|p| p.into_inner())
             .clear();
         self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// SCRIPT KILL / FUNCTION KILL: stops the running scripts that have not written.
+    pub fn kill(&self) -> KillOutcome {
+        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        if running.is_empty() {
+            return KillOutcome::NotBusy;
+        }
+        let killable: Vec<&Arc<Running>> = running
+            .iter()
+            .filter(|r| !r.wrote.load(Ordering::Acquire))
+            .collect();
+        if killable.is_empty() {
+            return KillOutcome::Unkillable;
+        }
+        for r in killable {
+            r.kill.store(true, Ordering::Release);
+        }
+        KillOutcome::Killed
+    }
+
+    fn start(&self) -> Arc<Running> {
+        let r = Arc::new(Running {
+            kill: AtomicBool::new(false),
+            wrote: AtomicBool::new(false),
+            started: std::time::Instant::now(),
+            handed_off: AtomicBool::new(false),
+        });
+        self.running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(r.clone());
+        r
+    }
+
+    fn finish(&self, r: &Arc<Running>) {
+        self.running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|x| !Arc::ptr_eq(x, r));
     }
 
     /// Number of cached scripts and their total size in bytes (INFO memory).
@@ -119,7 +196,12 @@ impl std::error::Error for CallError {}
 
 thread_local! {
     static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
+    /// The script this thread runs now (the interpreter's hook checks its kill flag).
+    static CURRENT: RefCell<Option<Arc<Running>>> = const { RefCell::new(None) };
 }
+
+/// How often (in Lua VM instructions) a running script checks whether it was killed or runs long.
+const KILL_CHECK_INSTRUCTIONS: u32 = 10_000;
 
 /// Runs a script for the connection: holds its declared keys, runs it in this thread's
 /// interpreter, converts its result.
@@ -136,6 +218,9 @@ pub fn run_script(ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
     let was_in_script = std::mem::replace(&mut ctx.session.in_script, true);
     let generation = ctx.server.scripts().generation.load(Ordering::Acquire);
     let registry = ctx.server.functions().clone();
+    let cache = ctx.server.scripts().clone();
+    let running = cache.start();
+    let outer = CURRENT.with(|c| c.replace(Some(running.clone())));
     let reply = VM.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.as_ref().is_none_or(|vm| vm.generation != generation) {
@@ -152,6 +237,8 @@ pub fn run_script(ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
             None => err("ERR could not start the Lua interpreter"),
         }
     });
+    CURRENT.with(|c| *c.borrow_mut() = outer);
+    cache.finish(&running);
     ctx.session.in_script = was_in_script;
     ctx.session.block_mode = mode;
     drop(scope);
@@ -295,6 +382,23 @@ impl Vm {
         // Globals are read-only: a script may not create or read undefined globals.
         let protect = protection(&lua)?;
         globals.set_metatable(Some(protect))?;
+        lua.set_hook(
+            mlua::HookTriggers::new().every_nth_instruction(KILL_CHECK_INSTRUCTIONS),
+            |_, _| {
+                let Some(r) = CURRENT.with(|c| c.borrow().clone()) else {
+                    return Ok(mlua::VmState::Continue);
+                };
+                if !r.handed_off.load(Ordering::Relaxed) && r.started.elapsed() > LONG_SCRIPT {
+                    r.handed_off.store(true, Ordering::Relaxed);
+                    hand_off_worker();
+                }
+                if r.kill.load(Ordering::Acquire) {
+                    Err(mlua::Error::RuntimeError(errors::SCRIPT_KILLED.into()))
+                } else {
+                    Ok(mlua::VmState::Continue)
+                }
+            },
+        )?;
         Ok(Vm {
             lua,
             generation,
@@ -479,6 +583,13 @@ fn redis_call(
     }
     if read_only && spec.has_flag("write") {
         return fail(errors::SCRIPT_WRITE_IN_RO.into());
+    }
+    if spec.has_flag("write") {
+        CURRENT.with(|c| {
+            if let Some(r) = c.borrow().as_ref() {
+                r.wrote.store(true, Ordering::Release)
+            }
+        });
     }
     let frame = {
         let mut guard = ctx.borrow_mut();

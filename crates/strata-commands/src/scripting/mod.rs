@@ -39,20 +39,22 @@ pub struct Running {
     /// applied).
     wrote: AtomicBool,
     started: std::time::Instant,
-    /// The worker thread's other duties were handed to another thread (see [`LONG_SCRIPT`]).
-    handed_off: AtomicBool,
+    /// When (in microseconds of run time) to try handing the worker thread off next.
+    next_hand_off_us: AtomicU64,
 }
 
-/// A script running longer than this hands its worker thread's other connections to another
-/// thread (tokio's `block_in_place`), so a long script never stalls clients that do not wait for
-/// its keys.
-const LONG_SCRIPT: std::time::Duration = std::time::Duration::from_millis(2);
+/// A script still running after this long hands its worker thread's other connections to
+/// another thread (tokio's `block_in_place`), so a long script never stalls clients that do not
+/// wait for its keys. Later attempts follow at 4x the previous delay.
+const HAND_OFF_AFTER_US: u64 = 2_000;
 
-/// Lets the runtime carry on without this thread for the rest of the current command.
+/// Gives this worker thread's runtime duties to another thread: `block_in_place` starts one, and
+/// the short sleep lets it take them over before this thread could reclaim them (it keeps
+/// running the script without them). Tried again later if the handover did not happen.
 fn hand_off_worker() {
     use tokio::runtime::{Handle, RuntimeFlavor};
     if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread) {
-        tokio::task::block_in_place(|| ());
+        tokio::task::block_in_place(|| std::thread::sleep(std::time::Duration::from_micros(500)));
     }
 }
 
@@ -126,7 +128,7 @@ impl ScriptCache {
             kill: AtomicBool::new(false),
             wrote: AtomicBool::new(false),
             started: std::time::Instant::now(),
-            handed_off: AtomicBool::new(false),
+            next_hand_off_us: AtomicU64::new(HAND_OFF_AFTER_US),
         });
         self.running
             .lock()
@@ -388,8 +390,9 @@ impl Vm {
                 let Some(r) = CURRENT.with(|c| c.borrow().clone()) else {
                     return Ok(mlua::VmState::Continue);
                 };
-                if !r.handed_off.load(Ordering::Relaxed) && r.started.elapsed() > LONG_SCRIPT {
-                    r.handed_off.store(true, Ordering::Relaxed);
+                let next = r.next_hand_off_us.load(Ordering::Relaxed);
+                if r.started.elapsed().as_micros() as u64 >= next {
+                    r.next_hand_off_us.store(next * 4, Ordering::Relaxed);
                     hand_off_worker();
                 }
                 if r.kill.load(Ordering::Acquire) {
@@ -521,6 +524,12 @@ impl Vm {
             Ok(v) => v.into_iter().collect(),
             Err(e) => return err(format!("ERR {}", lua_message(&e))),
         };
+        if !is_function {
+            // KEYS and ARGV belong to this call only (functions must not see them).
+            let globals = self.lua.globals();
+            let _ = globals.raw_set("KEYS", Value::Nil);
+            let _ = globals.raw_set("ARGV", Value::Nil);
+        }
         let ok = matches!(values.first(), Some(Value::Boolean(true)));
         let value = values.get(1).cloned().unwrap_or(Value::Nil);
         if ok {

@@ -13,6 +13,8 @@ pub mod errors;
 pub mod hash_family;
 pub mod keys_family;
 pub mod list_family;
+pub mod notify;
+pub mod pubsub_family;
 pub mod server_family;
 pub mod set_family;
 pub mod sort_family;
@@ -62,6 +64,40 @@ pub struct Session {
     /// [`BlockMode::Serve`]): the connection must wait for one of the keys, then run the same
     /// command again. Its reply until then is a placeholder that must not be sent.
     pub blocked: Option<BlockRequest>,
+    /// Pub/sub subscription counts; in RESP2 a session with any is in the subscribed state.
+    pub subscriptions: Subscriptions,
+    /// Replies that go out before the command's own reply, in order (SUBSCRIBE a b c answers
+    /// one acknowledgement per channel: the first ones wait here, the last is the reply).
+    pub extra_replies: Vec<Frame>,
+}
+
+/// How many channels, patterns and shard channels a session is subscribed to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Subscriptions {
+    /// SUBSCRIBE.
+    pub channels: usize,
+    /// PSUBSCRIBE.
+    pub patterns: usize,
+    /// SSUBSCRIBE.
+    pub shard: usize,
+}
+
+impl Subscriptions {
+    /// All subscriptions together; non-zero means the subscribed state.
+    pub fn total(&self) -> usize {
+        self.channels + self.patterns + self.shard
+    }
+}
+
+/// The three pub/sub namespaces: channels, patterns and shard channels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ChannelKind {
+    /// SUBSCRIBE / PUBLISH.
+    Channel,
+    /// PSUBSCRIBE (glob patterns over channels).
+    Pattern,
+    /// SSUBSCRIBE / SPUBLISH.
+    Shard,
 }
 
 /// How a blocking command (BLPOP, BLMOVE, BZPOPMIN...) behaves when no key has anything to serve.
@@ -104,6 +140,8 @@ impl Session {
             no_evict: false,
             block_mode: BlockMode::Block,
             blocked: None,
+            subscriptions: Subscriptions::default(),
+            extra_replies: Vec::new(),
         }
     }
 }
@@ -161,6 +199,46 @@ pub trait ServerApi: Send + Sync {
     fn has_blocked_clients(&self) -> bool {
         false
     }
+    /// Subscribes this client to `name` (a channel, pattern or shard channel); subscribing
+    /// twice is harmless. Returns the client's subscription counts afterwards.
+    fn subscribe(&self, _kind: ChannelKind, _name: &Bytes) -> Subscriptions {
+        Subscriptions::default()
+    }
+    /// Unsubscribes this client from `name` (nothing happens when it was not subscribed).
+    /// Returns the client's subscription counts afterwards.
+    fn unsubscribe(&self, _kind: ChannelKind, _name: &Bytes) -> Subscriptions {
+        Subscriptions::default()
+    }
+    /// What this client is subscribed to of `kind`.
+    fn subscribed(&self, _kind: ChannelKind) -> Vec<Bytes> {
+        Vec::new()
+    }
+    /// PUBLISH (`Channel`) / SPUBLISH (`Shard`): delivers `message` to the subscribers of
+    /// `channel` (and, for `Channel`, of every matching pattern); returns how many received it.
+    fn publish(&self, _kind: ChannelKind, _channel: &Bytes, _message: &Bytes) -> usize {
+        0
+    }
+    /// PUBSUB CHANNELS / SHARDCHANNELS: the active channels (with at least one subscriber),
+    /// optionally only those matching a glob pattern.
+    fn pubsub_channels(&self, _kind: ChannelKind, _pattern: Option<&[u8]>) -> Vec<Bytes> {
+        Vec::new()
+    }
+    /// PUBSUB NUMSUB / SHARDNUMSUB: the number of subscribers of one channel.
+    fn pubsub_numsub(&self, _kind: ChannelKind, _channel: &[u8]) -> usize {
+        0
+    }
+    /// PUBSUB NUMPAT: the number of distinct patterns subscribed to.
+    fn pubsub_numpat(&self) -> usize {
+        0
+    }
+    /// The keyspace-event classes enabled now (`notify::*` bits; 0 when off). Called for every
+    /// event a command could raise, so it must be one atomic load.
+    fn notify_flags(&self) -> u32 {
+        0
+    }
+    /// Publishes keyspace event `event` of `class` on `key` of database `db` (to
+    /// `__keyspace@<db>__:<key>` and/or `__keyevent@<db>__:<event>`, as enabled).
+    fn notify(&self, _db: u32, _class: u32, _event: &str, _key: &[u8]) {}
 }
 
 /// What a handler works with: the connection's session and the server.
@@ -169,6 +247,18 @@ pub struct Ctx<'a> {
     pub session: &'a mut Session,
     /// The server.
     pub server: &'a dyn ServerApi,
+}
+
+impl Ctx<'_> {
+    /// Raises keyspace event `event` of `class` (a `notify::*` bit) on `key` of the selected
+    /// database, as Redis's `notifyKeyspaceEvent`. A cheap no-op unless that class is enabled.
+    #[inline]
+    pub fn notify(&self, class: u32, event: &str, key: &[u8]) {
+        if self.server.notify_flags() & class != 0 {
+            self.server
+                .notify(self.session.db.index(), class, event, key);
+        }
+    }
 }
 
 /// Runs one command: lookup, arity, authentication, then the handler.
@@ -186,7 +276,16 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     if !spec.arity_ok(argv.len()) {
         return errors::wrong_arity(spec.name);
     }
+    if ctx.session.subscriptions.total() > 0
+        && ctx.session.protocol == Protocol::Resp2
+        && !pubsub_family::allowed_when_subscribed(spec.name)
+    {
+        return errors::err(errors::only_pubsub_allowed(spec.name));
+    }
     ctx.server.note_command(ctx.session, spec.name);
+    if spec.has_flag("readonly") && ctx.server.notify_flags() & notify::KEY_MISS != 0 {
+        notify::key_misses(ctx, spec, argv);
+    }
     let reply = (spec.handler)(ctx, argv);
     // Wake clients blocked on the keys this write may have filled (LPUSH, ZADD, LMOVE's
     // destination, RENAME, a served BLMOVE's push...). Spurious signals only cost a re-check.

@@ -57,6 +57,12 @@ fn expire_entries(db: &Db, entries: &[Vec<u8>], now: u64) -> Result<u64> {
     let s = db.storage();
     let mut batch = WriteBatch::default();
     let mut deleted = 0;
+    let hook = db
+        .inner
+        .expired_hook
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
     for entry in entries {
         let Some((at, phys, key)) = keys::split_expire_key(entry) else {
             batch.delete_cf(s.cf(CF_EXPIRE), entry);
@@ -79,6 +85,9 @@ fn expire_entries(db: &Db, entries: &[Vec<u8>], now: u64) -> Result<u64> {
                 single.delete_cf(s.cf(CF_META), &mk);
                 s.write(single)?;
                 deleted += 1;
+                if let Some(hook) = &hook {
+                    hook(logical as u32, key);
+                }
             }
         }
     }

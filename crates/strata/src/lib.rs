@@ -39,7 +39,7 @@ mod storage;
 mod string;
 mod zset;
 
-pub use db::{now_ms, Db, Options, Stats};
+pub use db::{now_ms, Db, ExpiredHook, Options, Stats};
 pub use error::{Error, Result};
 pub use hash::HashScanPage;
 pub use keyspace::{ExpireCondition, ScanPage, Ttl};

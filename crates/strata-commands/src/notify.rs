@@ -1,0 +1,101 @@
+//! Keyspace notification classes (the bits of `notify-keyspace-events`, as Redis's `NOTIFY_*`)
+//! and the key-miss events raised for read commands. Handlers raise events with
+//! [`crate::Ctx::notify`] right where they change a key, in Redis's order; the server decides
+//! whether anyone hears them. Nothing here does I/O.
+
+use bytes::Bytes;
+
+use crate::table::CommandSpec;
+use crate::Ctx;
+
+/// `K`: publish on `__keyspace@<db>__:<key>`.
+pub const KEYSPACE: u32 = 1;
+/// `E`: publish on `__keyevent@<db>__:<event>`.
+pub const KEYEVENT: u32 = 1 << 1;
+/// `g`: generic commands (DEL, EXPIRE, RENAME...).
+pub const GENERIC: u32 = 1 << 2;
+/// `$`: string commands.
+pub const STRING: u32 = 1 << 3;
+/// `l`: list commands.
+pub const LIST: u32 = 1 << 4;
+/// `s`: set commands.
+pub const SET: u32 = 1 << 5;
+/// `h`: hash commands.
+pub const HASH: u32 = 1 << 6;
+/// `z`: sorted-set commands.
+pub const ZSET: u32 = 1 << 7;
+/// `x`: keys deleted because their time passed.
+pub const EXPIRED: u32 = 1 << 8;
+/// `e`: keys evicted for maxmemory (Strata never evicts).
+pub const EVICTED: u32 = 1 << 9;
+/// `t`: stream commands.
+pub const STREAM: u32 = 1 << 10;
+/// `m`: reads of missing keys.
+pub const KEY_MISS: u32 = 1 << 11;
+/// `d`: module key types.
+pub const MODULE: u32 = 1 << 12;
+/// `n`: keys created.
+pub const NEW: u32 = 1 << 13;
+
+/// Parses a normalized `notify-keyspace-events` value into bits. As in Redis, nothing is
+/// published unless `K` or `E` is given, so then the result is 0.
+pub fn parse_flags(s: &str) -> u32 {
+    let mut flags = 0;
+    for c in s.chars() {
+        flags |= match c {
+            'A' => GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE,
+            'g' => GENERIC,
+            '$' => STRING,
+            'l' => LIST,
+            's' => SET,
+            'h' => HASH,
+            'z' => ZSET,
+            'x' => EXPIRED,
+            'e' => EVICTED,
+            't' => STREAM,
+            'm' => KEY_MISS,
+            'd' => MODULE,
+            'n' => NEW,
+            'K' => KEYSPACE,
+            'E' => KEYEVENT,
+            _ => 0,
+        };
+    }
+    if flags & (KEYSPACE | KEYEVENT) == 0 {
+        0
+    } else {
+        flags
+    }
+}
+
+/// Commands whose reads do not count as key misses (Redis looks their keys up with
+/// `LOOKUP_NONOTIFY`).
+const NO_MISS_EVENTS: &[&str] = &["type", "object", "object|encoding", "exists", "touch"];
+
+/// Raises `keymiss` for each key of a read-only command that does not exist, before the
+/// command runs (Redis raises it from the lookup, before replying).
+pub(crate) fn key_misses(ctx: &Ctx<'_>, spec: &CommandSpec, argv: &[Bytes]) {
+    if NO_MISS_EVENTS.contains(&spec.name) {
+        return;
+    }
+    for i in spec.key_positions(argv).unwrap_or_default() {
+        if matches!(ctx.session.db.exists(&argv[i]), Ok(false)) {
+            ctx.notify(KEY_MISS, "keymiss", &argv[i]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_need_a_target() {
+        assert_eq!(parse_flags("A"), 0);
+        assert_eq!(parse_flags(""), 0);
+        let all = parse_flags("AKE");
+        assert_ne!(all & GENERIC, 0);
+        assert_eq!(all & (KEY_MISS | NEW), 0);
+        assert_eq!(parse_flags("Ex"), KEYEVENT | EXPIRED);
+    }
+}

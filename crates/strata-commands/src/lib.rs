@@ -250,13 +250,24 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// Whether events of `class` are published now (to skip work done only for an event).
+    #[inline]
+    pub fn notifies(&self, class: u32) -> bool {
+        self.server.notify_flags() & class != 0
+    }
+
     /// Raises keyspace event `event` of `class` (a `notify::*` bit) on `key` of the selected
     /// database, as Redis's `notifyKeyspaceEvent`. A cheap no-op unless that class is enabled.
     #[inline]
     pub fn notify(&self, class: u32, event: &str, key: &[u8]) {
+        self.notify_in(self.session.db.index(), class, event, key);
+    }
+
+    /// [`Ctx::notify`] for a key of database `db` (MOVE, COPY ... DB).
+    #[inline]
+    pub fn notify_in(&self, db: u32, class: u32, event: &str, key: &[u8]) {
         if self.server.notify_flags() & class != 0 {
-            self.server
-                .notify(self.session.db.index(), class, event, key);
+            self.server.notify(db, class, event, key);
         }
     }
 }

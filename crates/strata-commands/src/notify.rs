@@ -99,3 +99,26 @@ mod tests {
         assert_eq!(parse_flags("Ex"), KEYEVENT | EXPIRED);
     }
 }
+
+/// Raises `del` for `key` when it no longer exists (a pop or removal emptied it), as Redis
+/// does after removing an emptied collection.
+pub(crate) fn del_if_gone(ctx: &Ctx<'_>, key: &[u8]) {
+    if ctx.notifies(GENERIC) && matches!(ctx.session.db.exists(key), Ok(false)) {
+        ctx.notify(GENERIC, "del", key);
+    }
+}
+
+/// Whether `key` exists, asked only when events of `class` are published (else `false`).
+pub(crate) fn existed(ctx: &Ctx<'_>, class: u32, key: &[u8]) -> bool {
+    ctx.notifies(class) && matches!(ctx.session.db.exists(key), Ok(true))
+}
+
+/// The event name of a pop from / push to one end of a list.
+pub(crate) fn list_event(end: strata::ListEnd, push: bool) -> &'static str {
+    match (end, push) {
+        (strata::ListEnd::Left, true) => "lpush",
+        (strata::ListEnd::Right, true) => "rpush",
+        (strata::ListEnd::Left, false) => "lpop",
+        (strata::ListEnd::Right, false) => "rpop",
+    }
+}

@@ -1,0 +1,161 @@
+"""Keyspace notifications (notify-keyspace-events) compared with a real Redis 7: the same
+command script runs on both servers while a subscriber listens to every keyspace and keyevent
+channel; the sequences of messages it receives must be identical."""
+
+import time
+
+import pytest
+
+from harness import RespConn
+
+EVERYTHING = "__key*@*__:*"
+
+
+def _events(server, script, flags="KEA", settle=0.0):
+    """Runs ``script`` (a list of commands) on ``server`` with notify-keyspace-events ``flags``
+    and returns the (pattern-less) messages a subscriber to every key channel received, in
+    order, ending with the commands' last event."""
+    admin = server.conn()
+    admin.call("CONFIG", "SET", "notify-keyspace-events", flags)
+    try:
+        sub = RespConn(server.port)
+        sub.call("PSUBSCRIBE", EVERYTHING)
+        sub.call("SUBSCRIBE", "done")
+        for cmd in script:
+            admin.call(*cmd)
+        if settle:
+            time.sleep(settle)
+        admin.call("PUBLISH", "done", "x")
+        got = []
+        while True:
+            msg = sub.read_reply()
+            if msg[0] == b"message" and msg[1] == b"done":
+                break
+            got.append((msg[2], msg[3]))
+        sub.close()
+        return got
+    finally:
+        admin.call("CONFIG", "SET", "notify-keyspace-events", "")
+
+
+def _same(strata_server, redis_server, script, flags="KEA", settle=0.0):
+    got = _events(strata_server, script, flags, settle)
+    want = _events(redis_server, script, flags, settle)
+    assert got == want
+    return got
+
+
+SCRIPTS = {
+    "strings": [
+        ("SET", "s", "1"), ("SET", "s", "2", "EX", "100"), ("SET", "s", "3", "NX"),
+        ("SET", "s", "4", "XX", "KEEPTTL"), ("SETNX", "s2", "x"), ("SETNX", "s2", "y"),
+        ("SETEX", "s3", "10", "v"), ("PSETEX", "s3", "10000", "v"), ("GETSET", "s", "5"),
+        ("APPEND", "s", "x"), ("APPEND", "new", "x"), ("INCR", "n"), ("DECR", "n"),
+        ("INCRBY", "n", "5"), ("DECRBY", "n", "2"), ("INCRBYFLOAT", "f", "1.5"),
+        ("SETRANGE", "s", "1", "zz"), ("SETRANGE", "s", "1", ""), ("SETRANGE", "nope", "0", ""),
+        ("MSET", "a", "1", "b", "2"), ("MSETNX", "a", "1", "c", "2"), ("MSETNX", "c", "1", "d", "2"),
+        ("GETDEL", "a"), ("GETDEL", "a"), ("GETEX", "b", "EX", "100"), ("GETEX", "b", "PERSIST"),
+        ("GETEX", "b", "PERSIST"), ("GETEX", "b", "PXAT", "1"), ("GET", "s"), ("INCR", "s"),
+    ],
+    "generic": [
+        ("SET", "a", "1"), ("SET", "b", "2"), ("SET", "c", "3"), ("DEL", "a", "b", "zz"),
+        ("UNLINK", "c", "c"), ("SET", "k", "v"), ("EXPIRE", "k", "100"), ("PEXPIRE", "k", "100000"),
+        ("EXPIRE", "k", "100", "NX"), ("PERSIST", "k"), ("PERSIST", "k"), ("EXPIREAT", "k", "1"),
+        ("SET", "k", "v"), ("RENAME", "k", "k2"), ("RENAME", "k2", "k2"), ("SET", "k", "w"),
+        ("RENAMENX", "k", "k2"), ("RENAMENX", "k", "k3"), ("COPY", "k3", "k4"),
+        ("COPY", "k3", "k4", "DB", "1"), ("MOVE", "k4", "2"), ("EXPIRE", "missing", "10"),
+        ("PEXPIREAT", "k3", "1"),
+    ],
+    "lists": [
+        ("LPUSH", "l", "a", "b"), ("RPUSH", "l", "c"), ("LPUSHX", "l", "d"), ("RPUSHX", "nol", "x"),
+        ("LINSERT", "l", "BEFORE", "a", "z"), ("LINSERT", "l", "BEFORE", "nothere", "z"),
+        ("LSET", "l", "0", "q"), ("LREM", "l", "0", "z"), ("LREM", "l", "0", "nothere"),
+        ("LTRIM", "l", "0", "2"), ("LTRIM", "nol", "0", "1"), ("LPOP", "l"), ("RPOP", "l", "1"),
+        ("RPUSH", "src", "1", "2"), ("LMOVE", "src", "dst", "LEFT", "RIGHT"),
+        ("RPOPLPUSH", "src", "dst"), ("LMPOP", "2", "nol", "dst", "LEFT", "COUNT", "5"),
+        ("RPUSH", "b", "1"), ("BLPOP", "b", "0"), ("RPUSH", "b", "1", "2"),
+        ("BLMOVE", "b", "b2", "RIGHT", "LEFT", "0"), ("BRPOPLPUSH", "b", "b2", "0"),
+        ("BLMPOP", "0", "1", "b2", "RIGHT"), ("LTRIM", "l", "5", "6"),
+    ],
+    "hashes": [
+        ("HSET", "h", "a", "1", "b", "2"), ("HSET", "h", "a", "1"), ("HMSET", "h", "c", "3"),
+        ("HSETNX", "h", "a", "x"), ("HSETNX", "h", "d", "x"), ("HINCRBY", "h", "n", "2"),
+        ("HINCRBYFLOAT", "h", "f", "1.5"), ("HDEL", "h", "zz"), ("HDEL", "h", "a", "b"),
+        ("HDEL", "h", "c", "d", "n", "f"), ("HGET", "h", "a"),
+    ],
+    "sets": [
+        ("SADD", "s", "a", "b", "c"), ("SADD", "s", "a"), ("SREM", "s", "zz"), ("SREM", "s", "a"),
+        ("SMOVE", "s", "t", "b"), ("SMOVE", "s", "t", "c"), ("SMOVE", "t", "t", "b"),
+        ("SADD", "u", "1", "2", "3"), ("SPOP", "u"), ("SPOP", "u", "1"), ("SPOP", "u", "5"),
+        ("SADD", "x", "1", "2"), ("SADD", "y", "2", "3"), ("SINTERSTORE", "d", "x", "y"),
+        ("SUNIONSTORE", "d", "x", "y"), ("SDIFFSTORE", "d", "x", "x"), ("SDIFFSTORE", "d", "x", "x"),
+        ("SINTERSTORE", "e", "x", "nope"),
+    ],
+    "zsets": [
+        ("ZADD", "z", "1", "a", "2", "b", "3", "c"), ("ZADD", "z", "1", "a"), ("ZADD", "z", "INCR", "5", "a"),
+        ("ZINCRBY", "z", "1", "b"), ("ZREM", "z", "nope"), ("ZREM", "z", "a"),
+        ("ZADD", "z", "4", "d", "5", "e", "6", "f"), ("ZREMRANGEBYRANK", "z", "0", "0"),
+        ("ZREMRANGEBYSCORE", "z", "5", "5"), ("ZREMRANGEBYLEX", "z", "-", "+"),
+        ("ZADD", "p", "1", "a", "2", "b", "3", "c"), ("ZPOPMIN", "p"), ("ZPOPMAX", "p", "1"),
+        ("BZPOPMIN", "p", "0"), ("ZADD", "q", "1", "a", "2", "b"), ("ZMPOP", "1", "q", "MIN", "COUNT", "1"),
+        ("BZMPOP", "0", "1", "q", "MAX"), ("ZADD", "x", "1", "a", "2", "b"), ("ZADD", "y", "2", "b"),
+        ("ZUNIONSTORE", "d", "2", "x", "y"), ("ZINTERSTORE", "d", "2", "x", "y"),
+        ("ZDIFFSTORE", "d", "1", "x"), ("ZDIFFSTORE", "d", "2", "x", "x"), ("ZDIFFSTORE", "d", "2", "x", "x"),
+        ("ZRANGESTORE", "d", "x", "0", "-1"), ("ZRANGESTORE", "d", "x", "5", "6"), ("ZADD", "x", "XX", "1", "nope"),
+    ],
+    "sort": [
+        ("RPUSH", "l", "3", "1", "2"), ("SORT", "l", "STORE", "dst"), ("SORT", "empty", "STORE", "dst"),
+        ("SORT", "empty", "STORE", "dst"),
+    ],
+}
+
+
+@pytest.mark.parametrize("family", sorted(SCRIPTS))
+def test_events_match_redis(strata_server, redis_server, family):
+    got = _same(strata_server, redis_server, SCRIPTS[family])
+    assert got, "no events at all"
+
+
+def test_only_enabled_classes_and_targets_are_published(strata_server, redis_server):
+    script = [("SET", "k", "v"), ("LPUSH", "l", "a"), ("DEL", "k"), ("SADD", "s", "a")]
+    assert _same(strata_server, redis_server, script, flags="El") == [
+        (b"__keyevent@0__:lpush", b"l")]
+    assert _same(strata_server, redis_server, script, flags="Kg") == [
+        (b"__keyspace@0__:k", b"del")]
+    assert _same(strata_server, redis_server, script, flags="A") == []
+
+
+def test_key_miss_and_new_events(strata_server, redis_server):
+    script = [("GET", "nope"), ("MGET", "a", "nope"), ("SET", "a", "1"), ("GET", "a"),
+              ("HGET", "nope", "f"), ("LRANGE", "nope", "0", "1")]
+    _same(strata_server, redis_server, script, flags="Km")
+
+
+def test_expired_event(strata_server, redis_server):
+    script = [("SET", "t", "v", "PX", "50")]
+    got = _same(strata_server, redis_server, script, flags="KEA", settle=0.5)
+    assert (b"__keyevent@0__:expired", b"t") in got
+
+
+def test_events_in_other_databases(strata_server, redis_server):
+    script = [("SELECT", "3"), ("SET", "k", "v"), ("SELECT", "0")]
+    assert _same(strata_server, redis_server, script) == [
+        (b"__keyspace@3__:k", b"set"), (b"__keyevent@3__:set", b"k")]
+
+
+def test_redis_py_keyspace_listener(strata):
+    strata.config_set("notify-keyspace-events", "KEA")
+    try:
+        p = strata.pubsub()
+        p.psubscribe("__keyevent@0__:*")
+        assert p.get_message(timeout=2)["type"] == "psubscribe"
+        strata.set("k", "v")
+        strata.expire("k", 100)
+        seen = []
+        for _ in range(2):
+            m = p.get_message(timeout=2)
+            seen.append((m["channel"], m["data"]))
+        assert seen == [(b"__keyevent@0__:set", b"k"), (b"__keyevent@0__:expire", b"k")]
+        p.close()
+    finally:
+        strata.config_set("notify-keyspace-events", "")

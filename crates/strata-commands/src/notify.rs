@@ -122,3 +122,13 @@ pub(crate) fn list_event(end: strata::ListEnd, push: bool) -> &'static str {
         (strata::ListEnd::Right, false) => "rpop",
     }
 }
+
+/// The events of a `*STORE` command: `event` on `dst` when it stored a non-empty result, else
+/// `del` when `dst` existed before (`existed`, from [`existed`]), as Redis raises them.
+pub(crate) fn stored(ctx: &Ctx<'_>, class: u32, event: &str, dst: &[u8], n: u64, existed: bool) {
+    if n > 0 {
+        ctx.notify(class, event, dst);
+    } else if existed {
+        ctx.notify(GENERIC, "del", dst);
+    }
+}

@@ -291,7 +291,11 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         && ctx.session.protocol == Protocol::Resp2
         && !pubsub_family::allowed_when_subscribed(spec.name)
     {
-        return errors::err(errors::only_pubsub_allowed(spec.name));
+        // Redis names a container's subcommand in full (`pubsub|numsub`).
+        let sub = argv.get(1).filter(|_| !table::subcommands_of(spec.name).is_empty());
+        let full = sub.and_then(|s| table::lookup(&[spec.name.as_bytes(), b"|", s].concat()));
+        let name = full.map_or(spec.name, |f| f.name);
+        return errors::err(errors::only_pubsub_allowed(name));
     }
     ctx.server.note_command(ctx.session, spec.name);
     if spec.has_flag("readonly") && ctx.server.notify_flags() & notify::KEY_MISS != 0 {

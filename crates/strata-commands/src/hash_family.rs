@@ -6,8 +6,8 @@ use strata_resp::{Frame, Protocol};
 
 use crate::args::{self, db, is, reply, Parsed};
 use crate::errors::{self, err};
-use crate::table::CommandSpec;
 use crate::notify::HASH;
+use crate::table::CommandSpec;
 use crate::Ctx;
 
 macro_rules! row {

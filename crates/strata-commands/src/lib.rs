@@ -292,7 +292,9 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         && !pubsub_family::allowed_when_subscribed(spec.name)
     {
         // Redis names a container's subcommand in full (`pubsub|numsub`).
-        let sub = argv.get(1).filter(|_| !table::subcommands_of(spec.name).is_empty());
+        let sub = argv
+            .get(1)
+            .filter(|_| !table::subcommands_of(spec.name).is_empty());
         let full = sub.and_then(|s| table::lookup(&[spec.name.as_bytes(), b"|", s].concat()));
         let name = full.map_or(spec.name, |f| f.name);
         return errors::err(errors::only_pubsub_allowed(name));

@@ -328,9 +328,9 @@ fn lmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
                 ctx.notify(notify::LIST, notify::list_event(end, false), &key);
                 notify::del_if_gone(ctx, &key);
                 Ok(Frame::Array(vec![
-                Frame::bulk(key),
-                Frame::bulk_array(items),
-            ]))
+                    Frame::bulk(key),
+                    Frame::bulk_array(items),
+                ]))
             }
         }
     })())

@@ -43,7 +43,9 @@ pub fn parse_flags(s: &str) -> u32 {
     let mut flags = 0;
     for c in s.chars() {
         flags |= match c {
-            'A' => GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE,
+            'A' => {
+                GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE
+            }
             'g' => GENERIC,
             '$' => STRING,
             'l' => LIST,
@@ -85,21 +87,6 @@ pub(crate) fn key_misses(ctx: &Ctx<'_>, spec: &CommandSpec, argv: &[Bytes]) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn flags_need_a_target() {
-        assert_eq!(parse_flags("A"), 0);
-        assert_eq!(parse_flags(""), 0);
-        let all = parse_flags("AKE");
-        assert_ne!(all & GENERIC, 0);
-        assert_eq!(all & (KEY_MISS | NEW), 0);
-        assert_eq!(parse_flags("Ex"), KEYEVENT | EXPIRED);
-    }
-}
-
 /// Raises `del` for `key` when it no longer exists (a pop or removal emptied it), as Redis
 /// does after removing an emptied collection.
 pub(crate) fn del_if_gone(ctx: &Ctx<'_>, key: &[u8]) {
@@ -130,5 +117,20 @@ pub(crate) fn stored(ctx: &Ctx<'_>, class: u32, event: &str, dst: &[u8], n: u64,
         ctx.notify(class, event, dst);
     } else if existed {
         ctx.notify(GENERIC, "del", dst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_need_a_target() {
+        assert_eq!(parse_flags("A"), 0);
+        assert_eq!(parse_flags(""), 0);
+        let all = parse_flags("AKE");
+        assert_ne!(all & GENERIC, 0);
+        assert_eq!(all & (KEY_MISS | NEW), 0);
+        assert_eq!(parse_flags("Ex"), KEYEVENT | EXPIRED);
     }
 }

@@ -132,7 +132,11 @@ fn sunsubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 
 /// Leaves every subscription (RESET, and a connection that closes).
 pub fn unsubscribe_all(ctx: &mut Ctx<'_>) {
-    for kind in [ChannelKind::Channel, ChannelKind::Pattern, ChannelKind::Shard] {
+    for kind in [
+        ChannelKind::Channel,
+        ChannelKind::Pattern,
+        ChannelKind::Shard,
+    ] {
         for ch in ctx.server.subscribed(kind) {
             ctx.session.subscriptions = ctx.server.unsubscribe(kind, &ch);
         }

@@ -7,8 +7,8 @@ use strata_resp::Frame;
 use crate::args::{self, db, is, reply, Parsed};
 use crate::errors::{self, err};
 use crate::hash_family::{random_count, scan_options, scan_reply};
-use crate::table::CommandSpec;
 use crate::notify;
+use crate::table::CommandSpec;
 use crate::Ctx;
 
 macro_rules! row {
@@ -192,7 +192,7 @@ fn sinterstore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         .sinterstore(&argv[1], &args::slices(&argv[2..]))
     {
         Ok(n) => {
-            notify::stored(ctx, notify::SET, "sinterstore", &argv[1], n as u64, existed);
+            notify::stored(ctx, notify::SET, "sinterstore", &argv[1], n, existed);
             Frame::Integer(n as i64)
         }
         Err(e) => errors::from_db(e),
@@ -207,7 +207,7 @@ fn sunionstore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         .sunionstore(&argv[1], &args::slices(&argv[2..]))
     {
         Ok(n) => {
-            notify::stored(ctx, notify::SET, "sunionstore", &argv[1], n as u64, existed);
+            notify::stored(ctx, notify::SET, "sunionstore", &argv[1], n, existed);
             Frame::Integer(n as i64)
         }
         Err(e) => errors::from_db(e),
@@ -222,7 +222,7 @@ fn sdiffstore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         .sdiffstore(&argv[1], &args::slices(&argv[2..]))
     {
         Ok(n) => {
-            notify::stored(ctx, notify::SET, "sdiffstore", &argv[1], n as u64, existed);
+            notify::stored(ctx, notify::SET, "sdiffstore", &argv[1], n, existed);
             Frame::Integer(n as i64)
         }
         Err(e) => errors::from_db(e),

@@ -13,8 +13,8 @@ use strata_resp::{Frame, Protocol};
 
 use crate::args::{self, db, is, reply, Parsed};
 use crate::errors::{self, err};
-use crate::table::CommandSpec;
 use crate::notify;
+use crate::table::CommandSpec;
 use crate::Ctx;
 
 macro_rules! row {
@@ -579,7 +579,14 @@ fn zrange_generic(
         if store {
             let existed = notify::existed(ctx, notify::GENERIC, &argv[1]);
             let n = db(ctx.session.db.zrangestore(&argv[1], &argv[2], &spec))?;
-            notify::stored(ctx, notify::ZSET, "zrangestore", &argv[1], n as u64, existed);
+            notify::stored(
+                ctx,
+                notify::ZSET,
+                "zrangestore",
+                &argv[1],
+                n as u64,
+                existed,
+            );
             return Ok(Frame::Integer(n as i64));
         }
         let items = db(ctx.session.db.zrange(&argv[first], &spec))?;
@@ -655,7 +662,11 @@ fn pop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], max: bool) -> Frame {
         };
         let items = db(ctx.session.db.zpop(&argv[1], max, count.unwrap_or(1)))?;
         if !items.is_empty() {
-            ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, &argv[1]);
+            ctx.notify(
+                notify::ZSET,
+                if max { "zpopmax" } else { "zpopmin" },
+                &argv[1],
+            );
             notify::del_if_gone(ctx, &argv[1]);
         }
         let nested = resp3(ctx) && count.is_some();

@@ -1871,6 +1871,11 @@ mod tests {
                     "1073741824".to_string()
                 ),
                 ("lua-time-limit".to_string(), "5000".to_string()),
+                (
+                    "client-output-buffer-limit".to_string(),
+                    "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+                        .to_string()
+                ),
             ]
         );
         let names: Vec<String> = c.get(b"*THRESHOLD").into_iter().map(|(n, _)| n).collect();
@@ -2152,6 +2157,35 @@ mod tests {
         assert_eq!(
             c.rewrite().unwrap_err(),
             "ERR Rewriting config file: No such file or directory"
+        );
+    }
+
+    #[test]
+    fn output_buffer_limits_update_only_the_given_classes() {
+        let mut c = Config::default();
+        assert_eq!(
+            c.get(b"client-output-buffer-limit")[0].1,
+            "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+        );
+        assert_eq!(c.pubsub_output_limits(), [32 * MB, 8 * MB, 60]);
+        c.set("client-output-buffer-limit", "pubsub 1mb 512kb 5")
+            .unwrap();
+        assert_eq!(c.pubsub_output_limits(), [MB, 512 * 1024, 5]);
+        assert_eq!(
+            c.get(b"client-output-buffer-limit")[0].1,
+            "normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 524288 5"
+        );
+        assert!(c
+            .set("client-output-buffer-limit", "master 1 2 3")
+            .unwrap_err()
+            .ends_with("Invalid client class specified in buffer limit configuration."));
+        let mut f = Config::default();
+        f.parse_file_text("client-output-buffer-limit pubsub 2mb 1mb 10\n")
+            .unwrap();
+        assert_eq!(f.pubsub_output_limits(), [2 * MB, MB, 10]);
+        assert_eq!(
+            f.file_lines(Id::ClientOutputBufferLimit as usize)[2],
+            "client-output-buffer-limit pubsub 2mb 1mb 10"
         );
     }
 }

@@ -278,9 +278,19 @@ fn stats_section(server: &Server, out: &mut String) {
     field!(out, "keyspace_misses", "{}", get(&d.keyspace_misses));
     let ps = &server.pubsub;
     use strata_commands::ChannelKind;
-    field!(out, "pubsub_channels", "{}", ps.numchannels(ChannelKind::Channel));
+    field!(
+        out,
+        "pubsub_channels",
+        "{}",
+        ps.numchannels(ChannelKind::Channel)
+    );
     field!(out, "pubsub_patterns", "{}", ps.numpat());
-    field!(out, "pubsubshard_channels", "{}", ps.numchannels(ChannelKind::Shard));
+    field!(
+        out,
+        "pubsubshard_channels",
+        "{}",
+        ps.numchannels(ChannelKind::Shard)
+    );
     field!(out, "latest_fork_usec", "0");
     field!(out, "total_forks", "0");
     field!(out, "migrate_cached_sockets", "0");

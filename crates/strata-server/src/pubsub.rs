@@ -58,7 +58,9 @@ impl Outbox {
 /// The estimated encoded size of a pushed frame (what the output-buffer limit counts).
 pub fn frame_size(f: &Frame) -> usize {
     match f {
-        Frame::Push(items) | Frame::Array(items) => 16 + items.iter().map(frame_size).sum::<usize>(),
+        Frame::Push(items) | Frame::Array(items) => {
+            16 + items.iter().map(frame_size).sum::<usize>()
+        }
         Frame::Bulk(b) | Frame::Simple(b) => b.len() + 16,
         _ => 16,
     }
@@ -182,7 +184,12 @@ impl Broker {
     }
 
     /// Unsubscribes `client` from `name`; returns its counts afterwards.
-    pub fn unsubscribe(&self, client: &ClientEntry, kind: ChannelKind, name: &Bytes) -> Subscriptions {
+    pub fn unsubscribe(
+        &self,
+        client: &ClientEntry,
+        kind: ChannelKind,
+        name: &Bytes,
+    ) -> Subscriptions {
         let mut inner = self.write();
         let Some(subs) = inner.clients.get_mut(&client.id) else {
             return Subscriptions::default();
@@ -324,7 +331,10 @@ impl Broker {
 
     /// PUBSUB NUMSUB / SHARDNUMSUB for one channel.
     pub fn numsub(&self, kind: ChannelKind, channel: &[u8]) -> usize {
-        self.read().map_ref(kind).get(channel).map_or(0, |s| s.len())
+        self.read()
+            .map_ref(kind)
+            .get(channel)
+            .map_or(0, |s| s.len())
     }
 
     /// PUBSUB NUMPAT; INFO `pubsub_patterns`.
@@ -371,5 +381,104 @@ fn deliver(
     }
     if hard || soft {
         over.push(client.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(r: &Registry, port: u16) -> Arc<ClientEntry> {
+        let peer = format!("127.0.0.1:{port}").parse().expect("address");
+        let local = "127.0.0.1:6379".parse().expect("address");
+        r.register(peer, local, -1, 0, 100).expect("registered")
+    }
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn publish_reaches_channel_and_pattern_subscribers() {
+        let (reg, broker) = (Registry::default(), Broker::default());
+        let a = client(&reg, 1);
+        let mut inbox = a.inbox.lock().expect("lock").take().expect("inbox");
+        assert_eq!(
+            broker.publish(&reg, ChannelKind::Channel, &b("x"), &b("m"), 0),
+            0
+        );
+        broker.subscribe(&a, ChannelKind::Channel, &b("news"));
+        let counts = broker.subscribe(&a, ChannelKind::Pattern, &b("n*"));
+        assert_eq!(counts.channels + counts.patterns, 2);
+        assert_eq!(
+            broker.publish(&reg, ChannelKind::Channel, &b("news"), &b("hi"), 0),
+            2
+        );
+        assert!(matches!(inbox.try_recv(), Ok(Frame::Push(v)) if v.len() == 3));
+        assert!(matches!(inbox.try_recv(), Ok(Frame::Push(v)) if v.len() == 4));
+        assert!(a.outbox.queued() > 0);
+        // Shard channels are a namespace of their own.
+        assert_eq!(
+            broker.publish(&reg, ChannelKind::Shard, &b("news"), &b("hi"), 0),
+            0
+        );
+    }
+
+    #[test]
+    fn unsubscribing_and_leaving_clean_up_the_tables() {
+        let (reg, broker) = (Registry::default(), Broker::default());
+        let a = client(&reg, 1);
+        let c = client(&reg, 2);
+        broker.subscribe(&a, ChannelKind::Channel, &b("x"));
+        broker.subscribe(&c, ChannelKind::Channel, &b("x"));
+        broker.subscribe(&c, ChannelKind::Shard, &b("s"));
+        assert_eq!(broker.numsub(ChannelKind::Channel, b"x"), 2);
+        let left = broker.unsubscribe(&a, ChannelKind::Channel, &b("x"));
+        assert_eq!(left.total(), 0);
+        assert!(!a.is_pubsub());
+        broker.remove_client(c.id);
+        assert_eq!(broker.numsub(ChannelKind::Channel, b"x"), 0);
+        assert!(broker.channels(ChannelKind::Shard, None).is_empty());
+        assert!(!broker.active());
+    }
+
+    #[test]
+    fn a_subscriber_over_the_hard_limit_is_closed() {
+        let (reg, broker) = (Registry::default(), Broker::default());
+        broker.set_limits(Limits {
+            hard: 1000,
+            soft: 0,
+            soft_secs: 0,
+        });
+        let a = client(&reg, 1);
+        broker.subscribe(&a, ChannelKind::Channel, &b("x"));
+        let big = Bytes::from(vec![b'z'; 600]);
+        broker.publish(&reg, ChannelKind::Channel, &b("x"), &big, 0);
+        assert!(!a.killed.load(Ordering::Relaxed));
+        broker.publish(&reg, ChannelKind::Channel, &b("x"), &big, 0);
+        assert!(a.killed.load(Ordering::Relaxed));
+        assert_eq!(reg.len(), 0);
+        // A closed subscriber is not queued to any more.
+        let before = a.outbox.queued();
+        broker.publish(&reg, ChannelKind::Channel, &b("x"), &big, 0);
+        assert_eq!(a.outbox.queued(), before);
+    }
+
+    #[test]
+    fn the_soft_limit_needs_its_seconds() {
+        let (reg, broker) = (Registry::default(), Broker::default());
+        broker.set_limits(Limits {
+            hard: 0,
+            soft: 100,
+            soft_secs: 2,
+        });
+        let a = client(&reg, 1);
+        broker.subscribe(&a, ChannelKind::Channel, &b("x"));
+        let m = Bytes::from(vec![b'z'; 200]);
+        broker.publish(&reg, ChannelKind::Channel, &b("x"), &m, 10_000);
+        broker.publish(&reg, ChannelKind::Channel, &b("x"), &m, 11_000);
+        assert!(!a.killed.load(Ordering::Relaxed));
+        broker.publish(&reg, ChannelKind::Channel, &b("x"), &m, 12_001);
+        assert!(a.killed.load(Ordering::Relaxed));
     }
 }

@@ -131,6 +131,19 @@ def test_key_miss_and_new_events(strata_server, redis_server):
     _same(strata_server, redis_server, script, flags="Km")
 
 
+def test_new_key_events(strata_server, redis_server):
+    script = [("SET", "a", "1"), ("SET", "a", "2"), ("RENAME", "a", "b"), ("LPUSH", "l", "x"),
+              ("RPOPLPUSH", "l", "m"), ("SADD", "s", "1"), ("SMOVE", "s", "t", "1"), ("INCR", "n"),
+              ("ZUNIONSTORE", "z", "1", "t"), ("COPY", "b", "c"), ("HSET", "h", "f", "v"),
+              ("APPEND", "ap", "x"), ("SETRANGE", "sr", "1", "x"), ("MSET", "m1", "1", "m2", "2"),
+              ("GET", "nope"), ("SET", "d", "1"), ("COPY", "d", "c", "REPLACE"),
+              ("COPY", "d", "e", "DB", "2"), ("MOVE", "d", "3"), ("SELECT", "3"), ("DEL", "d"),
+              ("SELECT", "2"), ("DEL", "e"), ("SELECT", "0")]
+    got = _same(strata_server, redis_server, script, flags="KEA" + "n")
+    assert (b"__keyspace@0__:a", b"new") in got
+    _same(strata_server, redis_server, script, flags="En")
+
+
 def test_expired_event(strata_server, redis_server):
     script = [("SET", "t", "v", "PX", "50")]
     got = _same(strata_server, redis_server, script, flags="KEA", settle=0.5)

@@ -243,6 +243,8 @@ fn renamenx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 /// itself, as in Redis).
 fn notify_rename(ctx: &Ctx<'_>, argv: &[Bytes]) {
     if argv[1] != argv[2] {
+        // Redis re-adds the destination (raising `new`) before it reports the rename.
+        crate::notify::new_key_always(ctx, ctx.session.db.index(), &argv[2]);
         ctx.notify(crate::notify::GENERIC, "rename_from", &argv[1]);
         ctx.notify(crate::notify::GENERIC, "rename_to", &argv[2]);
     }
@@ -274,6 +276,7 @@ fn copy(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         }
         let done = db(ctx.session.db.copy(&argv[1], dst_db, &argv[2], replace))?;
         if done {
+            crate::notify::new_key_always(ctx, dst_db, &argv[2]);
             ctx.notify_in(dst_db, crate::notify::GENERIC, "copy_to", &argv[2]);
         }
         Ok(Frame::Integer(done as i64))
@@ -295,6 +298,7 @@ fn move_key(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         let done = db(ctx.session.db.move_to(&argv[1], n as u32))?;
         if done {
             let src = ctx.session.db.index();
+            crate::notify::new_key_always(ctx, n as u32, &argv[1]);
             ctx.notify_in(src, crate::notify::GENERIC, "move_from", &argv[1]);
             ctx.notify_in(n as u32, crate::notify::GENERIC, "move_to", &argv[1]);
         }

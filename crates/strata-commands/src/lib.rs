@@ -266,7 +266,11 @@ impl Ctx<'_> {
     /// [`Ctx::notify`] for a key of database `db` (MOVE, COPY ... DB).
     #[inline]
     pub fn notify_in(&self, db: u32, class: u32, event: &str, key: &[u8]) {
-        if self.server.notify_flags() & class != 0 {
+        let flags = self.server.notify_flags();
+        if flags & notify::NEW != 0 {
+            notify::new_key(self, db, key);
+        }
+        if flags & class != 0 {
             self.server.notify(db, class, event, key);
         }
     }
@@ -300,10 +304,19 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         return errors::err(errors::only_pubsub_allowed(name));
     }
     ctx.server.note_command(ctx.session, spec.name);
-    if spec.has_flag("readonly") && ctx.server.notify_flags() & notify::KEY_MISS != 0 {
+    // Keyspace events found around the command (one atomic load when they are off).
+    let events = ctx.server.notify_flags();
+    if events & notify::KEY_MISS != 0 && spec.has_flag("readonly") {
         notify::key_misses(ctx, spec, argv);
     }
+    let track_new = events & notify::NEW != 0 && spec.has_flag("write");
+    if track_new {
+        notify::note_absent_keys(ctx, spec, argv);
+    }
     let reply = (spec.handler)(ctx, argv);
+    if track_new {
+        notify::clear_absent_keys();
+    }
     // Wake clients blocked on the keys this write may have filled (LPUSH, ZADD, LMOVE's
     // destination, RENAME, a served BLMOVE's push...). Spurious signals only cost a re-check.
     if ctx.session.blocked.is_none()

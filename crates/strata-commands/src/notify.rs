@@ -120,6 +120,61 @@ pub(crate) fn stored(ctx: &Ctx<'_>, class: u32, event: &str, dst: &[u8], n: u64,
     }
 }
 
+thread_local! {
+    /// Keys (database, key) that did not exist when the running write command started: the
+    /// first event raised on one that exists by then is preceded by `new`.
+    static ABSENT: std::cell::RefCell<Vec<(u32, Bytes)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Before a write command runs with `n` events on: remembers which of its keys are absent.
+pub(crate) fn note_absent_keys(ctx: &Ctx<'_>, spec: &CommandSpec, argv: &[Bytes]) {
+    let db = ctx.session.db.index();
+    let absent: Vec<(u32, Bytes)> = spec
+        .key_positions(argv)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|&i| matches!(ctx.session.db.exists(&argv[i]), Ok(false)))
+        .map(|i| (db, argv[i].clone()))
+        .collect();
+    ABSENT.with(|a| *a.borrow_mut() = absent);
+}
+
+/// After the command: forgets the absent keys.
+pub(crate) fn clear_absent_keys() {
+    ABSENT.with(|a| a.borrow_mut().clear());
+}
+
+/// Raises `new` for `key` if the running command created it (it was absent when the command
+/// started and exists now); at most once per key and command. Called before each event.
+pub(crate) fn new_key(ctx: &Ctx<'_>, db: u32, key: &[u8]) {
+    let was_absent = ABSENT.with(|a| {
+        let mut a = a.borrow_mut();
+        match a.iter().position(|(d, k)| *d == db && k.as_ref() == key) {
+            Some(i) => {
+                a.swap_remove(i);
+                true
+            }
+            None => false,
+        }
+    });
+    if was_absent && db == ctx.session.db.index() && matches!(ctx.session.db.exists(key), Ok(true))
+    {
+        ctx.server.notify(db, NEW, "new", key);
+    }
+}
+
+/// Raises `new` for a key a command re-created whether or not it existed (RENAME, COPY and
+/// MOVE delete and re-add their destination in Redis).
+pub(crate) fn new_key_always(ctx: &Ctx<'_>, db: u32, key: &[u8]) {
+    if ctx.notifies(NEW) {
+        ABSENT.with(|a| {
+            a.borrow_mut()
+                .retain(|(d, k)| !(*d == db && k.as_ref() == key))
+        });
+        ctx.server.notify(db, NEW, "new", key);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,7 +22,10 @@ def _events(server, script, flags="KEA", settle=0.0):
         sub.call("PSUBSCRIBE", EVERYTHING)
         sub.call("SUBSCRIBE", "done")
         for cmd in script:
-            admin.call(*cmd)
+            if cmd[0] == "SLEEP":
+                time.sleep(cmd[1])
+            else:
+                admin.call(*cmd)
         if settle:
             time.sleep(settle)
         admin.call("PUBLISH", "done", "x")
@@ -148,6 +151,14 @@ def test_expired_event(strata_server, redis_server):
     script = [("SET", "t", "v", "PX", "50")]
     got = _same(strata_server, redis_server, script, flags="KEA", settle=0.5)
     assert (b"__keyevent@0__:expired", b"t") in got
+
+
+def test_touching_an_expired_key_raises_expired_first(strata_server, redis_server):
+    # Whether the expiry cycle or the touch deletes it, `expired` comes before the new value.
+    script = [("SET", "t", "v", "PX", "30"), ("SLEEP", 0.06), ("SET", "t", "w"), ("GET", "t")]
+    got = _same(strata_server, redis_server, script, flags="KEAm")
+    assert got[-4:] == [(b"__keyspace@0__:t", b"expired"), (b"__keyevent@0__:expired", b"t"),
+                        (b"__keyspace@0__:t", b"set"), (b"__keyevent@0__:set", b"t")]
 
 
 def test_events_in_other_databases(strata_server, redis_server):

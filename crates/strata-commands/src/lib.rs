@@ -306,6 +306,9 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     ctx.server.note_command(ctx.session, spec.name);
     // Keyspace events found around the command (one atomic load when they are off).
     let events = ctx.server.notify_flags();
+    if events & notify::EXPIRED != 0 {
+        notify::expire_due_keys(ctx, spec, argv);
+    }
     if events & notify::KEY_MISS != 0 && spec.has_flag("readonly") {
         notify::key_misses(ctx, spec, argv);
     }

@@ -120,6 +120,14 @@ pub(crate) fn stored(ctx: &Ctx<'_>, class: u32, event: &str, dst: &[u8], n: u64,
     }
 }
 
+/// Deletes the command's keys whose time has passed, raising `expired` for each (through the
+/// server's expiry hook), before the command looks at them, as Redis's lazy expiry does.
+pub(crate) fn expire_due_keys(ctx: &Ctx<'_>, spec: &CommandSpec, argv: &[Bytes]) {
+    for i in spec.key_positions(argv).unwrap_or_default() {
+        let _ = ctx.session.db.expire_if_due(&argv[i]);
+    }
+}
+
 thread_local! {
     /// Keys (database, key) that did not exist when the running write command started: the
     /// first event raised on one that exists by then is preceded by `new`.

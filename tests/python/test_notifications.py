@@ -134,6 +134,11 @@ def test_key_miss_and_new_events(strata_server, redis_server):
     _same(strata_server, redis_server, script, flags="Km")
 
 
+@pytest.mark.parametrize("family", sorted(SCRIPTS))
+def test_new_events_match_redis(strata_server, redis_server, family):
+    _same(strata_server, redis_server, SCRIPTS[family], flags="Kn")
+
+
 def test_new_key_events(strata_server, redis_server):
     script = [("SET", "a", "1"), ("SET", "a", "2"), ("RENAME", "a", "b"), ("LPUSH", "l", "x"),
               ("RPOPLPUSH", "l", "m"), ("SADD", "s", "1"), ("SMOVE", "s", "t", "1"), ("INCR", "n"),
@@ -145,6 +150,16 @@ def test_new_key_events(strata_server, redis_server):
     got = _same(strata_server, redis_server, script, flags="KEA" + "n")
     assert (b"__keyspace@0__:a", b"new") in got
     _same(strata_server, redis_server, script, flags="En")
+
+
+def test_reads_and_whole_database_commands(strata_server, redis_server):
+    script = [("SET", "k", "v"), ("EXISTS", "k", "nope"), ("TYPE", "nope"), ("TTL", "nope"),
+              ("STRLEN", "nope"), ("SCARD", "nope"), ("ZSCORE", "nope", "m"), ("LINDEX", "nope", "0"),
+              ("SINTER", "k2", "nope"), ("ZUNION", "2", "nope", "z"), ("SORT_RO", "nope"),
+              ("LCS", "k", "nope"), ("TOUCH", "nope"), ("OBJECT", "ENCODING", "nope"),
+              ("SWAPDB", "0", "1"), ("SWAPDB", "0", "1"), ("FLUSHDB",), ("SET", "k", "v"),
+              ("FLUSHALL",), ("GETRANGE", "nope", "0", "1"), ("HGETALL", "nope")]
+    _same(strata_server, redis_server, script, flags="KEAm")
 
 
 def test_expired_event(strata_server, redis_server):

@@ -70,16 +70,10 @@ pub fn parse_flags(s: &str) -> u32 {
     }
 }
 
-/// Commands whose reads do not count as key misses (Redis looks their keys up with
-/// `LOOKUP_NONOTIFY`).
-const NO_MISS_EVENTS: &[&str] = &["type", "object", "object|encoding", "exists", "touch"];
-
 /// Raises `keymiss` for each key of a read-only command that does not exist, before the
-/// command runs (Redis raises it from the lookup, before replying).
+/// command runs (Redis raises it from the lookup, before replying). OBJECT, which Redis looks
+/// up without events, is a container whose row has no keys.
 pub(crate) fn key_misses(ctx: &Ctx<'_>, spec: &CommandSpec, argv: &[Bytes]) {
-    if NO_MISS_EVENTS.contains(&spec.name) {
-        return;
-    }
     for i in spec.key_positions(argv).unwrap_or_default() {
         if matches!(ctx.session.db.exists(&argv[i]), Ok(false)) {
             ctx.notify(KEY_MISS, "keymiss", &argv[i]);
@@ -145,6 +139,15 @@ pub(crate) fn note_absent_keys(ctx: &Ctx<'_>, spec: &CommandSpec, argv: &[Bytes]
         .map(|i| (db, argv[i].clone()))
         .collect();
     ABSENT.with(|a| *a.borrow_mut() = absent);
+}
+
+/// Remembers one more key of the running command (one not at the row's key positions, such
+/// as SORT's STORE destination) if it is absent, so creating it raises `new`.
+pub(crate) fn note_absent_key(ctx: &Ctx<'_>, key: &[u8]) {
+    if ctx.notifies(NEW) && matches!(ctx.session.db.exists(key), Ok(false)) {
+        let db = ctx.session.db.index();
+        ABSENT.with(|a| a.borrow_mut().push((db, Bytes::copy_from_slice(key))));
+    }
 }
 
 /// After the command: forgets the absent keys.

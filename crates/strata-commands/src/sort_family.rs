@@ -79,6 +79,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], readonly: bool) -> Frame {
             }
             Some(dst) => {
                 let existed = crate::notify::existed(ctx, crate::notify::GENERIC, dst);
+                crate::notify::note_absent_key(ctx, dst);
                 let n = ctx
                     .session
                     .db

@@ -198,3 +198,34 @@ def test_redis_py_keyspace_listener(strata):
         p.close()
     finally:
         strata.config_set("notify-keyspace-events", "")
+
+
+def _served_events(server):
+    admin = server.conn()
+    admin.call("CONFIG", "SET", "notify-keyspace-events", "KEA")
+    try:
+        sub = RespConn(server.port)
+        sub.call("PSUBSCRIBE", EVERYTHING)
+        sub.call("SUBSCRIBE", "done")
+        waiter = RespConn(server.port)
+        waiter.send_command("BLMOVE", "src", "dst", "LEFT", "RIGHT", "5")
+        deadline = time.monotonic() + 5
+        while b"blocked_clients:1" not in admin.call("INFO", "clients"):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        admin.call("RPUSH", "src", "a")
+        assert waiter.read_reply() == b"a"
+        admin.call("PUBLISH", "done", "x")
+        got = []
+        while (msg := sub.read_reply())[1] != b"done":
+            got.append((msg[2], msg[3]))
+        return got
+    finally:
+        admin.call("CONFIG", "SET", "notify-keyspace-events", "")
+
+
+def test_serving_a_blocked_client_raises_its_events_after_the_push(strata_server, redis_server):
+    got = _served_events(strata_server)
+    assert got == _served_events(redis_server)
+    assert [m for c, m in got if c.startswith(b"__keyspace")] == [
+        b"rpush", b"rpush", b"lpop", b"del"]

@@ -1019,8 +1019,18 @@ impl Config {
                 .collect::<Vec<_>>()
                 .join(" "),
             Value::Obuf(classes) => {
+                // Like Redis, only the classes that differ from their defaults.
+                let defaults = parse_value(
+                    DIRECTIVES[row].kind,
+                    &split_set_value(DIRECTIVES[row].kind, DIRECTIVES[row].default),
+                );
+                let defaults = match defaults {
+                    Ok(Value::Obuf(d)) => d,
+                    _ => Vec::new(),
+                };
                 return classes
                     .iter()
+                    .filter(|class| !defaults.contains(class))
                     .map(|(c, [h, s, t])| {
                         format!(
                             "{name} {} {} {} {t}",
@@ -1029,7 +1039,7 @@ impl Config {
                             format_memory(*s)
                         )
                     })
-                    .collect()
+                    .collect();
             }
             Value::Save(pairs) if pairs.is_empty() => "\"\"".to_string(),
             Value::Save(pairs) => {
@@ -2184,8 +2194,8 @@ mod tests {
             .unwrap();
         assert_eq!(f.pubsub_output_limits(), [2 * MB, MB, 10]);
         assert_eq!(
-            f.file_lines(Id::ClientOutputBufferLimit as usize)[2],
-            "client-output-buffer-limit pubsub 2mb 1mb 10"
+            f.file_lines(Id::ClientOutputBufferLimit as usize),
+            ["client-output-buffer-limit pubsub 2mb 1mb 10"]
         );
     }
 }

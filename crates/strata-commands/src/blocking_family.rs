@@ -16,6 +16,7 @@ use strata_resp::Frame;
 use crate::args::{db, is, reply, Parsed};
 use crate::errors::{self, err};
 use crate::list_family::end_arg;
+use crate::notify;
 use crate::table::CommandSpec;
 use crate::{BlockMode, BlockRequest, Ctx};
 
@@ -178,12 +179,27 @@ fn bpop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], end: ListEnd) -> Frame {
         let check = keys_to_check(ctx, keys);
         match db(ctx.session.db.lmpop(&check, end, 1))? {
             Some((key, items)) => Ok(Frame::Array(vec![
-                Frame::bulk(key),
+                popped_list(ctx, &key, end),
                 Frame::bulk_or_null(items.into_iter().next()),
             ])),
             None => Ok(nothing_to_serve(ctx, keys, deadline, Frame::NullArray)),
         }
     })())
+}
+
+/// Raises the events of a pop from list `key` (and `del` if it is gone); returns the key's
+/// reply frame.
+fn popped_list(ctx: &Ctx<'_>, key: &[u8], end: ListEnd) -> Frame {
+    ctx.notify(notify::LIST, notify::list_event(end, false), key);
+    notify::del_if_gone(ctx, key);
+    Frame::bulk_from_slice(key)
+}
+
+/// As [`popped_list`] for a sorted set (`zpopmin` / `zpopmax`).
+fn popped_zset(ctx: &Ctx<'_>, key: &[u8], max: bool) -> Frame {
+    ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
+    notify::del_if_gone(ctx, key);
+    Frame::bulk_from_slice(key)
 }
 
 fn blpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
@@ -204,7 +220,11 @@ fn blmove_generic(
     reply((|| {
         let deadline = deadline(timeout)?;
         match db(ctx.session.db.lmove(&argv[1], &argv[2], from, to))? {
-            Some(v) => Ok(Frame::bulk(v)),
+            Some(v) => {
+                let v = Some(v);
+                crate::list_family::notify_move(ctx, argv, &v, from, to);
+                Ok(Frame::bulk_or_null(v))
+            }
             // Inside MULTI Redis answers a null bulk here, unlike the other blocking commands.
             None => Ok(nothing_to_serve(ctx, &argv[1..2], deadline, Frame::Null)),
         }
@@ -231,7 +251,7 @@ fn blmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         let check = keys_to_check(ctx, keys);
         match db(ctx.session.db.lmpop(&check, end, count))? {
             Some((key, items)) => Ok(Frame::Array(vec![
-                Frame::bulk(key),
+                popped_list(ctx, &key, end),
                 Frame::bulk_array(items),
             ])),
             None => Ok(nothing_to_serve(ctx, keys, deadline, Frame::NullArray)),
@@ -249,7 +269,7 @@ fn bzpop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], max: bool) -> Frame {
         let check = keys_to_check(ctx, keys);
         match db(ctx.session.db.zmpop(&check, max, 1))? {
             Some((key, items)) => {
-                let mut out = vec![Frame::bulk(key)];
+                let mut out = vec![popped_zset(ctx, &key, max)];
                 if let Some((member, score)) = items.into_iter().next() {
                     out.push(Frame::bulk(member));
                     out.push(Frame::Double(score));
@@ -283,7 +303,7 @@ fn bzmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         let check = keys_to_check(ctx, keys);
         match db(ctx.session.db.zmpop(&check, max, count))? {
             Some((key, items)) => Ok(Frame::Array(vec![
-                Frame::bulk(key),
+                popped_zset(ctx, &key, max),
                 Frame::Array(
                     items
                         .into_iter()

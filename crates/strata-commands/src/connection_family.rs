@@ -44,7 +44,17 @@ pub static COMMANDS: &[CommandSpec] = &[
     row!("client|help", 2, ["loading", "stale"], ["slow", "connection"], "5.0.0", "Lists the CLIENT subcommands with a line on each.", "", client_help),
 ];
 
-fn ping(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn ping(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    if ctx.session.subscriptions.total() > 0 && ctx.session.protocol == Protocol::Resp2 {
+        // In the RESP2 subscribed state PING answers in the shape of a message.
+        return match argv.len() {
+            1 | 2 => Frame::Array(vec![
+                Frame::bulk("pong"),
+                Frame::Bulk(argv.get(1).cloned().unwrap_or_default()),
+            ]),
+            _ => errors::wrong_arity("ping"),
+        };
+    }
     match argv.len() {
         1 => Frame::simple("PONG"),
         2 => Frame::bulk(argv[1].clone()),
@@ -76,6 +86,7 @@ fn quit(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
 }
 
 fn reset(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+    crate::pubsub_family::unsubscribe_all(ctx);
     let s = &mut *ctx.session;
     if let Ok(db0) = s.db.select(0) {
         s.db = db0;

@@ -196,3 +196,22 @@ pub const NUMKEYS_GREATER_THAN_ARGS: &str =
 // ----- sort -----
 
 pub const SORT_SCORE_NOT_DOUBLE: &str = "ERR One or more scores can't be converted into double";
+
+// ----- pub/sub -----
+
+/// "ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are
+/// allowed in this context" (a RESP2 client in the subscribed state).
+pub fn only_pubsub_allowed(cmd: &str) -> String {
+    format!(
+        "ERR Can't execute '{cmd}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+    )
+}
+
+/// "ERR unknown subcommand or wrong number of arguments for 'channels'. Try PUBSUB HELP.".
+pub fn unknown_subcommand_or_arity(container: &str, sub: &[u8]) -> Frame {
+    err(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+        sanitize(sub, 128),
+        container.to_ascii_uppercase()
+    ))
+}

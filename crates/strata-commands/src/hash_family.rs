@@ -6,6 +6,7 @@ use strata_resp::{Frame, Protocol};
 
 use crate::args::{self, db, is, reply, Parsed};
 use crate::errors::{self, err};
+use crate::notify::HASH;
 use crate::table::CommandSpec;
 use crate::Ctx;
 
@@ -51,7 +52,10 @@ fn hset(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         return errors::wrong_arity("hset");
     };
     match ctx.session.db.hset(&argv[1], &pairs) {
-        Ok(n) => Frame::Integer(n as i64),
+        Ok(n) => {
+            ctx.notify(HASH, "hset", &argv[1]);
+            Frame::Integer(n as i64)
+        }
         Err(e) => errors::from_db(e),
     }
 }
@@ -61,14 +65,22 @@ fn hmset(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         return errors::wrong_arity("hmset");
     };
     match ctx.session.db.hset(&argv[1], &pairs) {
-        Ok(_) => Frame::ok(),
+        Ok(_) => {
+            ctx.notify(HASH, "hset", &argv[1]);
+            Frame::ok()
+        }
         Err(e) => errors::from_db(e),
     }
 }
 
 fn hsetnx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     match ctx.session.db.hsetnx(&argv[1], &argv[2], &argv[3]) {
-        Ok(done) => Frame::Integer(done as i64),
+        Ok(done) => {
+            if done {
+                ctx.notify(HASH, "hset", &argv[1]);
+            }
+            Frame::Integer(done as i64)
+        }
         Err(e) => errors::from_db(e),
     }
 }
@@ -89,7 +101,13 @@ fn hmget(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 
 fn hdel(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     match ctx.session.db.hdel(&argv[1], &args::slices(&argv[2..])) {
-        Ok(n) => Frame::Integer(n as i64),
+        Ok(n) => {
+            if n > 0 {
+                ctx.notify(HASH, "hdel", &argv[1]);
+                crate::notify::del_if_gone(ctx, &argv[1]);
+            }
+            Frame::Integer(n as i64)
+        }
         Err(e) => errors::from_db(e),
     }
 }
@@ -167,6 +185,7 @@ fn hincrby(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
             .db
             .hincr_by(&argv[1], &argv[2], delta)
             .map_err(hincr_error)?;
+        ctx.notify(HASH, "hincrby", &argv[1]);
         Ok(Frame::Integer(n))
     })())
 }
@@ -182,6 +201,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
             .db
             .hincr_by_float(&argv[1], &argv[2], delta)
             .map_err(hincr_error)?;
+        ctx.notify(HASH, "hincrbyfloat", &argv[1]);
         Ok(Frame::bulk(v))
     })())
 }

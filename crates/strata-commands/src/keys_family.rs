@@ -46,6 +46,22 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 fn del(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    if ctx.notifies(crate::notify::GENERIC) {
+        // One key at a time, so each deleted key raises its own `del`.
+        let mut n = 0;
+        for k in &argv[1..] {
+            match ctx.session.db.del(&[&k[..]]) {
+                Ok(d) => {
+                    if d > 0 {
+                        ctx.notify(crate::notify::GENERIC, "del", k);
+                    }
+                    n += d;
+                }
+                Err(e) => return errors::from_db(e),
+            }
+        }
+        return Frame::Integer(n as i64);
+    }
     match ctx.session.db.del(&args::slices(&argv[1..])) {
         Ok(n) => Frame::Integer(n as i64),
         Err(e) => errors::from_db(e),
@@ -125,6 +141,11 @@ fn expire_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], seconds: bool, absolute: bo
                 .ok_or_else(|| errors::invalid_expire(&cmd))?;
         }
         let changed = db(ctx.session.db.expire_at(&argv[1], when, &conds))?;
+        if changed {
+            let past = when <= strata::now_ms() as i64;
+            let event = if past { "del" } else { "expire" };
+            ctx.notify(crate::notify::GENERIC, event, &argv[1]);
+        }
         Ok(Frame::Integer(changed as i64))
     })())
 }
@@ -186,22 +207,46 @@ fn pexpiretime(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 
 fn persist(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     match ctx.session.db.persist(&argv[1]) {
-        Ok(b) => Frame::Integer(b as i64),
+        Ok(b) => {
+            if b {
+                ctx.notify(crate::notify::GENERIC, "persist", &argv[1]);
+            }
+            Frame::Integer(b as i64)
+        }
         Err(e) => errors::from_db(e),
     }
 }
 
 fn rename(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     match ctx.session.db.rename(&argv[1], &argv[2], false) {
-        Ok(_) => Frame::ok(),
+        Ok(_) => {
+            notify_rename(ctx, argv);
+            Frame::ok()
+        }
         Err(e) => errors::from_db(e),
     }
 }
 
 fn renamenx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     match ctx.session.db.rename(&argv[1], &argv[2], true) {
-        Ok(b) => Frame::Integer(b as i64),
+        Ok(b) => {
+            if b {
+                notify_rename(ctx, argv);
+            }
+            Frame::Integer(b as i64)
+        }
         Err(e) => errors::from_db(e),
+    }
+}
+
+/// `rename_from` on the source, `rename_to` on the destination (none for a key renamed to
+/// itself, as in Redis).
+fn notify_rename(ctx: &Ctx<'_>, argv: &[Bytes]) {
+    if argv[1] != argv[2] {
+        // Redis re-adds the destination (raising `new`) before it reports the rename.
+        crate::notify::new_key_always(ctx, ctx.session.db.index(), &argv[2]);
+        ctx.notify(crate::notify::GENERIC, "rename_from", &argv[1]);
+        ctx.notify(crate::notify::GENERIC, "rename_to", &argv[2]);
     }
 }
 
@@ -230,6 +275,10 @@ fn copy(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
             return Err(err(errors::SAME_OBJECT));
         }
         let done = db(ctx.session.db.copy(&argv[1], dst_db, &argv[2], replace))?;
+        if done {
+            crate::notify::new_key_always(ctx, dst_db, &argv[2]);
+            ctx.notify_in(dst_db, crate::notify::GENERIC, "copy_to", &argv[2]);
+        }
         Ok(Frame::Integer(done as i64))
     })())
 }
@@ -247,6 +296,12 @@ fn move_key(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
             return Err(err(errors::SAME_OBJECT));
         }
         let done = db(ctx.session.db.move_to(&argv[1], n as u32))?;
+        if done {
+            let src = ctx.session.db.index();
+            crate::notify::new_key_always(ctx, n as u32, &argv[1]);
+            ctx.notify_in(src, crate::notify::GENERIC, "move_from", &argv[1]);
+            ctx.notify_in(n as u32, crate::notify::GENERIC, "move_to", &argv[1]);
+        }
         Ok(Frame::Integer(done as i64))
     })())
 }

@@ -14,6 +14,8 @@ pub mod hash_family;
 pub mod isolation;
 pub mod keys_family;
 pub mod list_family;
+pub mod notify;
+pub mod pubsub_family;
 pub mod script_family;
 pub mod scripting;
 pub mod server_family;
@@ -86,6 +88,40 @@ pub struct Session {
     /// A script is running for this connection: keys it did not declare are locked patiently
     /// (see `strata::Db::hold_patiently`).
     pub in_script: bool,
+    /// Pub/sub subscription counts; in RESP2 a session with any is in the subscribed state.
+    pub subscriptions: Subscriptions,
+    /// Replies that go out before the command's own reply, in order (SUBSCRIBE a b c answers
+    /// one acknowledgement per channel: the first ones wait here, the last is the reply).
+    pub extra_replies: Vec<Frame>,
+}
+
+/// How many channels, patterns and shard channels a session is subscribed to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Subscriptions {
+    /// SUBSCRIBE.
+    pub channels: usize,
+    /// PSUBSCRIBE.
+    pub patterns: usize,
+    /// SSUBSCRIBE.
+    pub shard: usize,
+}
+
+impl Subscriptions {
+    /// All subscriptions together; non-zero means the subscribed state.
+    pub fn total(&self) -> usize {
+        self.channels + self.patterns + self.shard
+    }
+}
+
+/// The three pub/sub namespaces: channels, patterns and shard channels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ChannelKind {
+    /// SUBSCRIBE / PUBLISH.
+    Channel,
+    /// PSUBSCRIBE (glob patterns over channels).
+    Pattern,
+    /// SSUBSCRIBE / SPUBLISH.
+    Shard,
 }
 
 /// How a blocking command (BLPOP, BLMOVE, BZPOPMIN...) behaves when no key has anything to serve.
@@ -132,6 +168,8 @@ impl Session {
             watching: None,
             ready_keys: None,
             in_script: false,
+            subscriptions: Subscriptions::default(),
+            extra_replies: Vec::new(),
         }
     }
 }
@@ -195,6 +233,46 @@ pub trait ServerApi: Send + Sync {
     fn has_blocked_clients(&self) -> bool {
         false
     }
+    /// Subscribes this client to `name` (a channel, pattern or shard channel); subscribing
+    /// twice is harmless. Returns the client's subscription counts afterwards.
+    fn subscribe(&self, _kind: ChannelKind, _name: &Bytes) -> Subscriptions {
+        Subscriptions::default()
+    }
+    /// Unsubscribes this client from `name` (nothing happens when it was not subscribed).
+    /// Returns the client's subscription counts afterwards.
+    fn unsubscribe(&self, _kind: ChannelKind, _name: &Bytes) -> Subscriptions {
+        Subscriptions::default()
+    }
+    /// What this client is subscribed to of `kind`.
+    fn subscribed(&self, _kind: ChannelKind) -> Vec<Bytes> {
+        Vec::new()
+    }
+    /// PUBLISH (`Channel`) / SPUBLISH (`Shard`): delivers `message` to the subscribers of
+    /// `channel` (and, for `Channel`, of every matching pattern); returns how many received it.
+    fn publish(&self, _kind: ChannelKind, _channel: &Bytes, _message: &Bytes) -> usize {
+        0
+    }
+    /// PUBSUB CHANNELS / SHARDCHANNELS: the active channels (with at least one subscriber),
+    /// optionally only those matching a glob pattern.
+    fn pubsub_channels(&self, _kind: ChannelKind, _pattern: Option<&[u8]>) -> Vec<Bytes> {
+        Vec::new()
+    }
+    /// PUBSUB NUMSUB / SHARDNUMSUB: the number of subscribers of one channel.
+    fn pubsub_numsub(&self, _kind: ChannelKind, _channel: &[u8]) -> usize {
+        0
+    }
+    /// PUBSUB NUMPAT: the number of distinct patterns subscribed to.
+    fn pubsub_numpat(&self) -> usize {
+        0
+    }
+    /// The keyspace-event classes enabled now (`notify::*` bits; 0 when off). Called for every
+    /// event a command could raise, so it must be one atomic load.
+    fn notify_flags(&self) -> u32 {
+        0
+    }
+    /// Publishes keyspace event `event` of `class` on `key` of database `db` (to
+    /// `__keyspace@<db>__:<key>` and/or `__keyevent@<db>__:<event>`, as enabled).
+    fn notify(&self, _db: u32, _class: u32, _event: &str, _key: &[u8]) {}
 }
 
 /// What a handler works with: the connection's session and the server.
@@ -203,6 +281,33 @@ pub struct Ctx<'a> {
     pub session: &'a mut Session,
     /// The server.
     pub server: &'a dyn ServerApi,
+}
+
+impl Ctx<'_> {
+    /// Whether events of `class` are published now (to skip work done only for an event).
+    #[inline]
+    pub fn notifies(&self, class: u32) -> bool {
+        self.server.notify_flags() & class != 0
+    }
+
+    /// Raises keyspace event `event` of `class` (a `notify::*` bit) on `key` of the selected
+    /// database, as Redis's `notifyKeyspaceEvent`. A cheap no-op unless that class is enabled.
+    #[inline]
+    pub fn notify(&self, class: u32, event: &str, key: &[u8]) {
+        self.notify_in(self.session.db.index(), class, event, key);
+    }
+
+    /// [`Ctx::notify`] for a key of database `db` (MOVE, COPY ... DB).
+    #[inline]
+    pub fn notify_in(&self, db: u32, class: u32, event: &str, key: &[u8]) {
+        let flags = self.server.notify_flags();
+        if flags & notify::NEW != 0 {
+            notify::new_key(self, db, key);
+        }
+        if flags & class != 0 {
+            self.server.notify(db, class, event, key);
+        }
+    }
 }
 
 /// Runs one command as a client sent it: lookup, arity, authentication, then either queueing it
@@ -221,6 +326,18 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     }
     if !spec.arity_ok(argv.len()) {
         return refuse(ctx, errors::wrong_arity(spec.name));
+    }
+    if ctx.session.subscriptions.total() > 0
+        && ctx.session.protocol == Protocol::Resp2
+        && !pubsub_family::allowed_when_subscribed(spec.name)
+    {
+        // Redis names a container's subcommand in full (`pubsub|numsub`).
+        let sub = argv
+            .get(1)
+            .filter(|_| !table::subcommands_of(spec.name).is_empty());
+        let full = sub.and_then(|s| table::lookup(&[spec.name.as_bytes(), b"|", s].concat()));
+        let name = full.map_or(spec.name, |f| f.name);
+        return refuse(ctx, errors::err(errors::only_pubsub_allowed(name)));
     }
     if let Some(multi) = ctx.session.multi.as_mut() {
         if !transaction_family::runs_inside_multi(spec) {
@@ -248,6 +365,18 @@ fn refuse(ctx: &mut Ctx<'_>, reply: Frame) -> Frame {
 /// (after a transaction: once EXEC has released its locks, see [`Session::ready_keys`]).
 pub fn run(ctx: &mut Ctx<'_>, spec: &'static table::CommandSpec, argv: &[Bytes]) -> Frame {
     ctx.server.note_command(ctx.session, spec.name);
+    // Keyspace events found around the command (one atomic load when they are off).
+    let events = ctx.server.notify_flags();
+    if events & notify::EXPIRED != 0 {
+        notify::expire_due_keys(ctx, spec, argv);
+    }
+    if events & notify::KEY_MISS != 0 && spec.has_flag("readonly") {
+        notify::key_misses(ctx, spec, argv);
+    }
+    let track_new = events & notify::NEW != 0 && spec.has_flag("write");
+    if track_new {
+        notify::note_absent_keys(ctx, spec, argv);
+    }
     let write = spec.has_flag("write");
     let db = ctx.session.db.clone();
     let targets = match isolation::targets(spec, argv, db.index()) {
@@ -264,6 +393,9 @@ pub fn run(ctx: &mut Ctx<'_>, spec: &'static table::CommandSpec, argv: &[Bytes])
         (false, true) => Some(db.hold_patiently(keys, exclusive, SCRIPT_LOCK_PATIENCE).0),
     };
     let reply = (spec.handler)(ctx, argv);
+    if track_new {
+        notify::clear_absent_keys();
+    }
     let wrote = write && !matches!(reply, Frame::Error(_)) && ctx.session.blocked.is_none();
     if wrote {
         let watches = ctx.server.watches();

@@ -9,6 +9,7 @@ use strata_resp::Frame;
 
 use crate::args::{self, db, is, reply, Parsed};
 use crate::errors::{self, err};
+use crate::notify;
 use crate::table::CommandSpec;
 use crate::Ctx;
 
@@ -70,7 +71,12 @@ fn push_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], end: ListEnd, only_if_exists:
         .db
         .list_push(&argv[1], end, &args::slices(&argv[2..]), only_if_exists)
     {
-        Ok(n) => Frame::Integer(n as i64),
+        Ok(n) => {
+            if n > 0 {
+                ctx.notify(notify::LIST, notify::list_event(end, true), &argv[1]);
+            }
+            Frame::Integer(n as i64)
+        }
         Err(e) => errors::from_db(e),
     }
 }
@@ -105,6 +111,10 @@ fn pop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], end: ListEnd) -> Frame {
             None => None,
         };
         let items = db(ctx.session.db.list_pop(&argv[1], end, count.unwrap_or(1)))?;
+        if items.is_some() {
+            ctx.notify(notify::LIST, notify::list_event(end, false), &argv[1]);
+            notify::del_if_gone(ctx, &argv[1]);
+        }
         Ok(match (items, count) {
             (None, Some(_)) => Frame::NullArray,
             (None, None) => Frame::Null,
@@ -160,6 +170,7 @@ fn lset(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         }
         let index = args::int(&argv[2])?;
         if db(ctx.session.db.lset(&argv[1], index, &argv[3]))? {
+            ctx.notify(notify::LIST, "lset", &argv[1]);
             Ok(Frame::ok())
         } else {
             Err(err(errors::INDEX_OUT_OF_RANGE))
@@ -177,6 +188,9 @@ fn linsert(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
             return Err(err(errors::SYNTAX));
         };
         let n = db(ctx.session.db.linsert(&argv[1], before, &argv[3], &argv[4]))?;
+        if n > 0 {
+            ctx.notify(notify::LIST, "linsert", &argv[1]);
+        }
         Ok(Frame::Integer(n))
     })())
 }
@@ -184,16 +198,24 @@ fn linsert(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 fn lrem(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     reply((|| {
         let count = args::int(&argv[2])?;
-        Ok(Frame::Integer(
-            db(ctx.session.db.lrem(&argv[1], count, &argv[3]))? as i64,
-        ))
+        let n = db(ctx.session.db.lrem(&argv[1], count, &argv[3]))?;
+        if n > 0 {
+            ctx.notify(notify::LIST, "lrem", &argv[1]);
+            notify::del_if_gone(ctx, &argv[1]);
+        }
+        Ok(Frame::Integer(n as i64))
     })())
 }
 
 fn ltrim(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     reply((|| {
         let (start, stop) = (args::int(&argv[2])?, args::int(&argv[3])?);
+        let existed = notify::existed(ctx, notify::LIST, &argv[1]);
         db(ctx.session.db.ltrim(&argv[1], start, stop))?;
+        if existed {
+            ctx.notify(notify::LIST, "ltrim", &argv[1]);
+            notify::del_if_gone(ctx, &argv[1]);
+        }
         Ok(Frame::ok())
     })())
 }
@@ -243,11 +265,26 @@ fn lmove(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     reply((|| {
         let from = end_arg(&argv[3])?;
         let to = end_arg(&argv[4])?;
-        Ok(Frame::bulk_or_null(db(ctx
-            .session
-            .db
-            .lmove(&argv[1], &argv[2], from, to))?))
+        let v = db(ctx.session.db.lmove(&argv[1], &argv[2], from, to))?;
+        notify_move(ctx, argv, &v, from, to);
+        Ok(Frame::bulk_or_null(v))
     })())
+}
+
+/// LMOVE's events, in Redis's order: the push on the destination, the pop on the source, and
+/// `del` when the source was emptied.
+pub(crate) fn notify_move(
+    ctx: &Ctx<'_>,
+    argv: &[Bytes],
+    moved: &Option<Vec<u8>>,
+    from: ListEnd,
+    to: ListEnd,
+) {
+    if moved.is_some() {
+        ctx.notify(notify::LIST, notify::list_event(to, true), &argv[2]);
+        ctx.notify(notify::LIST, notify::list_event(from, false), &argv[1]);
+        notify::del_if_gone(ctx, &argv[1]);
+    }
 }
 
 fn rpoplpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
@@ -256,7 +293,10 @@ fn rpoplpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         .db
         .lmove(&argv[1], &argv[2], ListEnd::Right, ListEnd::Left)
     {
-        Ok(v) => Frame::bulk_or_null(v),
+        Ok(v) => {
+            notify_move(ctx, argv, &v, ListEnd::Right, ListEnd::Left);
+            Frame::bulk_or_null(v)
+        }
         Err(e) => errors::from_db(e),
     }
 }
@@ -284,10 +324,14 @@ fn lmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         let keys = args::slices(&argv[2..where_idx]);
         match db(ctx.session.db.lmpop(&keys, end, count.unwrap_or(1)))? {
             None => Ok(Frame::NullArray),
-            Some((key, items)) => Ok(Frame::Array(vec![
-                Frame::bulk(key),
-                Frame::bulk_array(items),
-            ])),
+            Some((key, items)) => {
+                ctx.notify(notify::LIST, notify::list_event(end, false), &key);
+                notify::del_if_gone(ctx, &key);
+                Ok(Frame::Array(vec![
+                    Frame::bulk(key),
+                    Frame::bulk_array(items),
+                ]))
+            }
         }
     })())
 }

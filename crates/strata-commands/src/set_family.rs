@@ -7,6 +7,7 @@ use strata_resp::Frame;
 use crate::args::{self, db, is, reply, Parsed};
 use crate::errors::{self, err};
 use crate::hash_family::{random_count, scan_options, scan_reply};
+use crate::notify;
 use crate::table::CommandSpec;
 use crate::Ctx;
 
@@ -45,14 +46,25 @@ fn members_array(members: Vec<Vec<u8>>) -> Frame {
 
 fn sadd(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     match ctx.session.db.sadd(&argv[1], &args::slices(&argv[2..])) {
-        Ok(n) => Frame::Integer(n as i64),
+        Ok(n) => {
+            if n > 0 {
+                ctx.notify(notify::SET, "sadd", &argv[1]);
+            }
+            Frame::Integer(n as i64)
+        }
         Err(e) => errors::from_db(e),
     }
 }
 
 fn srem(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     match ctx.session.db.srem(&argv[1], &args::slices(&argv[2..])) {
-        Ok(n) => Frame::Integer(n as i64),
+        Ok(n) => {
+            if n > 0 {
+                ctx.notify(notify::SET, "srem", &argv[1]);
+                notify::del_if_gone(ctx, &argv[1]);
+            }
+            Frame::Integer(n as i64)
+        }
         Err(e) => errors::from_db(e),
     }
 }
@@ -108,21 +120,45 @@ fn srandmember(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 
 fn spop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     reply((|| match argv.len() {
-        2 => Ok(Frame::bulk_or_null(db(ctx.session.db.spop(&argv[1]))?)),
+        2 => {
+            let v = db(ctx.session.db.spop(&argv[1]))?;
+            if v.is_some() {
+                ctx.notify(notify::SET, "spop", &argv[1]);
+                notify::del_if_gone(ctx, &argv[1]);
+            }
+            Ok(Frame::bulk_or_null(v))
+        }
         3 => {
             let count = match strata::num::parse_i64(&argv[2]) {
                 Some(n) if n >= 0 => n as u64,
                 _ => return Err(err(errors::OUT_OF_RANGE_MUST_BE_POSITIVE)),
             };
-            Ok(members_set(db(ctx.session.db.spop_count(&argv[1], count))?))
+            let popped = db(ctx.session.db.spop_count(&argv[1], count))?;
+            if !popped.is_empty() {
+                ctx.notify(notify::SET, "spop", &argv[1]);
+                notify::del_if_gone(ctx, &argv[1]);
+            }
+            Ok(members_set(popped))
         }
         _ => Err(err(errors::SYNTAX)),
     })())
 }
 
 fn smove(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    let already = argv[1] != argv[2]
+        && ctx.notifies(notify::SET)
+        && matches!(ctx.session.db.sismember(&argv[2], &argv[3]), Ok(true));
     match ctx.session.db.smove(&argv[1], &argv[2], &argv[3]) {
-        Ok(b) => Frame::Integer(b as i64),
+        Ok(b) => {
+            if b && argv[1] != argv[2] {
+                ctx.notify(notify::SET, "srem", &argv[1]);
+                notify::del_if_gone(ctx, &argv[1]);
+                if !already {
+                    ctx.notify(notify::SET, "sadd", &argv[2]);
+                }
+            }
+            Frame::Integer(b as i64)
+        }
         Err(e) => errors::from_db(e),
     }
 }
@@ -149,34 +185,46 @@ fn sdiff(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn sinterstore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    let existed = notify::existed(ctx, notify::GENERIC, &argv[1]);
     match ctx
         .session
         .db
         .sinterstore(&argv[1], &args::slices(&argv[2..]))
     {
-        Ok(n) => Frame::Integer(n as i64),
+        Ok(n) => {
+            notify::stored(ctx, notify::SET, "sinterstore", &argv[1], n, existed);
+            Frame::Integer(n as i64)
+        }
         Err(e) => errors::from_db(e),
     }
 }
 
 fn sunionstore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    let existed = notify::existed(ctx, notify::GENERIC, &argv[1]);
     match ctx
         .session
         .db
         .sunionstore(&argv[1], &args::slices(&argv[2..]))
     {
-        Ok(n) => Frame::Integer(n as i64),
+        Ok(n) => {
+            notify::stored(ctx, notify::SET, "sunionstore", &argv[1], n, existed);
+            Frame::Integer(n as i64)
+        }
         Err(e) => errors::from_db(e),
     }
 }
 
 fn sdiffstore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    let existed = notify::existed(ctx, notify::GENERIC, &argv[1]);
     match ctx
         .session
         .db
         .sdiffstore(&argv[1], &args::slices(&argv[2..]))
     {
-        Ok(n) => Frame::Integer(n as i64),
+        Ok(n) => {
+            notify::stored(ctx, notify::SET, "sdiffstore", &argv[1], n, existed);
+            Frame::Integer(n as i64)
+        }
         Err(e) => errors::from_db(e),
     }
 }

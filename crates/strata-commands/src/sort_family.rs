@@ -78,11 +78,14 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], readonly: bool) -> Frame {
                 ))
             }
             Some(dst) => {
+                let existed = crate::notify::existed(ctx, crate::notify::GENERIC, dst);
+                crate::notify::note_absent_key(ctx, dst);
                 let n = ctx
                     .session
                     .db
                     .sort_store(&argv[1], dst, &opts)
                     .map_err(map)?;
+                crate::notify::stored(ctx, crate::notify::LIST, "sortstore", dst, n, existed);
                 // The destination is not at the row's key positions: wake its BLPOP waiters here.
                 if n > 0 && ctx.server.has_blocked_clients() {
                     ctx.server.key_ready(ctx.session.db.index(), dst);

@@ -7,6 +7,7 @@ use strata_resp::Frame;
 
 use crate::args::{self, db, is, reply, Parsed};
 use crate::errors::{self, err};
+use crate::notify::{GENERIC, STRING};
 use crate::table::CommandSpec;
 use crate::Ctx;
 
@@ -158,6 +159,12 @@ fn set(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
                 get: o.get,
             },
         ))?;
+        if out.written {
+            ctx.notify(STRING, "set", &argv[1]);
+            if matches!(expiry, Expiry::At(_)) {
+                ctx.notify(GENERIC, "expire", &argv[1]);
+            }
+        }
         Ok(if o.get {
             Frame::bulk_or_null(out.old)
         } else if out.written {
@@ -174,7 +181,12 @@ fn setnx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         ..Default::default()
     };
     match ctx.session.db.set(&argv[1], &argv[2], opts) {
-        Ok(o) => Frame::Integer(o.written as i64),
+        Ok(o) => {
+            if o.written {
+                ctx.notify(STRING, "set", &argv[1]);
+            }
+            Frame::Integer(o.written as i64)
+        }
         Err(e) => errors::from_db(e),
     }
 }
@@ -187,6 +199,8 @@ fn set_with_ttl(ctx: &mut Ctx<'_>, argv: &[Bytes], seconds: bool, cmd: &str) -> 
             ..Default::default()
         };
         db(ctx.session.db.set(&argv[1], &argv[3], opts))?;
+        ctx.notify(STRING, "set", &argv[1]);
+        ctx.notify(GENERIC, "expire", &argv[1]);
         Ok(Frame::ok())
     })())
 }
@@ -218,7 +232,12 @@ fn mset(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         return errors::wrong_arity("mset");
     }
     match ctx.session.db.mset(&pairs(argv)) {
-        Ok(()) => Frame::ok(),
+        Ok(()) => {
+            for (k, _) in pairs(argv) {
+                ctx.notify(STRING, "set", k);
+            }
+            Frame::ok()
+        }
         Err(e) => errors::from_db(e),
     }
 }
@@ -228,7 +247,14 @@ fn msetnx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         return errors::wrong_arity("msetnx");
     }
     match ctx.session.db.msetnx(&pairs(argv)) {
-        Ok(done) => Frame::Integer(done as i64),
+        Ok(done) => {
+            if done {
+                for (k, _) in pairs(argv) {
+                    ctx.notify(STRING, "set", k);
+                }
+            }
+            Frame::Integer(done as i64)
+        }
         Err(e) => errors::from_db(e),
     }
 }
@@ -239,14 +265,22 @@ fn getset(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         ..Default::default()
     };
     match ctx.session.db.set(&argv[1], &argv[2], opts) {
-        Ok(o) => Frame::bulk_or_null(o.old),
+        Ok(o) => {
+            ctx.notify(STRING, "set", &argv[1]);
+            Frame::bulk_or_null(o.old)
+        }
         Err(e) => errors::from_db(e),
     }
 }
 
 fn getdel(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     match ctx.session.db.getdel(&argv[1]) {
-        Ok(v) => Frame::bulk_or_null(v),
+        Ok(v) => {
+            if v.is_some() {
+                ctx.notify(GENERIC, "del", &argv[1]);
+            }
+            Frame::bulk_or_null(v)
+        }
         Err(e) => errors::from_db(e),
     }
 }
@@ -259,16 +293,31 @@ fn getex(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
             None if o.persist => GetExpiry::Persist,
             None => GetExpiry::Unchanged,
         };
-        Ok(Frame::bulk_or_null(db(ctx
-            .session
-            .db
-            .getex(&argv[1], change))?))
+        // PERSIST raises an event only when there was a TTL to remove.
+        let had_ttl = matches!(change, GetExpiry::Persist)
+            && ctx.notifies(GENERIC)
+            && matches!(ctx.session.db.ttl(&argv[1]), Ok(strata::Ttl::ExpiresAt(_)));
+        let v = db(ctx.session.db.getex(&argv[1], change))?;
+        if v.is_some() {
+            match change {
+                GetExpiry::At(ms) if ms <= strata::now_ms() && o.expire.is_some_and(|e| e.1) => {
+                    ctx.notify(GENERIC, "del", &argv[1])
+                }
+                GetExpiry::At(_) => ctx.notify(GENERIC, "expire", &argv[1]),
+                GetExpiry::Persist if had_ttl => ctx.notify(GENERIC, "persist", &argv[1]),
+                _ => {}
+            }
+        }
+        Ok(Frame::bulk_or_null(v))
     })())
 }
 
 fn append(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     match ctx.session.db.append(&argv[1], &argv[2]) {
-        Ok(n) => Frame::Integer(n as i64),
+        Ok(n) => {
+            ctx.notify(STRING, "append", &argv[1]);
+            Frame::Integer(n as i64)
+        }
         Err(e) => errors::from_db(e),
     }
 }
@@ -282,7 +331,10 @@ fn strlen(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 
 fn incr_reply(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> Frame {
     match ctx.session.db.incr_by(key, delta) {
-        Ok(n) => Frame::Integer(n),
+        Ok(n) => {
+            ctx.notify(STRING, "incrby", key);
+            Frame::Integer(n)
+        }
         Err(e) => errors::from_db(e),
     }
 }
@@ -314,6 +366,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     reply((|| {
         let delta = args::float(&argv[2])?;
         let v = db(ctx.session.db.incr_by_float(&argv[1], delta))?;
+        ctx.notify(STRING, "incrbyfloat", &argv[1]);
         Ok(Frame::bulk(v))
     })())
 }
@@ -336,6 +389,9 @@ fn setrange(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
             return Err(err(errors::OFFSET_OUT_OF_RANGE));
         }
         let n = db(ctx.session.db.setrange(&argv[1], offset as u64, &argv[3]))?;
+        if !argv[3].is_empty() {
+            ctx.notify(STRING, "setrange", &argv[1]);
+        }
         Ok(Frame::Integer(n as i64))
     })())
 }

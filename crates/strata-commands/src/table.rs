@@ -167,7 +167,10 @@ impl CommandSpec {
 
     /// A range spec starting at `index`; `last` as Redis's `lastkey` (relative, or negative).
     fn range_key_spec(&self, index: i32, last: i64) -> Frame {
-        let flags: &[&str] = if self.name == "del" || self.name == "unlink" {
+        let flags: &[&str] = if self.has_flag("pubsub") {
+            // Shard channels sit in key positions but are not keys.
+            &["not_key"]
+        } else if self.name == "del" || self.name == "unlink" {
             &["RM", "DELETE"]
         } else if self.numkeys_at > 0 && self.has_flag("write") {
             // The destination of ZUNIONSTORE and the like is overwritten.
@@ -318,6 +321,7 @@ pub fn all() -> &'static [&'static CommandSpec] {
             crate::sort_family::COMMANDS,
             crate::transaction_family::COMMANDS,
             crate::script_family::COMMANDS,
+            crate::pubsub_family::COMMANDS,
         ] {
             v.extend(family.iter());
         }

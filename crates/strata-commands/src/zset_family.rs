@@ -13,6 +13,7 @@ use strata_resp::{Frame, Protocol};
 
 use crate::args::{self, db, is, reply, Parsed};
 use crate::errors::{self, err};
+use crate::notify;
 use crate::table::CommandSpec;
 use crate::Ctx;
 
@@ -409,6 +410,9 @@ fn zadd(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
             .db
             .zadd(&argv[1], &pairs, opts)
             .map_err(nan_error)?;
+        if out.added + out.updated > 0 {
+            ctx.notify(notify::ZSET, if incr { "zincr" } else { "zadd" }, &argv[1]);
+        }
         Ok(if incr {
             out.score.map_or(Frame::Null, Frame::Double)
         } else if ch {
@@ -427,13 +431,22 @@ fn zincrby(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
             .db
             .zincrby(&argv[1], by, &argv[3])
             .map_err(nan_error)?;
+        if by != 0.0 {
+            ctx.notify(notify::ZSET, "zincr", &argv[1]);
+        }
         Ok(Frame::Double(s))
     })())
 }
 
 fn zrem(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     match ctx.session.db.zrem(&argv[1], &args::slices(&argv[2..])) {
-        Ok(n) => Frame::Integer(n as i64),
+        Ok(n) => {
+            if n > 0 {
+                ctx.notify(notify::ZSET, "zrem", &argv[1]);
+                notify::del_if_gone(ctx, &argv[1]);
+            }
+            Frame::Integer(n as i64)
+        }
         Err(e) => errors::from_db(e),
     }
 }
@@ -564,7 +577,16 @@ fn zrange_generic(
             },
         };
         if store {
+            let existed = notify::existed(ctx, notify::GENERIC, &argv[1]);
             let n = db(ctx.session.db.zrangestore(&argv[1], &argv[2], &spec))?;
+            notify::stored(
+                ctx,
+                notify::ZSET,
+                "zrangestore",
+                &argv[1],
+                n as u64,
+                existed,
+            );
             return Ok(Frame::Integer(n as i64));
         }
         let items = db(ctx.session.db.zrange(&argv[first], &spec))?;
@@ -607,9 +629,13 @@ fn zremrange_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], kind: RangeKind) -> Fram
             RangeKind::Score => ZRangeBy::Score(score_range(&argv[2], &argv[3])?),
             RangeKind::Lex => ZRangeBy::Lex(lex_range(&argv[2], &argv[3])?),
         };
-        Ok(Frame::Integer(
-            db(ctx.session.db.zremrange(&argv[1], &by))? as i64
-        ))
+        let n = db(ctx.session.db.zremrange(&argv[1], &by))?;
+        if n > 0 && ctx.notifies(notify::ZSET | notify::GENERIC) {
+            let event = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+            ctx.notify(notify::ZSET, &event, &argv[1]);
+            notify::del_if_gone(ctx, &argv[1]);
+        }
+        Ok(Frame::Integer(n as i64))
     })())
 }
 
@@ -635,6 +661,14 @@ fn pop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], max: bool) -> Frame {
             None => None,
         };
         let items = db(ctx.session.db.zpop(&argv[1], max, count.unwrap_or(1)))?;
+        if !items.is_empty() {
+            ctx.notify(
+                notify::ZSET,
+                if max { "zpopmax" } else { "zpopmin" },
+                &argv[1],
+            );
+            notify::del_if_gone(ctx, &argv[1]);
+        }
         let nested = resp3(ctx) && count.is_some();
         Ok(scored_reply(items, true, nested))
     })())
@@ -677,10 +711,14 @@ fn zmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         let keys = args::slices(&argv[2..where_idx]);
         match db(ctx.session.db.zmpop(&keys, max, count.unwrap_or(1)))? {
             None => Ok(Frame::NullArray),
-            Some((key, items)) => Ok(Frame::Array(vec![
-                Frame::bulk(key),
-                scored_reply(items, true, true),
-            ])),
+            Some((key, items)) => {
+                ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, &key);
+                notify::del_if_gone(ctx, &key);
+                Ok(Frame::Array(vec![
+                    Frame::bulk(key),
+                    scored_reply(items, true, true),
+                ]))
+            }
         }
     })())
 }
@@ -781,7 +819,9 @@ fn setop_generic(
             return Ok(Frame::Integer(db(d.zintercard(&keys, limit))? as i64));
         }
         if store {
+            let existed = notify::existed(ctx, notify::GENERIC, &argv[1]);
             let n = db(d.zsetop_store(op, &argv[1], &keys, weights.as_deref(), aggregate))?;
+            notify::stored(ctx, notify::ZSET, &name, &argv[1], n as u64, existed);
             return Ok(Frame::Integer(n as i64));
         }
         let items = db(d.zsetop(op, &keys, weights.as_deref(), aggregate))?;

@@ -71,6 +71,7 @@ enum Id {
     TcpKeepalive,
     BusyReplyThreshold,
     NotifyKeyspaceEvents,
+    ClientOutputBufferLimit,
     BlockCacheSize,
     HotCacheSize,
     WriteBufferSize,
@@ -124,12 +125,18 @@ enum Special {
     Daemonize,
     /// An integer 0..=2^31-1, then clamped to 1..=500 like Redis.
     Hz,
+    /// `<class> <hard> <soft> <soft seconds>` groups; takes several arguments, and each
+    /// group replaces only its own class.
+    OutputBufferLimit,
 }
 
 impl Kind {
     /// Whether the directive takes several arguments (Redis's MULTI_ARG_CONFIG).
     fn is_multi_arg(self) -> bool {
-        matches!(self, Kind::Special(Special::Bind | Special::Save))
+        matches!(
+            self,
+            Kind::Special(Special::Bind | Special::Save | Special::OutputBufferLimit)
+        )
     }
 }
 
@@ -144,6 +151,31 @@ enum Value {
     Str(String),
     Bind(Vec<String>),
     Save(Vec<(i64, i64)>),
+    /// `client-output-buffer-limit`: (class, [hard, soft, soft seconds]) in the order given;
+    /// a stored value holds all three classes in [`OBUF_CLASSES`] order.
+    Obuf(Vec<(usize, [u64; 3])>),
+}
+
+/// The client classes of `client-output-buffer-limit`, as CONFIG GET names them.
+const OBUF_CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
+
+/// A new `client-output-buffer-limit` value over the current one: the given classes replace
+/// theirs, the others stay.
+fn merge_obuf(current: &Value, update: Value) -> Value {
+    match (current, update) {
+        (Value::Obuf(cur), Value::Obuf(new)) => {
+            let mut out = cur.clone();
+            for (class, limits) in new {
+                match out.iter_mut().find(|(c, _)| *c == class) {
+                    Some(slot) => slot.1 = limits,
+                    None => out.push((class, limits)),
+                }
+            }
+            out.sort_by_key(|(c, _)| *c);
+            Value::Obuf(out)
+        }
+        (_, update) => update,
+    }
 }
 
 /// One row of the directive table.
@@ -218,6 +250,7 @@ const DIRECTIVES: &[Directive] = &[
     row(Id::TcpKeepalive, "tcp-keepalive", &[], Int { min: 0, max: INT_MAX }, "300", true),
     row(Id::BusyReplyThreshold, "busy-reply-threshold", &["lua-time-limit"], Int { min: 0, max: i64::MAX }, "5000", true),
     row(Id::NotifyKeyspaceEvents, "notify-keyspace-events", &[], Sp(Special::KeyspaceEvents), "", true),
+    row(Id::ClientOutputBufferLimit, "client-output-buffer-limit", &[], Sp(Special::OutputBufferLimit), "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", true),
     // Strata's storage knobs. RocksDB clamps write buffers to 64kb..=64gb.
     row(Id::BlockCacheSize, "block-cache-size", &[], Memory { min: 0, max: LONG_MAX }, "256mb", false),
     row(Id::HotCacheSize, "hot-cache-size", &[], Memory { min: 0, max: LONG_MAX }, "256mb", false),
@@ -510,6 +543,39 @@ fn parse_value(kind: Kind, args: &[String]) -> Result<Value, String> {
                 .map(Value::Save)
         }
         Kind::Special(Special::KeyspaceEvents) => parse_keyspace_events(single()?).map(Value::Str),
+        Kind::Special(Special::OutputBufferLimit) => {
+            let args = match args {
+                [only] if only.is_empty() => &[],
+                _ => args,
+            };
+            if args.len() % 4 != 0 {
+                return Err("Wrong number of arguments in buffer limit configuration.".to_string());
+            }
+            args.chunks(4)
+                .map(|g| {
+                    let class = match g[0].to_ascii_lowercase().as_str() {
+                        "normal" => 0,
+                        "slave" | "replica" => 1,
+                        "pubsub" => 2,
+                        _ => {
+                            return Err("Invalid client class specified in buffer limit \
+                                        configuration."
+                                .to_string())
+                        }
+                    };
+                    let hard = parse_memory(&g[1]);
+                    let soft = parse_memory(&g[2]);
+                    let secs = g[3].parse::<u64>().ok();
+                    match (hard, soft, secs) {
+                        (Some(h), Some(s), Some(t)) => Ok((class, [h, s, t])),
+                        _ => Err("Error in hard, soft or soft_seconds setting in buffer \
+                                  limit configuration."
+                            .to_string()),
+                    }
+                })
+                .collect::<Result<_, _>>()
+                .map(Value::Obuf)
+        }
         Kind::Special(Special::Daemonize) => {
             if parse_bool(single()?)? {
                 Err("Strata can't daemonize: it always runs in the foreground \
@@ -736,7 +802,7 @@ impl Config {
                 }
                 save_seen = true;
             }
-            next.values[row] = value;
+            next.values[row] = merge_obuf(&next.values[row], value);
         }
         *self = next;
         Ok(())
@@ -812,8 +878,9 @@ impl Config {
         let mut next = self.clone();
         for (&(row, spelling), (_, value)) in targets.iter().zip(pairs) {
             let kind = DIRECTIVES[row].kind;
-            next.values[row] = parse_value(kind, &split_set_value(kind, value))
+            let value = parse_value(kind, &split_set_value(kind, value))
                 .map_err(|e| failed(spelling, &e))?;
+            next.values[row] = merge_obuf(&next.values[row], value);
         }
         *self = next;
         Ok(())
@@ -923,6 +990,11 @@ impl Config {
                 .map(|(seconds, changes)| format!("{seconds} {changes}"))
                 .collect::<Vec<_>>()
                 .join(" "),
+            Value::Obuf(classes) => classes
+                .iter()
+                .map(|(c, [h, s, t])| format!("{} {h} {s} {t}", OBUF_CLASSES[*c]))
+                .collect::<Vec<_>>()
+                .join(" "),
         }
     }
 
@@ -946,6 +1018,29 @@ impl Config {
                 })
                 .collect::<Vec<_>>()
                 .join(" "),
+            Value::Obuf(classes) => {
+                // Like Redis, only the classes that differ from their defaults.
+                let defaults = parse_value(
+                    DIRECTIVES[row].kind,
+                    &split_set_value(DIRECTIVES[row].kind, DIRECTIVES[row].default),
+                );
+                let defaults = match defaults {
+                    Ok(Value::Obuf(d)) => d,
+                    _ => Vec::new(),
+                };
+                return classes
+                    .iter()
+                    .filter(|class| !defaults.contains(class))
+                    .map(|(c, [h, s, t])| {
+                        format!(
+                            "{name} {} {} {} {t}",
+                            OBUF_CLASSES[*c],
+                            format_memory(*h),
+                            format_memory(*s)
+                        )
+                    })
+                    .collect();
+            }
             Value::Save(pairs) if pairs.is_empty() => "\"\"".to_string(),
             Value::Save(pairs) => {
                 return pairs
@@ -1113,6 +1208,22 @@ impl Config {
     /// `notify-keyspace-events`, normalized like Redis (e.g. `AKE`); empty = off.
     pub fn notify_keyspace_events(&self) -> String {
         self.string(Id::NotifyKeyspaceEvents).to_string()
+    }
+
+    /// The keyspace-event bits of `notify-keyspace-events` (0 when nothing is published).
+    pub fn notify_keyspace_flags(&self) -> u32 {
+        strata_commands::notify::parse_flags(self.string(Id::NotifyKeyspaceEvents))
+    }
+
+    /// The `pubsub` class of `client-output-buffer-limit`: hard bytes, soft bytes, soft seconds.
+    pub fn pubsub_output_limits(&self) -> [u64; 3] {
+        match &self.values[Id::ClientOutputBufferLimit as usize] {
+            Value::Obuf(classes) => classes
+                .iter()
+                .find(|(c, _)| *c == 2)
+                .map_or([0; 3], |(_, l)| *l),
+            _ => [0; 3],
+        }
     }
 
     /// `tcp-keepalive`: seconds between TCP keepalive probes; 0 = off.
@@ -1770,6 +1881,11 @@ mod tests {
                     "1073741824".to_string()
                 ),
                 ("lua-time-limit".to_string(), "5000".to_string()),
+                (
+                    "client-output-buffer-limit".to_string(),
+                    "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+                        .to_string()
+                ),
             ]
         );
         let names: Vec<String> = c.get(b"*THRESHOLD").into_iter().map(|(n, _)| n).collect();
@@ -2051,6 +2167,35 @@ mod tests {
         assert_eq!(
             c.rewrite().unwrap_err(),
             "ERR Rewriting config file: No such file or directory"
+        );
+    }
+
+    #[test]
+    fn output_buffer_limits_update_only_the_given_classes() {
+        let mut c = Config::default();
+        assert_eq!(
+            c.get(b"client-output-buffer-limit")[0].1,
+            "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+        );
+        assert_eq!(c.pubsub_output_limits(), [32 * MB, 8 * MB, 60]);
+        c.set("client-output-buffer-limit", "pubsub 1mb 512kb 5")
+            .unwrap();
+        assert_eq!(c.pubsub_output_limits(), [MB, 512 * 1024, 5]);
+        assert_eq!(
+            c.get(b"client-output-buffer-limit")[0].1,
+            "normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 524288 5"
+        );
+        assert!(c
+            .set("client-output-buffer-limit", "master 1 2 3")
+            .unwrap_err()
+            .ends_with("Invalid client class specified in buffer limit configuration."));
+        let mut f = Config::default();
+        f.parse_file_text("client-output-buffer-limit pubsub 2mb 1mb 10\n")
+            .unwrap();
+        assert_eq!(f.pubsub_output_limits(), [2 * MB, MB, 10]);
+        assert_eq!(
+            f.file_lines(Id::ClientOutputBufferLimit as usize),
+            ["client-output-buffer-limit pubsub 2mb 1mb 10"]
         );
     }
 }

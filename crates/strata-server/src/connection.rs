@@ -4,6 +4,11 @@
 //! and no shared-counter update per command; settings are cached and refreshed when the server's
 //! configuration generation changes; statistics are added once per read batch. Owns the socket;
 //! knows nothing of command semantics beyond the `Session` flags (CLIENT REPLY, QUIT).
+//!
+//! A client that has ever subscribed (pub/sub) also drains its outbox: while waiting for input
+//! it waits for pushed messages too and writes them as they come, and after each command it
+//! moves the messages queued meanwhile ahead of that command's reply (as Redis's output buffer
+//! orders them). Other clients never look at their outbox.
 
 use std::io;
 use std::panic::AssertUnwindSafe;
@@ -12,12 +17,14 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use strata_commands::{execute, Ctx, ReplyMode, Session};
-use strata_resp::{encode, Frame, RequestDecoder};
+use strata_resp::{encode, Frame, Protocol, RequestDecoder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::blocking::{self, Woken};
 use crate::log::{self, warning};
+use crate::pubsub::frame_size;
 use crate::registry::ClientEntry;
 use crate::server::{ClientApi, Server};
 
@@ -53,7 +60,26 @@ struct Deregister<'a> {
 impl Drop for Deregister<'_> {
     fn drop(&mut self) {
         self.server.registry.deregister(self.id);
+        self.server.pubsub.remove_client(self.id);
     }
+}
+
+/// Moves every frame queued in the outbox into `wbuf`, encoded in `protocol`; returns how many
+/// queued bytes that accounted for (to hand back with `Outbox::taken` once written).
+fn drain_outbox(
+    inbox: &mut UnboundedReceiver<Frame>,
+    protocol: Protocol,
+    wbuf: &mut BytesMut,
+) -> usize {
+    let mut taken = 0;
+    while let Ok(f) = inbox.try_recv() {
+        taken += frame_size(&f);
+        encode(&f, protocol, wbuf);
+        if wbuf.len() >= WRITE_FLUSH {
+            break;
+        }
+    }
+    taken
 }
 
 async fn serve(
@@ -74,11 +100,38 @@ async fn serve(
         .store(rbuf.capacity() + wbuf.capacity(), Ordering::Relaxed);
 
     let mut wal_seen = server.db.write_count();
+    let mut inbox = client
+        .inbox
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
+    // Set once the client subscribes to anything: from then on the outbox is drained.
+    let mut pubsub_mode = false;
     loop {
         if rbuf.capacity() - rbuf.len() < READ_CHUNK / 2 {
             rbuf.reserve(READ_CHUNK);
         }
-        let mut n = stream.read_buf(&mut rbuf).await?;
+        let mut n = match inbox.as_mut() {
+            Some(inbox) if pubsub_mode => loop {
+                tokio::select! {
+                    biased;
+                    r = stream.read_buf(&mut rbuf) => break r?,
+                    Some(f) = inbox.recv() => {
+                        let mut taken = frame_size(&f);
+                        encode(&f, session.protocol, &mut wbuf);
+                        taken += drain_outbox(inbox, session.protocol, &mut wbuf);
+                        stream.write_all(&wbuf).await?;
+                        server.stats.add_batch(0, 0, wbuf.len() as u64);
+                        wbuf.clear();
+                        client.outbox.taken(taken);
+                        if wbuf.capacity() > SHRINK_ABOVE {
+                            wbuf = BytesMut::with_capacity(READ_CHUNK);
+                        }
+                    }
+                }
+            },
+            _ => stream.read_buf(&mut rbuf).await?,
+        };
         if n == 0 || client.killed.load(Ordering::Acquire) {
             return Ok(());
         }
@@ -155,6 +208,24 @@ async fn serve(
                                 close = true;
                                 break;
                             }
+                        }
+                    }
+                    if !session.extra_replies.is_empty() {
+                        for f in std::mem::take(&mut session.extra_replies) {
+                            if session.reply_mode == ReplyMode::On {
+                                encode(&f, session.protocol, &mut wbuf);
+                            }
+                        }
+                    }
+                    if session.subscriptions.total() > 0 {
+                        pubsub_mode = true;
+                    }
+                    if pubsub_mode {
+                        if let Some(inbox) = inbox.as_mut() {
+                            // Messages this command published to ourselves (or that arrived
+                            // meanwhile) go before its reply.
+                            let taken = drain_outbox(inbox, session.protocol, &mut wbuf);
+                            client.outbox.taken(taken);
                         }
                     }
                     match session.reply_mode {

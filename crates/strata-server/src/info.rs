@@ -276,8 +276,21 @@ fn stats_section(server: &Server, out: &mut String) {
     field!(out, "evicted_keys", "0");
     field!(out, "keyspace_hits", "{}", get(&d.keyspace_hits));
     field!(out, "keyspace_misses", "{}", get(&d.keyspace_misses));
-    field!(out, "pubsub_channels", "0");
-    field!(out, "pubsub_patterns", "0");
+    let ps = &server.pubsub;
+    use strata_commands::ChannelKind;
+    field!(
+        out,
+        "pubsub_channels",
+        "{}",
+        ps.numchannels(ChannelKind::Channel)
+    );
+    field!(out, "pubsub_patterns", "{}", ps.numpat());
+    field!(
+        out,
+        "pubsubshard_channels",
+        "{}",
+        ps.numchannels(ChannelKind::Shard)
+    );
     field!(out, "latest_fork_usec", "0");
     field!(out, "total_forks", "0");
     field!(out, "migrate_cached_sockets", "0");

@@ -10,6 +10,7 @@ mod connection;
 mod info;
 mod listener;
 mod log;
+mod pubsub;
 mod registry;
 mod server;
 
@@ -198,6 +199,13 @@ fn run(config: Config) -> i32 {
     };
 
     let server = Arc::new(Server::new(db, config));
+    // Keys deleted by the active expiry cycle raise `expired` keyspace events.
+    let weak = Arc::downgrade(&server);
+    server.db.on_expired(Arc::new(move |db, key| {
+        if let Some(s) = weak.upgrade() {
+            s.notify(db, strata_commands::notify::EXPIRED, "expired", key);
+        }
+    }));
     if let Err(e) = load_functions(&server) {
         return fatal(&format!("Can't load the function libraries: {e}"));
     }

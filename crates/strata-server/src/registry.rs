@@ -81,6 +81,14 @@ pub struct ClientEntry {
     /// Waiting in a blocking command (BLPOP...): CLIENT LIST shows `flags=b`, and the idle
     /// timeout does not apply (as in Redis).
     pub blocked: AtomicBool,
+    /// Pushed messages (pub/sub) waiting for the connection to write them.
+    pub outbox: crate::pubsub::Outbox,
+    /// The receiving end of `outbox`, taken by the connection when it starts.
+    pub inbox: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<strata_resp::Frame>>>,
+    /// Channels, patterns and shard channels subscribed to (CLIENT LIST `sub`, `psub`, `ssub`).
+    pub sub: AtomicUsize,
+    pub psub: AtomicUsize,
+    pub ssub: AtomicUsize,
 }
 
 impl ClientEntry {
@@ -95,6 +103,33 @@ impl ClientEntry {
         // changes the socket's state and never frees anything.
         unsafe {
             libc::shutdown(self.fd, libc::SHUT_RDWR);
+        }
+    }
+
+    /// Records the subscription counts (set by the broker).
+    pub fn set_subscriptions(&self, s: strata_commands::Subscriptions) {
+        self.sub.store(s.channels, Ordering::Relaxed);
+        self.psub.store(s.patterns, Ordering::Relaxed);
+        self.ssub.store(s.shard, Ordering::Relaxed);
+    }
+
+    /// Whether the client is subscribed to anything (Redis's `CLIENT_PUBSUB`, type `pubsub`).
+    pub fn is_pubsub(&self) -> bool {
+        self.sub.load(Ordering::Relaxed)
+            + self.psub.load(Ordering::Relaxed)
+            + self.ssub.load(Ordering::Relaxed)
+            > 0
+    }
+
+    /// Whether the client is of CLIENT LIST / CLIENT KILL type `kind` (normal or pubsub;
+    /// there are no masters or replicas).
+    fn is_type(&self, kind: &str) -> bool {
+        if kind.eq_ignore_ascii_case("normal") {
+            !self.is_pubsub()
+        } else if kind.eq_ignore_ascii_case("pubsub") {
+            self.is_pubsub()
+        } else {
+            false
         }
     }
 
@@ -127,8 +162,8 @@ impl ClientEntry {
         let mut s = String::with_capacity(300);
         let _ = write!(
             s,
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 \
-             multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem={} \
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} \
+             multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 obl=0 oll=0 omem={} tot-mem={} \
              events=r cmd={} user=default redir=-1 resp={}",
             self.id,
             self.addr,
@@ -139,13 +174,19 @@ impl ClientEntry {
             idle,
             if self.blocked.load(Ordering::Relaxed) {
                 "b"
+            } else if self.is_pubsub() {
+                "P"
             } else {
                 "N"
             },
             self.db.load(Ordering::Relaxed),
+            self.sub.load(Ordering::Relaxed),
+            self.psub.load(Ordering::Relaxed),
+            self.ssub.load(Ordering::Relaxed),
             qbuf,
             qbuf_free,
-            buf_mem + std::mem::size_of::<ClientEntry>(),
+            self.outbox.queued(),
+            buf_mem + self.outbox.queued() + std::mem::size_of::<ClientEntry>(),
             cmd,
             self.resp.load(Ordering::Relaxed),
         );
@@ -179,6 +220,7 @@ impl Registry {
             return None;
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let (outbox, inbox) = crate::pubsub::Outbox::new();
         let entry = Arc::new(ClientEntry {
             id,
             addr: peer.to_string(),
@@ -196,9 +238,19 @@ impl Registry {
             killed: AtomicBool::new(false),
             close_after_reply: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
+            outbox,
+            inbox: Mutex::new(Some(inbox)),
+            sub: AtomicUsize::new(0),
+            psub: AtomicUsize::new(0),
+            ssub: AtomicUsize::new(0),
         });
         clients.insert(id, entry.clone());
         Some(entry)
+    }
+
+    /// The entry of client `id`, if it is connected.
+    pub fn get(&self, id: u64) -> Option<Arc<ClientEntry>> {
+        self.lock().get(&id).cloned()
     }
 
     /// Removes a connection; call before its socket is closed.
@@ -213,10 +265,6 @@ impl Registry {
 
     /// CLIENT LIST text: one line per client (in id order), each ending in `\n`.
     pub fn list(&self, ids: Option<&[u64]>, kind: Option<&str>, now_ms: u64) -> String {
-        // Every client is of type normal (no replicas, no pub/sub yet).
-        if kind.is_some_and(|k| !k.eq_ignore_ascii_case("normal")) {
-            return String::new();
-        }
         let entries: Vec<Arc<ClientEntry>> = {
             let clients = self.lock();
             match ids {
@@ -227,6 +275,10 @@ impl Registry {
                 None => clients.values().cloned().collect(),
             }
         };
+        let entries = entries
+            .into_iter()
+            .filter(|e| kind.is_none_or(|k| e.is_type(k)))
+            .collect::<Vec<_>>();
         let mut out = String::with_capacity(entries.len() * 300);
         for e in entries {
             out.push_str(&e.line(now_ms));
@@ -238,18 +290,12 @@ impl Registry {
     /// CLIENT KILL with filters; returns how many clients were killed. The caller (`self_id`) is
     /// skipped when `filter.skip_me`; if it matches otherwise it is closed after its reply.
     pub fn kill(&self, filter: &KillFilter, self_id: u64) -> usize {
-        if filter
-            .kind
-            .as_deref()
-            .is_some_and(|k| !k.eq_ignore_ascii_case("normal"))
-        {
-            return 0;
-        }
         let mut clients = self.lock();
         let mut n = 0;
         let mut gone = Vec::new();
         for e in clients.values() {
-            if filter.id.is_some_and(|id| id != e.id)
+            if filter.kind.as_deref().is_some_and(|k| !e.is_type(k))
+                || filter.id.is_some_and(|id| id != e.id)
                 || filter.addr.as_deref().is_some_and(|a| a != e.addr)
                 || filter.laddr.as_deref().is_some_and(|a| a != e.laddr)
             {
@@ -273,14 +319,27 @@ impl Registry {
         n
     }
 
+    /// Closes one client (an output-buffer limit overrun); false when it was already gone.
+    pub fn kill_entry(&self, entry: &ClientEntry) -> bool {
+        let mut clients = self.lock();
+        if clients.remove(&entry.id).is_some() {
+            entry.kill();
+            true
+        } else {
+            false
+        }
+    }
+
     /// Kills every client idle for more than `timeout_ms`; returns how many.
     pub fn kill_idle(&self, timeout_ms: u64, now_ms: u64) -> usize {
         let mut clients = self.lock();
         let before = clients.len();
         clients.retain(|_, e| {
             let last = e.last_interaction_ms.load(Ordering::Relaxed);
-            let idle =
-                now_ms.saturating_sub(last) > timeout_ms && !e.blocked.load(Ordering::Relaxed);
+            // Blocked and subscribed clients wait legitimately, as in Redis.
+            let idle = now_ms.saturating_sub(last) > timeout_ms
+                && !e.blocked.load(Ordering::Relaxed)
+                && !e.is_pubsub();
             if idle {
                 e.kill();
             }

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
-use strata_commands::{KillFilter, ServerApi, Session};
+use bytes::Bytes;
+use strata_commands::{ChannelKind, KillFilter, ServerApi, Session, Subscriptions};
 use strata_resp::DecoderLimits;
 
 use crate::config::{AppendFsync, Config};
@@ -129,6 +130,10 @@ pub struct Server {
     pub scripts: Arc<strata_commands::scripting::ScriptCache>,
     /// FUNCTION libraries, loaded from the data directory at start-up.
     pub functions: Arc<strata_commands::scripting::functions::FunctionRegistry>,
+    /// Pub/sub subscriptions and message delivery.
+    pub pubsub: crate::pubsub::Broker,
+    /// The enabled keyspace-event classes (`strata_commands::notify` bits; 0 = off).
+    notify_flags: std::sync::atomic::AtomicU32,
     /// INFO stats counters.
     pub stats: ServerStats,
     clock_ms: AtomicU64,
@@ -169,6 +174,8 @@ impl Server {
             watches: Arc::default(),
             scripts: Arc::default(),
             functions: Arc::default(),
+            pubsub: crate::pubsub::Broker::default(),
+            notify_flags: std::sync::atomic::AtomicU32::new(0),
             stats: ServerStats::default(),
             clock_ms: AtomicU64::new(now),
             started: Instant::now(),
@@ -185,7 +192,51 @@ impl Server {
             shutdown_tx,
         };
         server.sample_memory();
+        server.apply_pubsub_config(&server.config());
         server
+    }
+
+    /// Mirrors the pub/sub settings (keyspace events, pubsub output-buffer limits).
+    fn apply_pubsub_config(&self, cfg: &Config) {
+        self.notify_flags
+            .store(cfg.notify_keyspace_flags(), Ordering::Relaxed);
+        let [hard, soft, soft_secs] = cfg.pubsub_output_limits();
+        self.pubsub.set_limits(crate::pubsub::Limits {
+            hard,
+            soft,
+            soft_secs,
+        });
+    }
+
+    /// The enabled keyspace-event classes.
+    #[inline]
+    pub fn notify_flags(&self) -> u32 {
+        self.notify_flags.load(Ordering::Relaxed)
+    }
+
+    /// Publishes keyspace event `event` of `class` on `key` of database `db`, on the channels
+    /// the configuration enables (Redis's `notifyKeyspaceEvent`).
+    pub fn notify(&self, db: u32, class: u32, event: &str, key: &[u8]) {
+        use strata_commands::notify::{KEYEVENT, KEYSPACE};
+        let flags = self.notify_flags();
+        if flags & class == 0 || !self.pubsub.active() {
+            return;
+        }
+        let now = self.clock_ms();
+        if flags & KEYSPACE != 0 {
+            let mut ch = Vec::with_capacity(20 + key.len());
+            ch.extend_from_slice(format!("__keyspace@{db}__:").as_bytes());
+            ch.extend_from_slice(key);
+            let msg = Bytes::copy_from_slice(event.as_bytes());
+            self.pubsub
+                .publish(&self.registry, ChannelKind::Channel, &ch.into(), &msg, now);
+        }
+        if flags & KEYEVENT != 0 {
+            let ch = Bytes::from(format!("__keyevent@{db}__:{event}"));
+            let msg = Bytes::copy_from_slice(key);
+            self.pubsub
+                .publish(&self.registry, ChannelKind::Channel, &ch, &msg, now);
+        }
     }
 
     /// Read access to the configuration.
@@ -309,6 +360,7 @@ impl Server {
             .store(cfg.timeout_secs(), Ordering::Relaxed);
         *self.requirepass.write().unwrap_or_else(|p| p.into_inner()) = cfg.requirepass();
         log::set_level(cfg.loglevel());
+        self.apply_pubsub_config(&cfg);
         drop(cfg);
         self.config_gen.fetch_add(1, Ordering::Release);
     }
@@ -545,6 +597,49 @@ impl ServerApi for ClientApi<'_> {
     #[inline]
     fn has_blocked_clients(&self) -> bool {
         self.server.blocking.active()
+    }
+
+    fn subscribe(&self, kind: ChannelKind, name: &Bytes) -> Subscriptions {
+        let client = self.server.registry.get(self.client.id);
+        match client {
+            Some(c) => self.server.pubsub.subscribe(&c, kind, name),
+            None => Subscriptions::default(),
+        }
+    }
+
+    fn unsubscribe(&self, kind: ChannelKind, name: &Bytes) -> Subscriptions {
+        self.server.pubsub.unsubscribe(self.client, kind, name)
+    }
+
+    fn subscribed(&self, kind: ChannelKind) -> Vec<Bytes> {
+        self.server.pubsub.subscribed(self.client.id, kind)
+    }
+
+    fn publish(&self, kind: ChannelKind, channel: &Bytes, message: &Bytes) -> usize {
+        let s = self.server;
+        s.pubsub
+            .publish(&s.registry, kind, channel, message, s.clock_ms())
+    }
+
+    fn pubsub_channels(&self, kind: ChannelKind, pattern: Option<&[u8]>) -> Vec<Bytes> {
+        self.server.pubsub.channels(kind, pattern)
+    }
+
+    fn pubsub_numsub(&self, kind: ChannelKind, channel: &[u8]) -> usize {
+        self.server.pubsub.numsub(kind, channel)
+    }
+
+    fn pubsub_numpat(&self) -> usize {
+        self.server.pubsub.numpat()
+    }
+
+    #[inline]
+    fn notify_flags(&self) -> u32 {
+        self.server.notify_flags()
+    }
+
+    fn notify(&self, db: u32, class: u32, event: &str, key: &[u8]) {
+        self.server.notify(db, class, event, key)
     }
 }
 

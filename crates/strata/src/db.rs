@@ -104,7 +104,12 @@ pub(crate) struct Inner {
     version_counter: AtomicU64,
     path: PathBuf,
     stop: AtomicBool,
+    /// Called for every key the active expiry cycle deletes (see [`Db::on_expired`]).
+    pub(crate) expired_hook: RwLock<Option<ExpiredHook>>,
 }
+
+/// A function told about each expired key: logical database and key.
+pub type ExpiredHook = Arc<dyn Fn(u32, &[u8]) + Send + Sync>;
 
 /// A handle on one logical database of an open data directory. Cloning is cheap; all clones share
 /// the directory. Operations are synchronous and thread-safe.
@@ -200,11 +205,24 @@ impl Db {
             version_counter: AtomicU64::new(start),
             path: path.as_ref().to_path_buf(),
             stop: AtomicBool::new(false),
+            expired_hook: RwLock::new(None),
         });
         if !opts.read_only {
             spawn_housekeeping(Arc::downgrade(&inner), opts.active_expire);
         }
         Ok(Db { inner, index: 0 })
+    }
+
+    /// Registers `hook` to be called, on the housekeeping thread and under the key's lock, for
+    /// every key the active expiry cycle deletes (a server publishes `expired` keyspace events
+    /// from it). Replaces any earlier hook. Keys that merely read as missing because their time
+    /// passed are reported when the cycle deletes them, within about 100 ms.
+    pub fn on_expired(&self, hook: ExpiredHook) {
+        *self
+            .inner
+            .expired_hook
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = Some(hook);
     }
 
     /// A handle on logical database `index` of the same directory.

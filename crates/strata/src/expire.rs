@@ -57,6 +57,12 @@ fn expire_entries(db: &Db, entries: &[Vec<u8>], now: u64) -> Result<u64> {
     let s = db.storage();
     let mut batch = WriteBatch::default();
     let mut deleted = 0;
+    let hook = db
+        .inner
+        .expired_hook
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
     for entry in entries {
         let Some((at, phys, key)) = keys::split_expire_key(entry) else {
             batch.delete_cf(s.cf(CF_EXPIRE), entry);
@@ -79,6 +85,9 @@ fn expire_entries(db: &Db, entries: &[Vec<u8>], now: u64) -> Result<u64> {
                 single.delete_cf(s.cf(CF_META), &mk);
                 s.write(single)?;
                 deleted += 1;
+                if let Some(hook) = &hook {
+                    hook(logical as u32, key);
+                }
             }
         }
     }
@@ -88,4 +97,78 @@ fn expire_entries(db: &Db, entries: &[Vec<u8>], now: u64) -> Result<u64> {
         .expired_keys
         .fetch_add(deleted, Ordering::Relaxed);
     Ok(deleted)
+}
+
+impl Db {
+    /// Lazy expiry made visible: deletes `key` if its time has passed, counts it in
+    /// `expired_keys` and reports it to the hook registered with [`Db::on_expired`], as the
+    /// active cycle would; returns whether it did. Reads already treat such a key as missing, so
+    /// a server calls this only when someone listens for `expired` events (Redis raises them
+    /// when a command touches an expired key).
+    pub fn expire_if_due(&self, key: &[u8]) -> Result<bool> {
+        let _g = self.inner.locks.lock_one(self.index, key);
+        let s = self.storage();
+        let phys = self.phys();
+        let Some(raw) = s.get(CF_META, &keys::meta_key(phys, key))? else {
+            return Ok(false);
+        };
+        let exp = meta::expire_of(&raw);
+        if exp == 0 || exp > now_ms() {
+            return Ok(false);
+        }
+        let mut batch = WriteBatch::default();
+        self.delete_meta(&mut batch, phys, key);
+        self.write(batch)?;
+        self.inner
+            .stats
+            .expired_keys
+            .fetch_add(1, Ordering::Relaxed);
+        let hook = self
+            .inner
+            .expired_hook
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(hook) = hook {
+            hook(self.index as u32, key);
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use crate::db::{Db, Options};
+    use crate::string::{Expiry, SetOptions};
+
+    #[test]
+    fn expire_if_due_deletes_and_reports_only_due_keys() -> crate::Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| crate::Error::Storage(e.to_string()))?;
+        let opts = Options {
+            active_expire: false,
+            ..Options::default()
+        };
+        let db = Db::open_with(dir.path(), opts)?.select(2)?;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        db.on_expired(Arc::new(move |d, k| {
+            s.lock().expect("lock").push((d, k.to_vec()))
+        }));
+        let soon = SetOptions {
+            expiry: Expiry::At(crate::now_ms() + 20),
+            ..SetOptions::default()
+        };
+        db.set(b"old", b"v", soon)?;
+        assert!(!db.expire_if_due(b"old")?);
+        std::thread::sleep(std::time::Duration::from_millis(40));
+        db.set(b"live", b"v", SetOptions::default())?;
+        assert!(!db.expire_if_due(b"live")?);
+        assert!(!db.expire_if_due(b"missing")?);
+        assert!(db.expire_if_due(b"old")?);
+        assert!(!db.expire_if_due(b"old")?);
+        assert_eq!(*seen.lock().expect("lock"), vec![(2, b"old".to_vec())]);
+        Ok(())
+    }
 }

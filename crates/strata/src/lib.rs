@@ -87,7 +87,7 @@ mod zset;
 
 pub use batch::Batch;
 pub use check::{CheckReport, Problem};
-pub use db::{now_ms, Db, KeyScope, Options, Stats};
+pub use db::{now_ms, Db, ExpiredHook, KeyScope, Options, Stats};
 pub use error::{Error, Result};
 pub use hash::HashScanPage;
 pub use info::EngineInfo;

@@ -74,6 +74,7 @@ enum Id {
     BlockCacheSize,
     HotCacheSize,
     WriteBufferSize,
+    MinFreeDisk,
     Compression,
     BgsaveDir,
     Daemonize,
@@ -222,6 +223,7 @@ const DIRECTIVES: &[Directive] = &[
     row(Id::BlockCacheSize, "block-cache-size", &[], Memory { min: 0, max: LONG_MAX }, "256mb", false),
     row(Id::HotCacheSize, "hot-cache-size", &[], Memory { min: 0, max: LONG_MAX }, "256mb", false),
     row(Id::WriteBufferSize, "write-buffer-size", &[], Memory { min: 64 * 1024, max: 64 * GB }, "16mb", false),
+    row(Id::MinFreeDisk, "min-free-disk", &[], Memory { min: 0, max: LONG_MAX }, "256mb", false),
     row(Id::Compression, "compression", &[], Enum(COMPRESSIONS), "lz4", false),
     row(Id::BgsaveDir, "bgsave-dir", &[], Str(non_empty), "backup", true),
     // Redis directives accepted for compatibility; their values are kept but have no effect.
@@ -1088,6 +1090,12 @@ impl Config {
     /// `write-buffer-size`: RocksDB's memtable size, in bytes.
     pub fn write_buffer_size(&self) -> u64 {
         self.memory(Id::WriteBufferSize)
+    }
+
+    /// `min-free-disk`: writes are refused (`-MISCONF`) while the data directory's filesystem has
+    /// less free space than this; 0 turns the check off.
+    pub fn min_free_disk(&self) -> u64 {
+        self.memory(Id::MinFreeDisk)
     }
 
     /// `compression`: RocksDB's block compression.

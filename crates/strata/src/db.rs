@@ -52,6 +52,10 @@ pub struct Options {
     /// Bytes of recently written string values kept in memory so GET of hot keys skips RocksDB
     /// (0, the default, disables the cache).
     pub hot_cache_size: usize,
+    /// Writes are refused with [`Error::DiskFull`] while the filesystem of the data directory
+    /// has less free space than this (0 turns the check off), so RocksDB never runs out of space
+    /// writing its log. Default 256 MiB (16 write buffers).
+    pub min_free_disk: u64,
 }
 
 impl Default for Options {
@@ -66,6 +70,7 @@ impl Default for Options {
             max_string_len: 512 << 20,
             batch_wal_writes: false,
             hot_cache_size: 0,
+            min_free_disk: 256 << 20,
         }
     }
 }
@@ -133,6 +138,7 @@ impl Db {
                 compression: opts.compression,
                 sync: opts.sync,
                 batch_wal_writes: opts.batch_wal_writes,
+                min_free_disk: opts.min_free_disk,
             },
         )?;
         let mut map = [0u8; 256];
@@ -210,6 +216,11 @@ impl Db {
     /// [`Db::flush_wal_buffer`] has anything to do.
     pub fn write_count(&self) -> u64 {
         self.inner.storage.write_count()
+    }
+
+    /// Whether writes are refused because free disk space is below `Options::min_free_disk`.
+    pub fn disk_full(&self) -> bool {
+        self.inner.storage.disk_full()
     }
 
     /// Writes the buffered WAL records to the log file (see `Options::batch_wal_writes`).
@@ -424,6 +435,8 @@ fn spawn_housekeeping(inner: Weak<Inner>, active_expire: bool) {
                     flushed_at = count;
                     let _ = inner.storage.flush_wal_buffer();
                 }
+                // Free space is looked up even when nobody writes, so the state is current.
+                inner.storage.check_disk();
                 if last_sync.elapsed() >= Duration::from_secs(1) {
                     last_sync = std::time::Instant::now();
                     if inner.storage.sync_policy() == SyncPolicy::EverySec {

@@ -26,6 +26,9 @@ pub enum Error {
     Locked(String),
     /// A record read from disk does not decode.
     Corrupt(String),
+    /// A write was refused because the data directory's disk is (nearly) full; nothing was
+    /// written. Writes succeed again once space is freed.
+    DiskFull,
     /// The storage engine failed (I/O error, disk full, ...).
     Storage(String),
 }
@@ -46,6 +49,7 @@ impl fmt::Display for Error {
             Error::StringTooLong => f.write_str("string exceeds maximum allowed size"),
             Error::Locked(m) => write!(f, "data directory is in use: {m}"),
             Error::Corrupt(m) => write!(f, "corrupt record: {m}"),
+            Error::DiskFull => f.write_str("No space left on device"),
             Error::Storage(m) => write!(f, "storage error: {m}"),
         }
     }

@@ -26,7 +26,7 @@ pub(crate) struct CollectionMeta {
 }
 
 impl CollectionMeta {
-    fn from_meta(m: Meta) -> Result<CollectionMeta> {
+    pub(crate) fn from_meta(m: Meta) -> Result<CollectionMeta> {
         let (Some(version), Some(len)) = (m.version(), m.collection_len()) else {
             return Err(Error::Corrupt(format!(
                 "{} metadata of {} bytes lacks version/len",

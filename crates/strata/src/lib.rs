@@ -23,6 +23,8 @@ mod collection;
 mod db;
 mod error;
 mod expire;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod glob;
 mod hash;
 mod hot;

@@ -266,7 +266,7 @@ fn score_bytes(score: f64) -> [u8; 8] {
     score.to_bits().to_be_bytes()
 }
 
-fn score_from_value(v: &[u8]) -> Result<f64> {
+pub(crate) fn score_from_value(v: &[u8]) -> Result<f64> {
     let b: [u8; 8] = v
         .try_into()
         .map_err(|_| Error::Corrupt(format!("zset score of {} bytes", v.len())))?;
@@ -282,7 +282,7 @@ fn zscore_sub(score: f64, member: &[u8]) -> Vec<u8> {
 }
 
 /// Splits a `zscore` sub-key into `(score, member)`.
-fn split_zscore_sub(sub: &[u8]) -> Option<(f64, &[u8])> {
+pub(crate) fn split_zscore_sub(sub: &[u8]) -> Option<(f64, &[u8])> {
     if sub.len() < 8 {
         return None;
     }

@@ -213,3 +213,58 @@ def test_client_that_never_reads_holds_bounded_server_memory(start_strata):
     assert grown < 64 * 1024, f"RSS grew by {grown} kB for a client that never reads"
     with RespConn(server.port) as c:
         assert c.call("PING") == b"PONG"
+
+
+def test_reply_over_output_buffer_hard_limit_closes_the_client(start_strata, start_redis):
+    for server in _both_servers(start_strata, start_redis):
+        with RespConn(server.port) as admin:
+            assert admin.call("CONFIG", "SET", "client-output-buffer-limit", "normal 100kb 0 0") == b"OK"
+            assert admin.call("CONFIG", "GET", "client-output-buffer-limit") == [
+                b"client-output-buffer-limit",
+                b"normal 102400 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"]
+            admin.call("SET", "big", b"b" * (512 * 1024))
+            admin.call("SET", "small", b"s" * (60 * 1024))
+        with RespConn(server.port) as c:
+            assert c.call("GET", "small") == b"s" * (60 * 1024)
+            c.send_command("GET", "big")
+            assert c.read_until_closed(timeout=5) == b"", server.kind
+        with RespConn(server.port) as c:
+            assert c.call("PING") == b"PONG"
+
+
+def test_client_over_output_buffer_soft_limit_for_its_seconds_is_closed(start_strata, start_redis):
+    for server in _both_servers(start_strata, start_redis):
+        with RespConn(server.port) as admin:
+            assert admin.call("CONFIG", "SET", "client-output-buffer-limit", "normal 0 64kb 1") == b"OK"
+            admin.call("SET", "mid", b"m" * (256 * 1024))
+        s = socket.create_connection(("127.0.0.1", server.port))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        # 10 MB of replies, never read: more than the kernel's socket buffers take.
+        s.sendall(encode_command("GET", "mid") * 40)
+        time.sleep(2.5)  # Redis measures the soft seconds in whole seconds and needs > 1
+        try:
+            s.sendall(encode_command("GET", "mid") * 40)  # Redis checks the limit as replies grow
+        except OSError:
+            pass
+        deadline = time.monotonic() + 5
+        closed = False
+        while time.monotonic() < deadline and not closed:
+            s.settimeout(0.5)
+            try:
+                closed = s.recv(1 << 20) == b""
+            except socket.timeout:
+                pass
+            except ConnectionResetError:
+                closed = True
+        s.close()
+        assert closed, server.kind
+        with RespConn(server.port) as c:
+            assert c.call("PING") == b"PONG"
+
+
+def test_output_buffer_limit_directive_validates_like_redis(both):
+    for value in ["normal 1 2", "bogus 0 0 0", "master 0 0 0", "normal x 0 0", "normal 0 0 -1", ""]:
+        both("CONFIG", "SET", "client-output-buffer-limit", value)
+    both("CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 2mb 3 replica 4gb 0 0")
+    both("CONFIG", "GET", "client-output-buffer-limit")
+    both("CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60")

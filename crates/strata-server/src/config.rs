@@ -67,6 +67,7 @@ enum Id {
     Logfile,
     ProtoMaxBulkLen,
     ClientQueryBufferLimit,
+    ClientOutputBufferLimit,
     Hz,
     TcpKeepalive,
     BusyReplyThreshold,
@@ -125,12 +126,17 @@ enum Special {
     Daemonize,
     /// An integer 0..=2^31-1, then clamped to 1..=500 like Redis.
     Hz,
+    /// `<class> <hard> <soft> <soft seconds>` groups; a value sets only the classes it names.
+    OutputBufferLimit,
 }
 
 impl Kind {
     /// Whether the directive takes several arguments (Redis's MULTI_ARG_CONFIG).
     fn is_multi_arg(self) -> bool {
-        matches!(self, Kind::Special(Special::Bind | Special::Save))
+        matches!(
+            self,
+            Kind::Special(Special::Bind | Special::Save | Special::OutputBufferLimit)
+        )
     }
 }
 
@@ -145,6 +151,30 @@ enum Value {
     Str(String),
     Bind(Vec<String>),
     Save(Vec<(i64, i64)>),
+    /// `[hard, soft, soft seconds]` per client class (normal, replica, pubsub); `None` for a
+    /// class a parsed value does not name (filled from the current value when applied).
+    OutputLimits([Option<[u64; 3]>; 3]),
+}
+
+/// Client classes of `client-output-buffer-limit`, in `CONFIG GET` order and spelling.
+const OUTPUT_CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
+
+impl Value {
+    /// Combines a newly parsed value with the directive's current one: an output buffer limit
+    /// keeps the classes the new value does not name. Other values replace the old one.
+    fn merged_onto(self, current: &Value) -> Value {
+        match (self, current) {
+            (Value::OutputLimits(mut new), Value::OutputLimits(old)) => {
+                for (n, o) in new.iter_mut().zip(old) {
+                    if n.is_none() {
+                        *n = *o;
+                    }
+                }
+                Value::OutputLimits(new)
+            }
+            (new, _) => new,
+        }
+    }
 }
 
 /// One row of the directive table.
@@ -215,6 +245,7 @@ const DIRECTIVES: &[Directive] = &[
     row(Id::Logfile, "logfile", &[], Str(any), "", false),
     row(Id::ProtoMaxBulkLen, "proto-max-bulk-len", &[], Memory { min: MB, max: LONG_MAX }, "512mb", true),
     row(Id::ClientQueryBufferLimit, "client-query-buffer-limit", &[], Memory { min: MB, max: LONG_MAX }, "1gb", true),
+    row(Id::ClientOutputBufferLimit, "client-output-buffer-limit", &[], Sp(Special::OutputBufferLimit), "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", true),
     row(Id::Hz, "hz", &[], Sp(Special::Hz), "10", true),
     row(Id::TcpKeepalive, "tcp-keepalive", &[], Int { min: 0, max: INT_MAX }, "300", true),
     row(Id::BusyReplyThreshold, "busy-reply-threshold", &["lua-time-limit"], Int { min: 0, max: i64::MAX }, "5000", true),
@@ -521,6 +552,34 @@ fn parse_value(kind: Kind, args: &[String]) -> Result<Value, String> {
                 Ok(Value::Bool(false))
             }
         }
+        Kind::Special(Special::OutputBufferLimit) => {
+            // An empty value changes nothing (Redis accepts it).
+            if args.len() % 4 != 0 {
+                return Err("Wrong number of arguments in buffer limit configuration.".to_string());
+            }
+            let mut limits = [None; 3];
+            for group in args.chunks(4) {
+                let class = match group[0].to_ascii_lowercase().as_str() {
+                    "normal" => 0,
+                    "slave" | "replica" => 1,
+                    "pubsub" => 2,
+                    _ => {
+                        return Err(
+                            "Invalid client class specified in buffer limit configuration."
+                                .to_string(),
+                        )
+                    }
+                };
+                let hard = parse_memory(&group[1]);
+                let soft = parse_memory(&group[2]);
+                let secs = parse_int(&group[3]).filter(|&s| s >= 0).map(|s| s as u64);
+                let (Some(hard), Some(soft), Some(secs)) = (hard, soft, secs) else {
+                    return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".to_string());
+                };
+                limits[class] = Some([hard, soft, secs]);
+            }
+            Ok(Value::OutputLimits(limits))
+        }
         Kind::Special(Special::Hz) => {
             let n = parse_int(single()?)
                 .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?;
@@ -730,7 +789,9 @@ impl Config {
                 .map(String::from_utf8)
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|_| fail("argument must be valid UTF-8"))?;
-            let mut value = parse_value(kind, &args).map_err(|e| fail(&e))?;
+            let mut value = parse_value(kind, &args)
+                .map_err(|e| fail(&e))?
+                .merged_onto(&next.values[row]);
             if let (Value::Save(more), Value::Save(earlier)) = (&mut value, &next.values[row]) {
                 // In a file the first `save` line replaces the default and later ones add to it.
                 if save_seen {
@@ -815,7 +876,8 @@ impl Config {
         for (&(row, spelling), (_, value)) in targets.iter().zip(pairs) {
             let kind = DIRECTIVES[row].kind;
             next.values[row] = parse_value(kind, &split_set_value(kind, value))
-                .map_err(|e| failed(spelling, &e))?;
+                .map_err(|e| failed(spelling, &e))?
+                .merged_onto(&next.values[row]);
         }
         *self = next;
         Ok(())
@@ -925,6 +987,15 @@ impl Config {
                 .map(|(seconds, changes)| format!("{seconds} {changes}"))
                 .collect::<Vec<_>>()
                 .join(" "),
+            Value::OutputLimits(limits) => OUTPUT_CLASSES
+                .iter()
+                .zip(limits)
+                .map(|(class, l)| {
+                    let [hard, soft, secs] = l.unwrap_or_default();
+                    format!("{class} {hard} {soft} {secs}")
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
         }
     }
 
@@ -953,6 +1024,17 @@ impl Config {
                 return pairs
                     .iter()
                     .map(|(seconds, changes)| format!("{name} {seconds} {changes}"))
+                    .collect()
+            }
+            Value::OutputLimits(limits) => {
+                return OUTPUT_CLASSES
+                    .iter()
+                    .zip(limits)
+                    .map(|(class, l)| {
+                        let [hard, soft, secs] = l.unwrap_or_default();
+                        let (hard, soft) = (format_memory(hard), format_memory(soft));
+                        format!("{name} {class} {hard} {soft} {secs}")
+                    })
                     .collect()
             }
             _ => self.format_get(row),
@@ -1070,6 +1152,15 @@ impl Config {
     /// `client-query-buffer-limit`: the most unparsed input kept per client, in bytes.
     pub fn client_query_buffer_limit(&self) -> u64 {
         self.memory(Id::ClientQueryBufferLimit)
+    }
+
+    /// `client-output-buffer-limit` of normal clients: `[hard, soft, soft seconds]`, bytes and
+    /// seconds, 0 meaning no limit.
+    pub fn output_buffer_limit_normal(&self) -> [u64; 3] {
+        match &self.values[Id::ClientOutputBufferLimit as usize] {
+            Value::OutputLimits([normal, ..]) => normal.unwrap_or_default(),
+            _ => [0; 3],
+        }
     }
 
     /// `hz`: background task frequency per second (1..=500).

@@ -106,6 +106,8 @@ pub struct LiveSettings {
     pub limits: DecoderLimits,
     /// client-query-buffer-limit.
     pub query_buffer_limit: usize,
+    /// client-output-buffer-limit of normal clients: hard bytes, soft bytes, soft seconds.
+    pub output_limit: [u64; 3],
 }
 
 /// Everything the server shares between connections.
@@ -407,6 +409,7 @@ fn live_settings(cfg: &Config) -> LiveSettings {
             ..DecoderLimits::default()
         },
         query_buffer_limit: usize::try_from(cfg.client_query_buffer_limit()).unwrap_or(usize::MAX),
+        output_limit: cfg.output_buffer_limit_normal(),
     }
 }
 

@@ -1,5 +1,6 @@
 //! The server's request decoder: arbitrary bytes, fed whole and in chunks, must decode the same
-//! requests (or the same error) and never panic.
+//! requests and never panic (a line too long before its terminator arrives is the one error that
+//! depends on how the bytes arrive, as in Redis).
 #![no_main]
 
 use bytes::BytesMut;
@@ -34,5 +35,16 @@ fuzz_target!(|data: &[u8]| {
     };
     let whole = decode(input, input.len());
     let split = decode(input, 1 + (chunk as usize % 16));
-    assert_eq!(whole, split);
+    if whole.1 == split.1 {
+        assert_eq!(whole, split);
+    } else {
+        // A line checked against max_inline_len before its terminator arrived (as Redis does)
+        // is refused only if it arrived in pieces: up to the error, the requests agree.
+        let (short, long) = if whole.1 {
+            (&whole.0, &split.0)
+        } else {
+            (&split.0, &whole.0)
+        };
+        assert!(long.starts_with(short));
+    }
 });

@@ -554,7 +554,7 @@ fn parse_value(kind: Kind, args: &[String]) -> Result<Value, String> {
         }
         Kind::Special(Special::OutputBufferLimit) => {
             // An empty value changes nothing (Redis accepts it).
-            if args.len() % 4 != 0 {
+            if !args.len().is_multiple_of(4) {
                 return Err("Wrong number of arguments in buffer limit configuration.".to_string());
             }
             let mut limits = [None; 3];
@@ -1859,6 +1859,35 @@ mod tests {
     }
 
     #[test]
+    fn output_buffer_limit_values_set_only_the_classes_they_name() -> Result<(), String> {
+        let mut c = Config::from_args(&args(&[
+            "--client-output-buffer-limit",
+            "normal 1mb 512kb 10",
+            "--client-output-buffer-limit",
+            "pubsub 0 0 0",
+        ]))?;
+        assert_eq!(c.output_buffer_limit_normal(), [1 << 20, 512 << 10, 10]);
+        c.set_many(&[(
+            "client-output-buffer-limit".to_string(),
+            "replica 1gb 0 0".to_string(),
+        )])?;
+        assert_eq!(
+            c.get(b"client-output-buffer-limit")[0].1,
+            "normal 1048576 524288 10 slave 1073741824 0 0 pubsub 0 0 0"
+        );
+        let row = Id::ClientOutputBufferLimit as usize;
+        assert_eq!(
+            c.file_lines(row),
+            args(&[
+                "client-output-buffer-limit normal 1mb 512kb 10",
+                "client-output-buffer-limit slave 1gb 0 0",
+                "client-output-buffer-limit pubsub 0 0 0",
+            ])
+        );
+        Ok(())
+    }
+
+    #[test]
     fn config_get_matches_names_and_aliases_by_glob_ignoring_case() {
         let c = Config::default();
         assert_eq!(
@@ -1867,6 +1896,11 @@ mod tests {
                 (
                     "client-query-buffer-limit".to_string(),
                     "1073741824".to_string()
+                ),
+                (
+                    "client-output-buffer-limit".to_string(),
+                    "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+                        .to_string()
                 ),
                 ("lua-time-limit".to_string(), "5000".to_string()),
             ]

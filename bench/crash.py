@@ -30,8 +30,12 @@ def main():
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--min-run", type=float, default=0.2, help="shortest load before a kill (s)")
     ap.add_argument("--max-run", type=float, default=1.5, help="longest load before a kill (s)")
+    ap.add_argument("--write-buffer-size", default=None, help="e.g. 128kb: flushes and compactions all the time")
     args = ap.parse_args()
-    server = Server("strata", {"appendfsync": args.appendfsync})
+    directives = {"appendfsync": args.appendfsync}
+    if args.write_buffer_size:
+        directives["write_buffer_size"] = args.write_buffer_size
+    server = Server("strata", directives)
     server.start()
     started = time.monotonic()
     print(f"seed {args.seed}, appendfsync {args.appendfsync}, data dir {server.dir}", flush=True)

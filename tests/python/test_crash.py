@@ -22,6 +22,16 @@ def test_kill_9_with_appendfsync_always_loses_no_acknowledged_write_and_never_ha
     assert report.max_lost_seconds == 0.0
 
 
+def test_kill_9_during_constant_memtable_flushes_and_compactions_loses_nothing(start_strata):
+    # 128 KB write buffers: memtables flush every few hundred writes, so kills land in the middle
+    # of flushes and compactions too.
+    server = start_strata(appendfsync="always", write_buffer_size="128kb")
+    report = run_crash_cycles(server, cycles=max(2, CYCLES // 2), writers=4,
+                              seed=int(os.environ.get("STRATA_CRASH_SEED", "5")))
+    print(f"always, small memtables: {report}")
+    assert report.max_lost_seconds == 0.0
+
+
 def test_kill_9_with_appendfsync_everysec_loses_at_most_about_a_second(start_strata):
     server = start_strata(appendfsync="everysec")
     report = run_crash_cycles(server, cycles=max(2, CYCLES // 2), writers=4,

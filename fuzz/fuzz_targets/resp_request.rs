@@ -35,16 +35,12 @@ fuzz_target!(|data: &[u8]| {
     };
     let whole = decode(input, input.len());
     let split = decode(input, 1 + (chunk as usize % 16));
-    if whole.1 == split.1 {
+    if !whole.1 && !split.1 {
         assert_eq!(whole, split);
     } else {
         // A line checked against max_inline_len before its terminator arrived (as Redis does)
-        // is refused only if it arrived in pieces: up to the error, the requests agree.
-        let (short, long) = if whole.1 {
-            (&whole.0, &split.0)
-        } else {
-            (&split.0, &whole.0)
-        };
-        assert!(long.starts_with(short));
+        // is refused only if it arrived in pieces: up to the first error, the requests agree.
+        let (a, b) = (&whole.0, &split.0);
+        assert!(a.starts_with(b) || b.starts_with(a));
     }
 });

@@ -182,19 +182,15 @@ fn request_decoder_survives_random_and_mutated_input_however_it_is_split() {
         // arrived. (A stream ending mid-request without error is simply incomplete.) The one
         // error that depends on the arrival is a line longer than max_inline_len checked before
         // its terminator arrived (Redis's rule too; found by cargo fuzz).
-        if whole.1 == split.1 {
+        if !whole.1 && !split.1 {
             assert_eq!(
                 whole, split,
                 "input #{i} {input:?} decodes differently in chunks {chunks:?}"
             );
         } else {
-            let (short, long) = if whole.1 {
-                (&whole.0, &split.0)
-            } else {
-                (&split.0, &whole.0)
-            };
+            let (a, b) = (&whole.0, &split.0);
             assert!(
-                long.starts_with(short),
+                a.starts_with(b) || b.starts_with(a),
                 "input #{i} {input:?} in chunks {chunks:?}"
             );
         }

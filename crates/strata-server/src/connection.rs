@@ -206,12 +206,15 @@ async fn serve(
         if close {
             return Ok(());
         }
-        if rbuf.len() > settings.query_buffer_limit {
+        // Arguments of a request still being read count too: they left the buffer but are
+        // held until the request completes.
+        let pending = rbuf.len() + decoder.pending_bytes();
+        if pending > settings.query_buffer_limit {
             warning!(
                 "Closing client that reached max query buffer length: id={} addr={} qbuf={}",
                 client.id,
                 client.addr,
-                rbuf.len()
+                pending
             );
             return Ok(());
         }

@@ -83,8 +83,12 @@ def test_disk_full_refuses_writes_keeps_reads_and_recovers_when_space_is_freed(s
         assert c.call("GET", key) == acked[key]
     assert c.call("PING") == b"PONG"
     assert c.call("DBSIZE") == len(acked)
+    assert b"aof_last_write_status:err" in c.call("INFO", "persistence")
 
-    # Free the space: the server resumes by itself (RocksDB polls free space every 5 s).
+    time.sleep(1.5)  # long enough for the server's once-a-second check to log the state
+    assert c.call("GET", list(acked)[0]) == acked[list(acked)[0]]
+
+    # Free the space: writes resume by themselves.
     os.unlink(filler)
     deadline = time.monotonic() + 30
     while True:
@@ -96,6 +100,12 @@ def test_disk_full_refuses_writes_keeps_reads_and_recovers_when_space_is_freed(s
         time.sleep(0.5)
 
     assert c.call("GET", "after") == b"space-freed"
+    assert b"aof_last_write_status:ok" in c.call("INFO", "persistence")
+    deadline = time.monotonic() + 5  # the server logs both transitions from its 1 s cron
+    while "accepting writes again" not in server.log_path.read_text():
+        assert time.monotonic() < deadline, server.log_tail()
+        time.sleep(0.2)
+    assert "refusing writes (-MISCONF)" in server.log_path.read_text()
     for key, value in acked.items():
         assert c.call("GET", key) == value, key
 

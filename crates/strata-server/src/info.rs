@@ -235,7 +235,13 @@ fn persistence_section(server: &Server, out: &mut String) {
     field!(out, "aof_last_rewrite_time_sec", "-1");
     field!(out, "aof_current_rewrite_time_sec", "-1");
     field!(out, "aof_last_bgrewrite_status", "ok");
-    field!(out, "aof_last_write_status", "ok");
+    // Writes refused for lack of disk space (`min-free-disk`) are Redis's failed AOF writes.
+    field!(
+        out,
+        "aof_last_write_status",
+        "{}",
+        if server.db.disk_full() { "err" } else { "ok" }
+    );
     field!(out, "strata_appendfsync", "{appendfsync}");
 }
 

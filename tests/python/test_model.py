@@ -77,6 +77,20 @@ def gen_command(rng: random.Random) -> tuple:
         lambda: ("ZREVRANK", k, m), lambda: ("ZCOUNT", k, "-inf", "+inf"), lambda: ("ZPOPMIN", k),
         lambda: ("ZPOPMAX", k, abs(n)), lambda: ("ZUNIONSTORE", k, 2, k, k2),
         lambda: ("ZRANGESTORE", k2, k, 0, n),
+        # more shapes: expiry at a fixed deadline, conditional pushes, ranges, set algebra
+        lambda: ("SET", k, v, "EXAT", DEADLINE), lambda: ("GETEX", k, "EXAT", DEADLINE + 1),
+        lambda: ("GETEX", k, "PERSIST"), lambda: ("LPUSHX", k, v), lambda: ("RPUSHX", k, m),
+        lambda: ("LPOS", k, m, "RANK", rng.choice([1, -1, 2]), "COUNT", abs(n)),
+        lambda: ("ZREMRANGEBYSCORE", k, "-inf", rng.choice(["0", "(1", "+inf"])),
+        lambda: ("ZREMRANGEBYRANK", k, n, n + 1), lambda: ("ZMSCORE", k, m, "zz"),
+        lambda: ("ZREVRANGE", k, 0, n, "WITHSCORES"), lambda: ("ZRANGE", k, n, -1, "REV"),
+        lambda: ("ZUNION", 2, k, k2, "WITHSCORES"), lambda: ("ZINTER", 2, k, k2, "AGGREGATE", "MAX"),
+        lambda: ("ZDIFFSTORE", k, 2, k2, rng.choice(KEYS)), lambda: ("SDIFFSTORE", k, k2, rng.choice(KEYS)),
+        lambda: ("SINTERCARD", 2, k, k2), lambda: ("SORT", k), lambda: ("SORT", k, "ALPHA", "DESC", "LIMIT", 0, 3),
+        lambda: ("HMSET", k, f, v), lambda: ("HVALS", k), lambda: ("STRLEN", k2), lambda: ("EXISTS", k),
+        lambda: ("TYPE", k2),
+        lambda: ("LRANGE", k2, -3, -1), lambda: ("LINDEX", k2, -1), lambda: ("SETRANGE", k, 3, m),
+        lambda: ("MSETNX", "{t}a", v, "{t}b", m), lambda: ("RENAME", "{t}a", "{t}c"),
     ]
     return rng.choice(choices)()
 

@@ -101,12 +101,18 @@ def main():
                   f"peak {peak[0] >> 10} MB, on disk {du >> 20} MB", flush=True)
     elapsed = time.monotonic() - start
     time.sleep(1)
+    sock.sendall(encode_command("INFO", "memory"))
+    time.sleep(0.2)
+    info = sock.recv(1 << 16).decode(errors="replace")
+    breakdown = {k: int(v) for k, v in (line.split(":", 1) for line in info.split("\r\n") if ":" in line)
+                 if k in ("strata_memtables", "strata_table_readers") and v.strip().isdigit()}
     stop.set()
     final = rss_kb(pid)
     du = sum(os.path.getsize(os.path.join(server.dir, f)) for f in os.listdir(server.dir))
     print(f"loaded {args.gb} GB ({n} keys) in {elapsed:.0f}s ({n / elapsed:.0f} SET/s); on disk {du >> 20} MB")
     print(f"RSS: peak {peak[0] >> 10} MB, final {final >> 10} MB; budget {budget >> 20} MB; "
           f"overhead over budget {(peak[0] * 1024 - budget) >> 20} MB")
+    print("at the end: " + ", ".join(f"{k} {v >> 20} MB" for k, v in breakdown.items()))
     if args.keep:
         server.stop()
         print(f"data kept in {server.dir}")

@@ -195,6 +195,22 @@ fn memory_section(server: &Server, out: &mut String) {
         "{}",
         server.db.engine_property("rocksdb.total-sst-files-size")
     );
+    // Where the memory goes (docs/reliability.md, "Resource bounds"): memtables of every column
+    // family, and table readers (per-file metadata not charged to the block cache).
+    field!(
+        out,
+        "strata_memtables",
+        "{}",
+        server.db.engine_property("rocksdb.cur-size-all-mem-tables")
+    );
+    field!(
+        out,
+        "strata_table_readers",
+        "{}",
+        server
+            .db
+            .engine_property("rocksdb.estimate-table-readers-mem")
+    );
 }
 
 fn persistence_section(server: &Server, out: &mut String) {

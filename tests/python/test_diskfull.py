@@ -100,6 +100,11 @@ def test_disk_full_refuses_writes_keeps_reads_and_recovers_when_space_is_freed(s
         time.sleep(0.5)
 
     assert c.call("GET", "after") == b"space-freed"
+    # A single write that would eat into the margin is refused on its own; small ones go on.
+    free = os.statvfs(small_fs).f_bavail * os.statvfs(small_fs).f_frsize
+    huge = free - (MIN_FREE_MB << 20) + (1 << 20)
+    assert c.call("SET", "huge", os.urandom(huge)) == RespError(MISCONF)
+    assert c.call("SET", "small", "ok") == b"OK"
     assert b"aof_last_write_status:ok" in c.call("INFO", "persistence")
     deadline = time.monotonic() + 5  # the server logs both transitions from its 1 s cron
     while "accepting writes again" not in server.log_path.read_text():
@@ -113,7 +118,7 @@ def test_disk_full_refuses_writes_keeps_reads_and_recovers_when_space_is_freed(s
     server.kill9()
     server.start()
     c = server.conn(timeout=30)
-    assert c.call("DBSIZE") == len(acked) + 1
+    assert c.call("DBSIZE") == len(acked) + 2
     for key, value in acked.items():
         assert c.call("GET", key) == value, key
     assert c.call("GET", "after") == b"space-freed"

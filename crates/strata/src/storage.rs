@@ -278,8 +278,9 @@ impl Storage {
 
     /// Refuses a write of about `bytes` while free space is short. Free space is looked up again
     /// (one `statvfs`) whenever writes since the last look could have used an eighth of the
-    /// margin, and on every write while the disk is full, so the state clears as soon as space
-    /// is freed.
+    /// margin, on every write while the disk is full (so the state clears as soon as space is
+    /// freed), and for every write of at least an eighth of the margin, which is refused on
+    /// its own if it would eat into the margin.
     fn guard_disk(&self, bytes: u64) -> Result<()> {
         if self.min_free_disk == 0 {
             return Ok(());
@@ -291,10 +292,17 @@ impl Storage {
             false
         };
         if full {
-            Err(Error::DiskFull)
-        } else {
-            Ok(())
+            return Err(Error::DiskFull);
         }
+        // A large write must leave the margin intact after it, or RocksDB's log could still run
+        // out of space in the middle of it. Refused alone: smaller writes still fit.
+        if bytes >= self.min_free_disk / 8 {
+            let free = free_bytes(&self.path).unwrap_or(u64::MAX);
+            if free < self.min_free_disk.saturating_add(bytes) {
+                return Err(Error::DiskFull);
+            }
+        }
+        Ok(())
     }
 
     /// Looks up the free space of the data directory's filesystem and returns whether writes are

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from crash_workload import EVERYSEC_WINDOW, run_crash_cycles
+from harness import redis_is_strata
 
 CYCLES = int(os.environ.get("STRATA_CRASH_CYCLES", "8"))
 
@@ -22,6 +25,7 @@ def test_kill_9_with_appendfsync_always_loses_no_acknowledged_write_and_never_ha
     assert report.max_lost_seconds == 0.0
 
 
+@pytest.mark.skipif(redis_is_strata(), reason="write-buffer-size is Strata's own directive")
 def test_kill_9_during_constant_memtable_flushes_and_compactions_loses_nothing(start_strata):
     # 128 KB write buffers: memtables flush every few hundred writes, so kills land in the middle
     # of flushes and compactions too.

@@ -446,3 +446,12 @@ def test_incrbyfloat_returns_exact_text(strata_server):
     assert c.call("INCRBYFLOAT", "k", "3.0e3") == b"3000"
     assert c.call("INCRBYFLOAT", "k", "0.5") == b"3000.5"
     assert isinstance(c.call("INCRBYFLOAT", "k", "inf"), RespError)
+
+
+def test_incrbyfloat_integral_result_above_2_pow_53_prints_every_digit(both):
+    # Found by the model-based test (test_model.py): Strata printed 9223372036854776000.
+    both("SET", "k", "9223372036854775807")
+    both("INCRBYFLOAT", "k", "1.5")
+    both("GET", "k")
+    both("HSET", "h", "f", "9223372036854775807")
+    both("HINCRBYFLOAT", "h", "f", "1.5")

@@ -71,6 +71,10 @@ pub const GETKEYS_BAD_ARITY: &str = "ERR Invalid number of arguments specified f
 pub const GETKEYS_NO_KEYS: &str = "ERR The command has no key arguments";
 pub const GETKEYS_INVALID_ARGS: &str = "ERR Invalid arguments specified for command";
 pub const NO_SUCH_CLIENT: &str = "ERR No such client";
+/// A write refused because the disk is full: Redis's reply when its AOF cannot be written
+/// (`-MISCONF Errors writing to the AOF file: <strerror>`). Reads keep working meanwhile, and
+/// writes succeed again once RocksDB has resumed by itself (see docs/reliability.md).
+pub const DISK_FULL: &str = "MISCONF Errors writing to the AOF file: No space left on device";
 
 /// "ERR wrong number of arguments for 'get' command".
 pub fn wrong_arity(name: &str) -> Frame {
@@ -138,13 +142,9 @@ pub fn from_db(e: strata::Error) -> Frame {
         | strata::Error::Io(_)
         | strata::Error::BadDump(_)) => err(format!("ERR {e}")),
         strata::Error::Corrupt(m) => err(format!("ERR corrupt data: {m}")),
-        strata::Error::Storage(m) => {
-            if m.contains("No space left") || m.contains("NoSpace") {
-                err(format!("MISCONF Errors writing to disk: {m}"))
-            } else {
-                err(format!("ERR storage error: {m}"))
-            }
-        }
+        strata::Error::DiskFull => err(DISK_FULL),
+        strata::Error::Storage(m) if m.contains("No space left on device") => err(DISK_FULL),
+        strata::Error::Storage(m) => err(format!("ERR storage error: {m}")),
     }
 }
 

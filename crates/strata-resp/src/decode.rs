@@ -62,6 +62,8 @@ pub struct RequestDecoder {
     bulk_len: Option<usize>,
     /// Arguments of the current multibulk request read so far.
     argv: Vec<Bytes>,
+    /// Memory held by `argv`: argument bytes plus one `Bytes` handle each.
+    argv_bytes: usize,
     /// Bytes at the front of the buffer already searched for a line terminator (without
     /// success), so the next search resumes there.
     scanned: usize,
@@ -87,6 +89,7 @@ impl RequestDecoder {
             multibulk_left: 0,
             bulk_len: None,
             argv: Vec::new(),
+            argv_bytes: 0,
             scanned: 0,
         }
     }
@@ -100,6 +103,13 @@ impl RequestDecoder {
     /// The limits in force.
     pub fn limits(&self) -> DecoderLimits {
         self.limits
+    }
+
+    /// Memory held by the arguments of the request being read (already taken out of the
+    /// buffer), so a server can count them with the buffer against its query buffer limit: a
+    /// request of many large arguments otherwise grows without the buffer ever growing.
+    pub fn pending_bytes(&self) -> usize {
+        self.argv_bytes
     }
 
     /// Whether part of a request has been consumed from the buffer but the request is not
@@ -141,6 +151,7 @@ impl RequestDecoder {
         self.multibulk_left = 0;
         self.bulk_len = None;
         self.argv = Vec::new();
+        self.argv_bytes = 0;
         self.scanned = 0;
     }
 
@@ -232,10 +243,12 @@ impl RequestDecoder {
                 arg
             };
             self.consume(buf, 2);
+            self.argv_bytes += arg.len() + mem::size_of::<Bytes>();
             self.argv.push(arg);
             self.bulk_len = None;
             self.multibulk_left -= 1;
         }
+        self.argv_bytes = 0;
         Ok(Step::Done(mem::take(&mut self.argv)))
     }
 
@@ -936,5 +949,18 @@ mod tests {
         ] {
             assert_eq!(parse_int(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn pending_bytes_count_the_arguments_of_an_unfinished_request() {
+        let mut dec = decoder();
+        let mut buf = BytesMut::from(&b"*3\r\n$3\r\nSET\r\n$5\r\nhello\r\n"[..]);
+        assert_eq!(dec.decode(&mut buf), Ok(None));
+        assert!(buf.is_empty());
+        let handle = std::mem::size_of::<Bytes>();
+        assert_eq!(dec.pending_bytes(), 3 + 5 + 2 * handle);
+        buf.extend_from_slice(b"$1\r\nv\r\n");
+        assert!(dec.decode(&mut buf).expect("valid").is_some());
+        assert_eq!(dec.pending_bytes(), 0);
     }
 }

@@ -67,14 +67,15 @@ enum Id {
     Logfile,
     ProtoMaxBulkLen,
     ClientQueryBufferLimit,
+    ClientOutputBufferLimit,
     Hz,
     TcpKeepalive,
     BusyReplyThreshold,
     NotifyKeyspaceEvents,
-    ClientOutputBufferLimit,
     BlockCacheSize,
     HotCacheSize,
     WriteBufferSize,
+    MinFreeDisk,
     Compression,
     BgsaveDir,
     Daemonize,
@@ -125,8 +126,7 @@ enum Special {
     Daemonize,
     /// An integer 0..=2^31-1, then clamped to 1..=500 like Redis.
     Hz,
-    /// `<class> <hard> <soft> <soft seconds>` groups; takes several arguments, and each
-    /// group replaces only its own class.
+    /// `<class> <hard> <soft> <soft seconds>` groups; a value sets only the classes it names.
     OutputBufferLimit,
 }
 
@@ -151,30 +151,29 @@ enum Value {
     Str(String),
     Bind(Vec<String>),
     Save(Vec<(i64, i64)>),
-    /// `client-output-buffer-limit`: (class, [hard, soft, soft seconds]) in the order given;
-    /// a stored value holds all three classes in [`OBUF_CLASSES`] order.
-    Obuf(Vec<(usize, [u64; 3])>),
+    /// `[hard, soft, soft seconds]` per client class (normal, replica, pubsub); `None` for a
+    /// class a parsed value does not name (filled from the current value when applied).
+    OutputLimits([Option<[u64; 3]>; 3]),
 }
 
-/// The client classes of `client-output-buffer-limit`, as CONFIG GET names them.
-const OBUF_CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
+/// Client classes of `client-output-buffer-limit`, in `CONFIG GET` order and spelling.
+const OUTPUT_CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
 
-/// A new `client-output-buffer-limit` value over the current one: the given classes replace
-/// theirs, the others stay.
-fn merge_obuf(current: &Value, update: Value) -> Value {
-    match (current, update) {
-        (Value::Obuf(cur), Value::Obuf(new)) => {
-            let mut out = cur.clone();
-            for (class, limits) in new {
-                match out.iter_mut().find(|(c, _)| *c == class) {
-                    Some(slot) => slot.1 = limits,
-                    None => out.push((class, limits)),
+impl Value {
+    /// Combines a newly parsed value with the directive's current one: an output buffer limit
+    /// keeps the classes the new value does not name. Other values replace the old one.
+    fn merged_onto(self, current: &Value) -> Value {
+        match (self, current) {
+            (Value::OutputLimits(mut new), Value::OutputLimits(old)) => {
+                for (n, o) in new.iter_mut().zip(old) {
+                    if n.is_none() {
+                        *n = *o;
+                    }
                 }
+                Value::OutputLimits(new)
             }
-            out.sort_by_key(|(c, _)| *c);
-            Value::Obuf(out)
+            (new, _) => new,
         }
-        (_, update) => update,
     }
 }
 
@@ -246,15 +245,16 @@ const DIRECTIVES: &[Directive] = &[
     row(Id::Logfile, "logfile", &[], Str(any), "", false),
     row(Id::ProtoMaxBulkLen, "proto-max-bulk-len", &[], Memory { min: MB, max: LONG_MAX }, "512mb", true),
     row(Id::ClientQueryBufferLimit, "client-query-buffer-limit", &[], Memory { min: MB, max: LONG_MAX }, "1gb", true),
+    row(Id::ClientOutputBufferLimit, "client-output-buffer-limit", &[], Sp(Special::OutputBufferLimit), "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", true),
     row(Id::Hz, "hz", &[], Sp(Special::Hz), "10", true),
     row(Id::TcpKeepalive, "tcp-keepalive", &[], Int { min: 0, max: INT_MAX }, "300", true),
     row(Id::BusyReplyThreshold, "busy-reply-threshold", &["lua-time-limit"], Int { min: 0, max: i64::MAX }, "5000", true),
     row(Id::NotifyKeyspaceEvents, "notify-keyspace-events", &[], Sp(Special::KeyspaceEvents), "", true),
-    row(Id::ClientOutputBufferLimit, "client-output-buffer-limit", &[], Sp(Special::OutputBufferLimit), "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", true),
     // Strata's storage knobs. RocksDB clamps write buffers to 64kb..=64gb.
     row(Id::BlockCacheSize, "block-cache-size", &[], Memory { min: 0, max: LONG_MAX }, "256mb", false),
     row(Id::HotCacheSize, "hot-cache-size", &[], Memory { min: 0, max: LONG_MAX }, "256mb", false),
     row(Id::WriteBufferSize, "write-buffer-size", &[], Memory { min: 64 * 1024, max: 64 * GB }, "16mb", false),
+    row(Id::MinFreeDisk, "min-free-disk", &[], Memory { min: 0, max: LONG_MAX }, "256mb", false),
     row(Id::Compression, "compression", &[], Enum(COMPRESSIONS), "lz4", false),
     row(Id::BgsaveDir, "bgsave-dir", &[], Str(non_empty), "backup", true),
     // Redis directives accepted for compatibility; their values are kept but have no effect.
@@ -543,39 +543,6 @@ fn parse_value(kind: Kind, args: &[String]) -> Result<Value, String> {
                 .map(Value::Save)
         }
         Kind::Special(Special::KeyspaceEvents) => parse_keyspace_events(single()?).map(Value::Str),
-        Kind::Special(Special::OutputBufferLimit) => {
-            let args = match args {
-                [only] if only.is_empty() => &[],
-                _ => args,
-            };
-            if args.len() % 4 != 0 {
-                return Err("Wrong number of arguments in buffer limit configuration.".to_string());
-            }
-            args.chunks(4)
-                .map(|g| {
-                    let class = match g[0].to_ascii_lowercase().as_str() {
-                        "normal" => 0,
-                        "slave" | "replica" => 1,
-                        "pubsub" => 2,
-                        _ => {
-                            return Err("Invalid client class specified in buffer limit \
-                                        configuration."
-                                .to_string())
-                        }
-                    };
-                    let hard = parse_memory(&g[1]);
-                    let soft = parse_memory(&g[2]);
-                    let secs = g[3].parse::<u64>().ok();
-                    match (hard, soft, secs) {
-                        (Some(h), Some(s), Some(t)) => Ok((class, [h, s, t])),
-                        _ => Err("Error in hard, soft or soft_seconds setting in buffer \
-                                  limit configuration."
-                            .to_string()),
-                    }
-                })
-                .collect::<Result<_, _>>()
-                .map(Value::Obuf)
-        }
         Kind::Special(Special::Daemonize) => {
             if parse_bool(single()?)? {
                 Err("Strata can't daemonize: it always runs in the foreground \
@@ -584,6 +551,34 @@ fn parse_value(kind: Kind, args: &[String]) -> Result<Value, String> {
             } else {
                 Ok(Value::Bool(false))
             }
+        }
+        Kind::Special(Special::OutputBufferLimit) => {
+            // An empty value changes nothing (Redis accepts it).
+            if !args.len().is_multiple_of(4) {
+                return Err("Wrong number of arguments in buffer limit configuration.".to_string());
+            }
+            let mut limits = [None; 3];
+            for group in args.chunks(4) {
+                let class = match group[0].to_ascii_lowercase().as_str() {
+                    "normal" => 0,
+                    "slave" | "replica" => 1,
+                    "pubsub" => 2,
+                    _ => {
+                        return Err(
+                            "Invalid client class specified in buffer limit configuration."
+                                .to_string(),
+                        )
+                    }
+                };
+                let hard = parse_memory(&group[1]);
+                let soft = parse_memory(&group[2]);
+                let secs = parse_int(&group[3]).filter(|&s| s >= 0).map(|s| s as u64);
+                let (Some(hard), Some(soft), Some(secs)) = (hard, soft, secs) else {
+                    return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".to_string());
+                };
+                limits[class] = Some([hard, soft, secs]);
+            }
+            Ok(Value::OutputLimits(limits))
         }
         Kind::Special(Special::Hz) => {
             let n = parse_int(single()?)
@@ -794,7 +789,9 @@ impl Config {
                 .map(String::from_utf8)
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|_| fail("argument must be valid UTF-8"))?;
-            let mut value = parse_value(kind, &args).map_err(|e| fail(&e))?;
+            let mut value = parse_value(kind, &args)
+                .map_err(|e| fail(&e))?
+                .merged_onto(&next.values[row]);
             if let (Value::Save(more), Value::Save(earlier)) = (&mut value, &next.values[row]) {
                 // In a file the first `save` line replaces the default and later ones add to it.
                 if save_seen {
@@ -802,7 +799,7 @@ impl Config {
                 }
                 save_seen = true;
             }
-            next.values[row] = merge_obuf(&next.values[row], value);
+            next.values[row] = value;
         }
         *self = next;
         Ok(())
@@ -878,9 +875,9 @@ impl Config {
         let mut next = self.clone();
         for (&(row, spelling), (_, value)) in targets.iter().zip(pairs) {
             let kind = DIRECTIVES[row].kind;
-            let value = parse_value(kind, &split_set_value(kind, value))
-                .map_err(|e| failed(spelling, &e))?;
-            next.values[row] = merge_obuf(&next.values[row], value);
+            next.values[row] = parse_value(kind, &split_set_value(kind, value))
+                .map_err(|e| failed(spelling, &e))?
+                .merged_onto(&next.values[row]);
         }
         *self = next;
         Ok(())
@@ -990,9 +987,13 @@ impl Config {
                 .map(|(seconds, changes)| format!("{seconds} {changes}"))
                 .collect::<Vec<_>>()
                 .join(" "),
-            Value::Obuf(classes) => classes
+            Value::OutputLimits(limits) => OUTPUT_CLASSES
                 .iter()
-                .map(|(c, [h, s, t])| format!("{} {h} {s} {t}", OBUF_CLASSES[*c]))
+                .zip(limits)
+                .map(|(class, l)| {
+                    let [hard, soft, secs] = l.unwrap_or_default();
+                    format!("{class} {hard} {soft} {secs}")
+                })
                 .collect::<Vec<_>>()
                 .join(" "),
         }
@@ -1018,34 +1019,22 @@ impl Config {
                 })
                 .collect::<Vec<_>>()
                 .join(" "),
-            Value::Obuf(classes) => {
-                // Like Redis, only the classes that differ from their defaults.
-                let defaults = parse_value(
-                    DIRECTIVES[row].kind,
-                    &split_set_value(DIRECTIVES[row].kind, DIRECTIVES[row].default),
-                );
-                let defaults = match defaults {
-                    Ok(Value::Obuf(d)) => d,
-                    _ => Vec::new(),
-                };
-                return classes
-                    .iter()
-                    .filter(|class| !defaults.contains(class))
-                    .map(|(c, [h, s, t])| {
-                        format!(
-                            "{name} {} {} {} {t}",
-                            OBUF_CLASSES[*c],
-                            format_memory(*h),
-                            format_memory(*s)
-                        )
-                    })
-                    .collect();
-            }
             Value::Save(pairs) if pairs.is_empty() => "\"\"".to_string(),
             Value::Save(pairs) => {
                 return pairs
                     .iter()
                     .map(|(seconds, changes)| format!("{name} {seconds} {changes}"))
+                    .collect()
+            }
+            Value::OutputLimits(limits) => {
+                return OUTPUT_CLASSES
+                    .iter()
+                    .zip(limits)
+                    .map(|(class, l)| {
+                        let [hard, soft, secs] = l.unwrap_or_default();
+                        let (hard, soft) = (format_memory(hard), format_memory(soft));
+                        format!("{name} {class} {hard} {soft} {secs}")
+                    })
                     .collect()
             }
             _ => self.format_get(row),
@@ -1165,6 +1154,28 @@ impl Config {
         self.memory(Id::ClientQueryBufferLimit)
     }
 
+    /// `client-output-buffer-limit` of normal clients: `[hard, soft, soft seconds]`, bytes and
+    /// seconds, 0 meaning no limit.
+    pub fn output_buffer_limit_normal(&self) -> [u64; 3] {
+        match &self.values[Id::ClientOutputBufferLimit as usize] {
+            Value::OutputLimits([normal, ..]) => normal.unwrap_or_default(),
+            _ => [0; 3],
+        }
+    }
+
+    /// The `pubsub` class of `client-output-buffer-limit`: hard bytes, soft bytes, soft seconds.
+    pub fn pubsub_output_limits(&self) -> [u64; 3] {
+        match &self.values[Id::ClientOutputBufferLimit as usize] {
+            Value::OutputLimits([_, _, pubsub]) => pubsub.unwrap_or_default(),
+            _ => [0; 3],
+        }
+    }
+
+    /// The keyspace-event bits of `notify-keyspace-events` (0 when nothing is published).
+    pub fn notify_keyspace_flags(&self) -> u32 {
+        strata_commands::notify::parse_flags(self.string(Id::NotifyKeyspaceEvents))
+    }
+
     /// `hz`: background task frequency per second (1..=500).
     pub fn hz(&self) -> u32 {
         u32::try_from(self.int(Id::Hz)).unwrap_or(10)
@@ -1183,6 +1194,12 @@ impl Config {
     /// `write-buffer-size`: RocksDB's memtable size, in bytes.
     pub fn write_buffer_size(&self) -> u64 {
         self.memory(Id::WriteBufferSize)
+    }
+
+    /// `min-free-disk`: writes are refused (`-MISCONF`) while the data directory's filesystem has
+    /// less free space than this; 0 turns the check off.
+    pub fn min_free_disk(&self) -> u64 {
+        self.memory(Id::MinFreeDisk)
     }
 
     /// `compression`: RocksDB's block compression.
@@ -1208,22 +1225,6 @@ impl Config {
     /// `notify-keyspace-events`, normalized like Redis (e.g. `AKE`); empty = off.
     pub fn notify_keyspace_events(&self) -> String {
         self.string(Id::NotifyKeyspaceEvents).to_string()
-    }
-
-    /// The keyspace-event bits of `notify-keyspace-events` (0 when nothing is published).
-    pub fn notify_keyspace_flags(&self) -> u32 {
-        strata_commands::notify::parse_flags(self.string(Id::NotifyKeyspaceEvents))
-    }
-
-    /// The `pubsub` class of `client-output-buffer-limit`: hard bytes, soft bytes, soft seconds.
-    pub fn pubsub_output_limits(&self) -> [u64; 3] {
-        match &self.values[Id::ClientOutputBufferLimit as usize] {
-            Value::Obuf(classes) => classes
-                .iter()
-                .find(|(c, _)| *c == 2)
-                .map_or([0; 3], |(_, l)| *l),
-            _ => [0; 3],
-        }
     }
 
     /// `tcp-keepalive`: seconds between TCP keepalive probes; 0 = off.
@@ -1871,6 +1872,35 @@ mod tests {
     }
 
     #[test]
+    fn output_buffer_limit_values_set_only_the_classes_they_name() -> Result<(), String> {
+        let mut c = Config::from_args(&args(&[
+            "--client-output-buffer-limit",
+            "normal 1mb 512kb 10",
+            "--client-output-buffer-limit",
+            "pubsub 0 0 0",
+        ]))?;
+        assert_eq!(c.output_buffer_limit_normal(), [1 << 20, 512 << 10, 10]);
+        c.set_many(&[(
+            "client-output-buffer-limit".to_string(),
+            "replica 1gb 0 0".to_string(),
+        )])?;
+        assert_eq!(
+            c.get(b"client-output-buffer-limit")[0].1,
+            "normal 1048576 524288 10 slave 1073741824 0 0 pubsub 0 0 0"
+        );
+        let row = Id::ClientOutputBufferLimit as usize;
+        assert_eq!(
+            c.file_lines(row),
+            args(&[
+                "client-output-buffer-limit normal 1mb 512kb 10",
+                "client-output-buffer-limit slave 1gb 0 0",
+                "client-output-buffer-limit pubsub 0 0 0",
+            ])
+        );
+        Ok(())
+    }
+
+    #[test]
     fn config_get_matches_names_and_aliases_by_glob_ignoring_case() {
         let c = Config::default();
         assert_eq!(
@@ -1880,12 +1910,12 @@ mod tests {
                     "client-query-buffer-limit".to_string(),
                     "1073741824".to_string()
                 ),
-                ("lua-time-limit".to_string(), "5000".to_string()),
                 (
                     "client-output-buffer-limit".to_string(),
                     "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
                         .to_string()
                 ),
+                ("lua-time-limit".to_string(), "5000".to_string()),
             ]
         );
         let names: Vec<String> = c.get(b"*THRESHOLD").into_iter().map(|(n, _)| n).collect();
@@ -2167,35 +2197,6 @@ mod tests {
         assert_eq!(
             c.rewrite().unwrap_err(),
             "ERR Rewriting config file: No such file or directory"
-        );
-    }
-
-    #[test]
-    fn output_buffer_limits_update_only_the_given_classes() {
-        let mut c = Config::default();
-        assert_eq!(
-            c.get(b"client-output-buffer-limit")[0].1,
-            "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
-        );
-        assert_eq!(c.pubsub_output_limits(), [32 * MB, 8 * MB, 60]);
-        c.set("client-output-buffer-limit", "pubsub 1mb 512kb 5")
-            .unwrap();
-        assert_eq!(c.pubsub_output_limits(), [MB, 512 * 1024, 5]);
-        assert_eq!(
-            c.get(b"client-output-buffer-limit")[0].1,
-            "normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 524288 5"
-        );
-        assert!(c
-            .set("client-output-buffer-limit", "master 1 2 3")
-            .unwrap_err()
-            .ends_with("Invalid client class specified in buffer limit configuration."));
-        let mut f = Config::default();
-        f.parse_file_text("client-output-buffer-limit pubsub 2mb 1mb 10\n")
-            .unwrap();
-        assert_eq!(f.pubsub_output_limits(), [2 * MB, MB, 10]);
-        assert_eq!(
-            f.file_lines(Id::ClientOutputBufferLimit as usize),
-            ["client-output-buffer-limit pubsub 2mb 1mb 10"]
         );
     }
 }

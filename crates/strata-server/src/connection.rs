@@ -181,7 +181,9 @@ async fn serve(
                         // (no other command of this client runs meanwhile, as in Redis).
                         if !wbuf.is_empty() {
                             wal_to_os(server, &mut wal_seen);
-                            stream.write_all(&wbuf).await?;
+                            if !send_replies(stream, &wbuf, settings.output_limit, client).await? {
+                                return Ok(());
+                            }
                             written += wbuf.len() as u64;
                             wbuf.clear();
                         }
@@ -243,7 +245,9 @@ async fn serve(
                     }
                     if wbuf.len() >= WRITE_FLUSH {
                         wal_to_os(server, &mut wal_seen);
-                        stream.write_all(&wbuf).await?;
+                        if !send_replies(stream, &wbuf, settings.output_limit, client).await? {
+                            return Ok(());
+                        }
                         written += wbuf.len() as u64;
                         wbuf.clear();
                     }
@@ -264,19 +268,24 @@ async fn serve(
         // The batch's writes reach the OS (one write call for all of them) before any reply does.
         wal_to_os(server, &mut wal_seen);
         if !wbuf.is_empty() {
-            stream.write_all(&wbuf).await?;
+            if !send_replies(stream, &wbuf, settings.output_limit, client).await? {
+                return Ok(());
+            }
             wbuf.clear();
         }
 
         if close {
             return Ok(());
         }
-        if rbuf.len() > settings.query_buffer_limit {
+        // Arguments of a request still being read count too: they left the buffer but are
+        // held until the request completes.
+        let pending = rbuf.len() + decoder.pending_bytes();
+        if pending > settings.query_buffer_limit {
             warning!(
                 "Closing client that reached max query buffer length: id={} addr={} qbuf={}",
                 client.id,
                 client.addr,
-                rbuf.len()
+                pending
             );
             return Ok(());
         }
@@ -294,6 +303,48 @@ async fn serve(
             .buf_mem
             .store(rbuf.capacity() + wbuf.capacity(), Ordering::Relaxed);
     }
+}
+
+/// Writes a batch of replies under `client-output-buffer-limit` (normal class: `[hard, soft,
+/// soft seconds]`, 0 = none). A batch over the hard limit is not sent at all, and one over the
+/// soft limit that the client has not taken within the soft seconds stops being sent; either
+/// way the client is closed and logged (returns false). Strata reads no more requests from a
+/// client while its replies are pending, so without limits a client that never reads holds one
+/// batch at most.
+async fn send_replies(
+    stream: &mut TcpStream,
+    buf: &[u8],
+    [hard, soft, soft_secs]: [u64; 3],
+    client: &ClientEntry,
+) -> io::Result<bool> {
+    let over_limits = || {
+        warning!(
+            "Client id={} addr={} closed for overcoming of output buffer limits.",
+            client.id,
+            client.addr
+        );
+        Ok(false)
+    };
+    if hard > 0 && buf.len() as u64 > hard {
+        return over_limits();
+    }
+    if soft == 0 || buf.len() as u64 <= soft {
+        stream.write_all(buf).await?;
+        return Ok(true);
+    }
+    // Strata stops reading while replies are pending, so what Redis would accumulate shows up
+    // here as a batch the client does not take: it gets the soft seconds to take all of it.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(soft_secs);
+    let mut sent = 0;
+    while sent < buf.len() {
+        match tokio::time::timeout_at(deadline, stream.write(&buf[sent..])).await {
+            Ok(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(Ok(n)) => sent += n,
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return over_limits(),
+        }
+    }
+    Ok(true)
 }
 
 /// Hands the write-ahead-log records buffered since this connection last looked to the operating

@@ -195,6 +195,22 @@ fn memory_section(server: &Server, out: &mut String) {
         "{}",
         server.db.engine_property("rocksdb.total-sst-files-size")
     );
+    // Where the memory goes (docs/reliability.md, "Resource bounds"): memtables of every column
+    // family, and table readers (per-file metadata not charged to the block cache).
+    field!(
+        out,
+        "strata_memtables",
+        "{}",
+        server.db.engine_property("rocksdb.cur-size-all-mem-tables")
+    );
+    field!(
+        out,
+        "strata_table_readers",
+        "{}",
+        server
+            .db
+            .engine_property("rocksdb.estimate-table-readers-mem")
+    );
 }
 
 fn persistence_section(server: &Server, out: &mut String) {
@@ -235,7 +251,13 @@ fn persistence_section(server: &Server, out: &mut String) {
     field!(out, "aof_last_rewrite_time_sec", "-1");
     field!(out, "aof_current_rewrite_time_sec", "-1");
     field!(out, "aof_last_bgrewrite_status", "ok");
-    field!(out, "aof_last_write_status", "ok");
+    // Writes refused for lack of disk space (`min-free-disk`) are Redis's failed AOF writes.
+    field!(
+        out,
+        "aof_last_write_status",
+        "{}",
+        if server.db.disk_full() { "err" } else { "ok" }
+    );
     field!(out, "strata_appendfsync", "{appendfsync}");
 }
 

@@ -163,6 +163,7 @@ fn run(config: Config) -> i32 {
         // Each connection flushes the WAL buffer once per batch of commands, before replying.
         batch_wal_writes: true,
         hot_cache_size: usize::try_from(config.hot_cache_size()).unwrap_or(usize::MAX),
+        min_free_disk: config.min_free_disk(),
         ..strata::Options::default()
     };
     let db = match strata::Db::open_with(&dir, opts) {

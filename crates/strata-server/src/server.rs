@@ -107,6 +107,8 @@ pub struct LiveSettings {
     pub limits: DecoderLimits,
     /// client-query-buffer-limit.
     pub query_buffer_limit: usize,
+    /// client-output-buffer-limit of normal clients: hard bytes, soft bytes, soft seconds.
+    pub output_limit: [u64; 3],
 }
 
 /// Everything the server shares between connections.
@@ -149,6 +151,8 @@ pub struct Server {
     ops_per_sec: AtomicU64,
     mem_peak: AtomicU64,
     bgsave_running: AtomicBool,
+    /// Whether writes were refused for lack of disk space at the last cron check (for logging).
+    disk_full_seen: AtomicBool,
     bgsave_ok: AtomicBool,
     lastsave: AtomicU64,
     shutdown_tx: tokio::sync::watch::Sender<bool>,
@@ -187,6 +191,7 @@ impl Server {
             ops_per_sec: AtomicU64::new(0),
             mem_peak: AtomicU64::new(0),
             bgsave_running: AtomicBool::new(false),
+            disk_full_seen: AtomicBool::new(false),
             bgsave_ok: AtomicBool::new(true),
             lastsave: AtomicU64::new(now / 1000),
             shutdown_tx,
@@ -337,6 +342,14 @@ impl Server {
         }
         if second_elapsed {
             self.sample_memory();
+            let full = self.db.disk_full();
+            if self.disk_full_seen.swap(full, Ordering::Relaxed) != full {
+                if full {
+                    warning!("Free disk space is below min-free-disk: refusing writes (-MISCONF) until space is freed");
+                } else {
+                    notice!("Free disk space is back above min-free-disk: accepting writes again");
+                }
+            }
             let timeout = self.timeout_secs.load(Ordering::Relaxed);
             if timeout > 0 {
                 let n = self.registry.kill_idle(timeout * 1000, now);
@@ -468,6 +481,7 @@ fn live_settings(cfg: &Config) -> LiveSettings {
             ..DecoderLimits::default()
         },
         query_buffer_limit: usize::try_from(cfg.client_query_buffer_limit()).unwrap_or(usize::MAX),
+        output_limit: cfg.output_buffer_limit_normal(),
     }
 }
 

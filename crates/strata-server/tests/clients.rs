@@ -99,6 +99,8 @@ fn client_kill_by_addr_and_skipme() -> TestResult {
     let server = Server::start(root.path(), &[])?;
     let mut me = server.raw()?;
     let mut admin = server.conn()?;
+    // The readiness probe's connection may still be listed: the victim must be `me`.
+    wait_connected_clients(&mut admin, 2)?;
     let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut admin)?;
     let admin_id = client_id(&mut admin)?;
     let victim_line = list

@@ -60,6 +60,10 @@ pub struct Options {
     /// directory fails with [`Error::Missing`] and a directory that is not Strata's with
     /// [`Error::NotStrata`], and nothing is written to either.
     pub create_if_missing: bool,
+    /// Writes are refused with [`Error::DiskFull`] while the filesystem of the data directory
+    /// has less free space than this (0 turns the check off), so RocksDB never runs out of space
+    /// writing its log. Default 256 MiB (16 write buffers).
+    pub min_free_disk: u64,
 }
 
 impl Default for Options {
@@ -76,6 +80,7 @@ impl Default for Options {
             hot_cache_size: 0,
             read_only: false,
             create_if_missing: true,
+            min_free_disk: 256 << 20,
         }
     }
 }
@@ -178,6 +183,7 @@ impl Db {
                 batch_wal_writes: opts.batch_wal_writes,
                 read_only: opts.read_only,
                 create_if_missing: opts.create_if_missing,
+                min_free_disk: opts.min_free_disk,
             },
         )?;
         let mut map = [0u8; 256];
@@ -345,6 +351,11 @@ impl Db {
     /// [`Db::flush_wal_buffer`] has anything to do.
     pub fn write_count(&self) -> u64 {
         self.inner.storage.write_count()
+    }
+
+    /// Whether writes are refused because free disk space is below `Options::min_free_disk`.
+    pub fn disk_full(&self) -> bool {
+        self.inner.storage.disk_full()
     }
 
     /// Writes the buffered WAL records to the log file (see `Options::batch_wal_writes`).
@@ -559,6 +570,8 @@ fn spawn_housekeeping(inner: Weak<Inner>, active_expire: bool) {
                     flushed_at = count;
                     let _ = inner.storage.flush_wal_buffer();
                 }
+                // Free space is looked up even when nobody writes, so the state is current.
+                inner.storage.check_disk();
                 if last_sync.elapsed() >= Duration::from_secs(1) {
                     last_sync = std::time::Instant::now();
                     if inner.storage.sync_policy() == SyncPolicy::EverySec {

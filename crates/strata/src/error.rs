@@ -36,6 +36,9 @@ pub enum Error {
     BadDump(String),
     /// A record read from disk does not decode.
     Corrupt(String),
+    /// A write was refused because the data directory's disk is (nearly) full; nothing was
+    /// written. Writes succeed again once space is freed.
+    DiskFull,
     /// The storage engine failed (I/O error, disk full, ...).
     Storage(String),
 }
@@ -61,6 +64,7 @@ impl fmt::Display for Error {
             Error::Io(m) => write!(f, "I/O error: {m}"),
             Error::BadDump(m) => write!(f, "bad dump file: {m}"),
             Error::Corrupt(m) => write!(f, "corrupt record: {m}"),
+            Error::DiskFull => f.write_str("No space left on device"),
             Error::Storage(m) => write!(f, "storage error: {m}"),
         }
     }

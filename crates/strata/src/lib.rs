@@ -67,6 +67,8 @@ mod db;
 pub mod dump;
 mod error;
 mod expire;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod glob;
 mod hash;
 mod hot;

@@ -39,20 +39,20 @@ fn idx(i: u64) -> [u8; 8] {
     i.to_be_bytes()
 }
 
-fn idx_of(sub: &[u8]) -> Option<u64> {
+pub(crate) fn idx_of(sub: &[u8]) -> Option<u64> {
     let b: [u8; 8] = sub.try_into().ok()?;
     Some(u64::from_be_bytes(b))
 }
 
 /// A loaded list: its metadata and absolute bounds.
-struct ListState {
+pub(crate) struct ListState {
     c: CollectionMeta,
     head: u64,
     tail: u64,
 }
 
 impl ListState {
-    fn from_meta(c: CollectionMeta) -> Result<ListState> {
+    pub(crate) fn from_meta(c: CollectionMeta) -> Result<ListState> {
         let (head, tail) = if c.extra.is_empty() && c.len == 0 {
             (LIST_START, LIST_START)
         } else if c.extra.len() == 16 {

@@ -71,7 +71,14 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
 /// in exponent form (Redis prints `%.17Lf` with trailing zeros removed; for values a double can hold
 /// the two agree except for the last digits of long fractions).
 pub fn format_incr_float(v: f64) -> String {
-    let s = format!("{v}");
+    // An integral value prints every digit of its exact decimal expansion, as `%.17Lf` does
+    // (`{v}` would print the shortest round-trip digits padded with zeros: 2^63 as
+    // 9223372036854776000 instead of 9223372036854775808).
+    let s = if v.is_finite() && v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    };
     if s == "-0" {
         "0".to_string()
     } else {
@@ -124,5 +131,19 @@ mod tests {
         assert_eq!(format_incr_float(3000.0), "3000");
         assert_eq!(format_incr_float(-0.0), "0");
         assert_eq!(format_incr_float(5.0e3 + 200.0), "5200");
+    }
+
+    #[test]
+    fn incr_float_integral_results_print_every_digit() {
+        // Found by the model-based test: INCRBYFLOAT of 9223372036854775807 by 1.5.
+        assert_eq!(
+            format_incr_float(9_223_372_036_854_775_807.0 + 1.5),
+            "9223372036854775808"
+        );
+        assert_eq!(
+            format_incr_float(-(2f64.powi(70))),
+            "-1180591620717411303424"
+        );
+        assert_eq!(format_incr_float(1e20), "100000000000000000000");
     }
 }

@@ -2,8 +2,8 @@
 //! compaction filters that reclaim expired and orphaned records, and the write path with its sync
 //! policy. Everything that names a RocksDB type lives here; the rest of the crate sees `Storage`.
 
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
 use rocksdb::compaction_filter::Decision;
@@ -88,6 +88,8 @@ pub struct StorageOptions {
     pub read_only: bool,
     /// Create the directory when it does not exist (see `Options::create_if_missing`).
     pub create_if_missing: bool,
+    /// Refuse writes while the data directory's filesystem has less free space (see `Options`).
+    pub min_free_disk: u64,
 }
 
 /// An open data directory.
@@ -97,6 +99,14 @@ pub struct Storage {
     sync: AtomicU8,
     batch_wal_writes: bool,
     writes: AtomicU64,
+    /// The data directory, for free-space checks.
+    path: PathBuf,
+    /// Writes are refused while free space is below this (0: never checked).
+    min_free_disk: u64,
+    /// Whether free space was last found below `min_free_disk` (writes refused).
+    disk_full: AtomicBool,
+    /// Bytes of write batches applied since free space was last checked.
+    written_since_check: AtomicU64,
 }
 
 fn now_ms() -> u64 {
@@ -231,7 +241,12 @@ impl Storage {
             sync: AtomicU8::new(opts.sync.to_u8()),
             batch_wal_writes: opts.batch_wal_writes,
             writes: AtomicU64::new(0),
+            path: path.to_path_buf(),
+            min_free_disk: opts.min_free_disk,
+            disk_full: AtomicBool::new(false),
+            written_since_check: AtomicU64::new(0),
         };
+        storage.check_disk();
         storage.check_format(path, writable)?;
         Ok(storage)
     }
@@ -293,16 +308,78 @@ impl Storage {
         self.sync.store(policy.to_u8(), Ordering::Relaxed);
     }
 
-    /// Applies a batch atomically, honouring the sync policy.
+    /// Applies a batch atomically, honouring the sync policy. Refused with [`Error::DiskFull`]
+    /// (nothing applied) while the disk is short of space.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         if self.read_only {
             return Err(Error::ReadOnly);
         }
+        self.guard_disk(batch.size_in_bytes() as u64)?;
         let mut wo = WriteOptions::default();
         wo.set_sync(self.sync_policy() == SyncPolicy::Always);
         self.db.write_opt(batch, &wo)?;
         self.writes.fetch_add(1, Ordering::Release);
         Ok(())
+    }
+
+    /// Refuses a write of about `bytes` while free space is short. Free space is looked up again
+    /// (one `statvfs`) whenever writes since the last look could have used an eighth of the
+    /// margin, on every write while the disk is full (so the state clears as soon as space is
+    /// freed), and for every write of at least an eighth of the margin, which is refused on
+    /// its own if it would eat into the margin.
+    fn guard_disk(&self, bytes: u64) -> Result<()> {
+        if self.min_free_disk == 0 {
+            return Ok(());
+        }
+        let since = self.written_since_check.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        let full = if self.disk_full.load(Ordering::Relaxed) || since >= self.min_free_disk / 8 {
+            self.check_disk()
+        } else {
+            false
+        };
+        if full {
+            return Err(Error::DiskFull);
+        }
+        // A large write must leave the margin intact after it, or RocksDB's log could still run
+        // out of space in the middle of it. Refused alone: smaller writes still fit.
+        if bytes >= self.min_free_disk / 8 {
+            let free = free_bytes(&self.path).unwrap_or(u64::MAX);
+            if free < self.min_free_disk.saturating_add(bytes) {
+                return Err(Error::DiskFull);
+            }
+        }
+        Ok(())
+    }
+
+    /// Looks up the free space of the data directory's filesystem and returns whether writes are
+    /// refused: when it is below `min_free_disk`, until it is back above one and a half times
+    /// that (so the state does not flap while compactions come and go). RocksDB therefore
+    /// never runs out of space while writing its log, an error it cannot recover from without
+    /// reopening; flushes and compactions that still hit the limit are resumed by RocksDB
+    /// itself once space is back.
+    pub fn check_disk(&self) -> bool {
+        if self.min_free_disk == 0 {
+            return false;
+        }
+        self.written_since_check.store(0, Ordering::Relaxed);
+        let was_full = self.disk_full.load(Ordering::Relaxed);
+        let Some(free) = free_bytes(&self.path) else {
+            return was_full;
+        };
+        let full = if was_full {
+            free < self.min_free_disk.saturating_add(self.min_free_disk / 2)
+        } else {
+            free < self.min_free_disk
+        };
+        if full != was_full {
+            self.disk_full.store(full, Ordering::Relaxed);
+        }
+        full
+    }
+
+    /// Whether writes are currently refused for lack of disk space (as of the last check).
+    pub fn disk_full(&self) -> bool {
+        self.disk_full.load(Ordering::Relaxed)
     }
 
     /// How many write batches have been applied since open (to tell whether a flush is due).
@@ -403,6 +480,18 @@ fn open_error(path: &Path, e: rocksdb::Error) -> Error {
     } else {
         Error::Storage(format!("cannot open {}: {text}", path.display()))
     }
+}
+
+/// Free bytes available to unprivileged users on the filesystem holding `path`.
+fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `c` is a valid NUL-terminated path and `st` a properly sized, writable struct.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
 }
 
 /// The compaction decision for a `data` or `zscore` record: drop it when the metadata it belongs to is

@@ -1,0 +1,75 @@
+//! Entry points for fuzzing the on-disk record decoders (the `fuzz/` targets and the seeded
+//! smoke test in `tests/decoder_fuzz.rs`). Not part of the library's API: every function takes
+//! arbitrary bytes, runs the same decoding the engine runs on records read from disk, and
+//! panics only if a decoder does (or breaks a round-trip invariant). Depends on nothing but the
+//! decoders themselves.
+
+use crate::collection::CollectionMeta;
+use crate::keys;
+use crate::list::{idx_of, ListState};
+use crate::meta::{self, KeyType, Meta};
+use crate::zset::{score_from_value, split_zscore_sub};
+
+/// Decodes `value` as a `meta` record the way reads do: header, then collection metadata, then
+/// list bounds. A record that decodes must encode back to the same bytes.
+pub fn meta_value(value: &[u8]) {
+    let _ = meta::expire_of(value);
+    let header = meta::decode_header(value);
+    let Ok(m) = Meta::decode(value) else {
+        assert!(header.is_err(), "header decodes but record does not");
+        return;
+    };
+    assert_eq!(m.encode(), value, "metadata record does not round-trip");
+    let _ = m.version();
+    let _ = m.collection_len();
+    if m.kind == KeyType::String {
+        return;
+    }
+    let kind = m.kind;
+    if let Ok(c) = CollectionMeta::from_meta(m) {
+        if kind == KeyType::List {
+            let _ = ListState::from_meta(c);
+        }
+    }
+}
+
+/// Splits `key` as a key of every column family, and its tail as every kind of sub-key.
+pub fn record_key(key: &[u8]) {
+    if let Some((db, user_key)) = keys::split_meta_key(key) {
+        assert_eq!(keys::meta_key(db, user_key).len(), key.len());
+    }
+    if let Some((_, user_key, _, sub)) = keys::split_data_key(key) {
+        assert_eq!(7 + user_key.len() + 8 + sub.len(), key.len());
+        let _ = split_zscore_sub(sub);
+        let _ = idx_of(sub);
+    }
+    if let Some((at, db, user_key)) = keys::split_expire_key(key) {
+        assert_eq!(keys::expire_key(at, db, user_key).len(), key.len());
+    }
+    if let Some(b) = key.get(..8) {
+        let mut s = [0u8; 8];
+        s.copy_from_slice(b);
+        let score = keys::decode_score(s);
+        if !score.is_nan() {
+            // -0 is stored as 0, so compare as numbers, not bits.
+            assert_eq!(keys::decode_score(keys::encode_score(score)), score);
+        }
+    }
+}
+
+/// Decodes `value` as a `data` value (a zset member's score).
+pub fn data_value(value: &[u8]) {
+    let _ = score_from_value(value);
+}
+
+/// Everything at once: `data` is split into a key and a value at its first byte's position.
+pub fn any_record(data: &[u8]) {
+    meta_value(data);
+    record_key(data);
+    data_value(data);
+    if let Some((&at, rest)) = data.split_first() {
+        let (k, v) = rest.split_at((at as usize).min(rest.len()));
+        record_key(k);
+        meta_value(v);
+    }
+}

@@ -1,7 +1,9 @@
-//! `backup`, `restore` and `compact`: whole-directory operations. A backup is a RocksDB checkpoint
-//! (consistent, hard links where the file system allows), which needs the directory's writer: with
-//! a server running, the server's BGSAVE makes the same checkpoint, and the tool says so. Restore
-//! copies a backup into place after checking that it opens as a Strata directory.
+//! `backup`, `restore` and `compact`: whole-directory operations. A backup of a directory nobody
+//! uses is a RocksDB checkpoint (consistent, hard links where the file system allows). A backup of
+//! a directory a running server holds is a logical copy: the directory is opened read-only (a
+//! fixed, consistent view as of that moment) and every key is streamed through the dump format
+//! into a new directory, with the server-level records (FUNCTION libraries). Restore copies a
+//! backup into place after checking that it opens as a Strata directory.
 
 use std::path::Path;
 
@@ -23,15 +25,7 @@ pub fn backup(dir: &Path, databases: u32, dest: &Path) -> Outcome {
     let db = match open(dir, databases, Access::Write) {
         Ok(db) => db,
         Err(f) if f.code == DIRECTORY && f.message.contains("in use") => {
-            return Err(Failure::new(
-                DIRECTORY,
-                format!(
-                    "{} is in use by a running server, and a consistent backup needs the \
-                     directory's writer: send the server BGSAVE (it writes a checkpoint under its \
-                     bgsave directory) and copy that, or stop the server and run backup again",
-                    dir.display()
-                ),
-            ))
+            return backup_live(dir, databases, dest)
         }
         Err(f) => return Err(f),
     };
@@ -39,6 +33,44 @@ pub fn backup(dir: &Path, databases: u32, dest: &Path) -> Outcome {
     db.checkpoint(dest)?;
     bar.finish_and_clear();
     eprintln!("backup written to {}", dest.display());
+    Ok(())
+}
+
+/// Server-level records copied by a live backup (see `docs/format.md`).
+const AUX_RECORDS: &[&str] = &["functions"];
+
+/// `backup DEST` of a directory a running server holds: a read-only view streamed key by key
+/// into a new directory.
+fn backup_live(dir: &Path, databases: u32, dest: &Path) -> Outcome {
+    let source = open(dir, databases, Access::Read)?;
+    let target = open(dest, databases, Access::Create)?;
+    let bar = progress::spinner("copying keys from the running server's directory");
+    let (reader, writer) = std::io::pipe()?;
+    let keys = std::thread::scope(|scope| -> Result<u64, Failure> {
+        let exporter = scope.spawn(|| {
+            let out = std::io::BufWriter::new(writer);
+            strata::dump::export(&source, out, |_| ())
+        });
+        let summary = strata::dump::import(&target, std::io::BufReader::new(reader), |n| {
+            bar.set_message(format!("{n} keys copied"))
+        });
+        let exported = exporter
+            .join()
+            .map_err(|_| Failure::new(OTHER, "the export thread failed".to_string()))??;
+        summary?;
+        Ok(exported)
+    })?;
+    for name in AUX_RECORDS {
+        if let Some(value) = source.aux_get(name)? {
+            target.aux_put(name, &value)?;
+        }
+    }
+    bar.finish_and_clear();
+    eprintln!(
+        "backup of {keys} keys written to {} (a copy of the running server's data as of the start \
+         of the backup)",
+        dest.display()
+    );
     Ok(())
 }
 

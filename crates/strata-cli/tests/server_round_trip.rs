@@ -228,9 +228,25 @@ fn server_data_survives_export_and_import_into_a_new_directory() -> R {
     let got = strata(&restored, &["-n", "5", "get", "in5"])?;
     assert_eq!(String::from_utf8_lossy(&got.stdout), "five\n");
 
+    // `strata backup` of the live directory: a logical copy that carries FUNCTION libraries too.
+    redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("#!lua name=lib\nredis.register_function('hi', function() return 'hi' end)")
+        .query::<()>(&mut c)?;
+    let live_copy = root.path().join("live-copy");
+    strata(&a, &["backup", live_copy.to_str().ok_or("path")?])?;
+
     let before = answers(&mut c)?;
     drop(c);
     server.stop()?;
+
+    let copy_server = Server::start(&live_copy)?;
+    let mut cc = copy_server.conn()?;
+    let hi: String = redis::cmd("FCALL").arg("hi").arg(0).query(&mut cc)?;
+    assert_eq!(hi, "hi");
+    assert_eq!(answers(&mut cc)?, before);
+    drop(cc);
+    copy_server.stop()?;
 
     let dump = root.path().join("a.dump");
     strata(&a, &["export", dump.to_str().ok_or("path")?])?;

@@ -76,7 +76,7 @@ fn client_kill_by_id_closes_an_idle_connection_promptly() -> TestResult {
     assert_eq!(killed, 1);
     let start = Instant::now();
     assert!(closed_by_peer(&mut victim));
-    assert!(start.elapsed() < Duration::from_secs(2));
+    assert!(start.elapsed() < Duration::from_secs(5));
 
     // The killer itself is untouched (SKIPME yes by default). The readiness probe's connection
     // may still be listed for a moment after start.

@@ -7,6 +7,7 @@
 
 mod convert;
 pub mod functions;
+mod libs;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -375,6 +376,7 @@ impl Vm {
         }
         globals.raw_set("redis", redis.clone())?;
         globals.raw_set("bit", bit_library(&lua)?)?;
+        libs::register(&lua, &globals)?;
         let xpcall: Function = globals.raw_get("xpcall")?;
         let handler = lua.create_function(error_handler)?;
         let bind: Function = lua

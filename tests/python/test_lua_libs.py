@@ -1,0 +1,377 @@
+"""The Lua libraries Redis bundles besides `bit`: cjson, cmsgpack and struct, compared byte for
+byte with a real redis-server (encodings, decodings, settings and error texts). Settings a script
+changes are restored in the same script: they outlive it, in Redis as in Strata."""
+
+import pytest
+
+CJSON = [
+    # encoding: numbers, strings, arrays vs objects, sparse arrays, nesting
+    "return cjson.encode({1,2,3})",
+    "return cjson.encode({})",
+    "return cjson.encode({a={1,2,{b=false}}})",
+    "return cjson.encode({[1]=1,[3]=3})",
+    "return cjson.encode({[2]='x'})",
+    "return cjson.encode({[1]=1,[10]=3})",
+    "return cjson.encode({[1]=1,[20]=3})",
+    "return cjson.encode({[1.5]=1})",
+    "return cjson.encode({[-1]=1})",
+    "return cjson.encode({[0]=true})",
+    "return cjson.encode({[2^53]=2})",
+    "return cjson.encode({[1e20]=1})",
+    "return cjson.encode({nil, 2})",
+    "return cjson.encode({{}, {}})",
+    "return cjson.encode({x={y={z={}}}})",
+    "return cjson.encode({['a/b']=2})",
+    "return cjson.encode({[true]=1})",
+    "return cjson.encode({[{}]=1})",
+    "return cjson.encode(function() end)",
+    "return cjson.encode({f=function() end})",
+    "return cjson.encode(coroutine.create(function() end))",
+    "return cjson.encode(nil)",
+    "return cjson.encode({[1]=1, [2]=2, [3]=nil, [4]=4})",
+    "return cjson.encode({1, 2, [5]=5})",
+    "return {cjson.encode(-1e-300), cjson.encode(1.7976931348623157e308), cjson.encode('\\226\\130\\172')}",
+    "local t = cjson.decode('{\"a\":1,\"a\":2}') return t.a",
+    "return cjson.encode()",
+    "return cjson.encode(1, 2)",
+    "return cjson.encode(true)",
+    "return cjson.encode(false)",
+    "return cjson.encode(cjson.null)",
+    "return cjson.encode({cjson.null, 1})",
+    "return cjson.encode(1/0)",
+    "return cjson.encode(-1/0)",
+    "return cjson.encode(0/0)",
+    "return cjson.encode({a=1/0})",
+    "return {cjson.encode(0.1), cjson.encode(1/3), cjson.encode(-0), cjson.encode(1e20), cjson.encode(1e14)}",
+    "return {cjson.encode(123456789012345), cjson.encode(12345678901234), cjson.encode(1e-5), cjson.encode(0.0001)}",
+    "return {cjson.encode(1.5e-7), cjson.encode(2^53), cjson.encode(-3.25), cjson.encode(5e-324), cjson.encode(100)}",
+    "return cjson.encode('a/b\"c\\\\d\\n\\r\\t\\b\\f\\0\\1\\31\\127\\128\\255 \\195\\169')",
+    "local t = {} local c = t for i=1,1000 do c[1] = {} c = c[1] end return cjson.encode(t)",
+    "local t = {} local c = t for i=1,999 do c[1] = {} c = c[1] end return #cjson.encode(t)",
+    "local t = {} t[1] = t return cjson.encode(t)",
+    # decoding
+    "return cjson.decode('[1,2,3]')",
+    "return cjson.decode('{\"a\":{\"b\":[1,2,\"x\"]}}').a.b",
+    "return cjson.decode('[]')",
+    "return cjson.decode('{}')",
+    "return cjson.decode('null')",
+    "return type(cjson.decode('null'))",
+    "return cjson.decode('null') == cjson.null",
+    "return cjson.decode('[1,null,3]')",
+    "return #cjson.decode('[1,null,3]')",
+    "return cjson.decode(' [true, false] ')",
+    "return cjson.decode('\"a\\\\/b\\\\n\\\\u00e9\\\\u20ac\\\\ud83d\\\\ude00\"')",
+    "return cjson.decode('\"\\\\u0000x\"')",
+    "return cjson.decode('\"\\t\"')",
+    "return cjson.decode('0x10')",
+    "return cjson.decode('-0x10')",
+    "return cjson.decode('0x1p3')",
+    "return cjson.decode('+1')",
+    "return cjson.decode('01')",
+    "return cjson.decode('1.')",
+    "return cjson.decode('-2.5e2')",
+    "return tostring(cjson.decode('1e400'))",
+    "return tostring(cjson.decode('-Infinity'))",
+    "return tostring(cjson.decode('inf'))",
+    "return cjson.decode('NaN') ~= cjson.decode('nan')",
+    "return cjson.decode(12)",
+    "return cjson.decode('1 \\0 x')",
+    "return cjson.decode(string.rep('[', 1000) .. string.rep(']', 1000))[1] ~= nil",
+    "return cjson.decode(cjson.encode({k={1,{2},'s'}})).k[2]",
+    "return cjson.decode(cjson.encode({a=1,b=2,c=3})).b",
+    # decoding errors
+    "return cjson.decode('[')",
+    "return cjson.decode('')",
+    "return cjson.decode(' ')",
+    "return cjson.decode('\"abc')",
+    "return cjson.decode('\"\\\\x\"')",
+    "return cjson.decode('\"\\\\u12\"')",
+    "return cjson.decode('\"\\\\ud800\"')",
+    "return cjson.decode('\"\\\\ud800\\\\u0041\"')",
+    "return cjson.decode('\"\\\\udc00\"')",
+    "return cjson.decode('.5')",
+    "return cjson.decode('1e')",
+    "return cjson.decode('-')",
+    "return cjson.decode('1 2')",
+    "return cjson.decode('tru')",
+    "return cjson.decode('truex')",
+    "return cjson.decode('inx')",
+    "return cjson.decode('{\"a\":1,}')",
+    "return cjson.decode('{\"a\" 1}')",
+    "return cjson.decode('{1:2}')",
+    "return cjson.decode('{\"a\":1 \"b\"}')",
+    "return cjson.decode('[1 2]')",
+    "return cjson.decode('[1,]')",
+    "return cjson.decode('\"\\\\u00\"')",
+    "return cjson.decode('\"\\\\')",
+    "return cjson.decode('{\"a\":}')",
+    "return cjson.decode('\\0a')",
+    "return cjson.decode('1\\0a')",
+    "return cjson.decode()",
+    "return cjson.decode(1, 2)",
+    "return cjson.decode({})",
+    "return cjson.decode(string.rep('[', 1001))",
+    "return cjson.decode(string.rep('[', 1000))",
+    "local ok, e = pcall(cjson.decode, '{') return e",
+    # the library table and its settings
+    "return {cjson._NAME, cjson._VERSION, type(cjson.new), type(cjson.null)}",
+    "return cjson.null",
+    "return {1, cjson.null, 2}",
+    "return tostring(cjson.null)",
+    "return cjson.new().encode({1})",
+    "return {cjson.encode_max_depth(), cjson.decode_max_depth(), cjson.encode_number_precision(), cjson.encode_keep_buffer(), cjson.encode_invalid_numbers(), cjson.decode_invalid_numbers()}",
+    "return {cjson.encode_sparse_array()}",
+    "local a, b, c = cjson.encode_sparse_array(true, 3, 5) cjson.encode_sparse_array(false, 2, 10) return {a, b, c}",
+    "local a, b, c = cjson.encode_sparse_array(true) local s = cjson.encode({[1]=1,[20]=3}) cjson.encode_sparse_array(false) return {tostring(a), b, c, s}",
+    "local a, b, c = cjson.encode_sparse_array(nil, 0) local s = cjson.encode({[1]=1,[20]=3}) cjson.encode_sparse_array(false, 2) return {tostring(a), b, c, s}",
+    "return cjson.encode_sparse_array(1,2,3,4)",
+    "return cjson.encode_sparse_array('x')",
+    "return cjson.encode_sparse_array(true, -1)",
+    "return cjson.encode_number_precision(15)",
+    "return cjson.encode_number_precision(0)",
+    "return cjson.encode_number_precision('x')",
+    "return cjson.encode_number_precision(1, 2)",
+    "local p = cjson.encode_number_precision(3.7) local s = cjson.encode({3.14159, 1234.5}) cjson.encode_number_precision(14) return {p, s}",
+    "local p = cjson.encode_invalid_numbers('on') local s = cjson.encode({1/0, -1/0, 0/0}) cjson.encode_invalid_numbers(false) return {p, s}",
+    "local p = cjson.encode_invalid_numbers('null') local s = cjson.encode({1/0, -1/0, 0/0}) cjson.encode_invalid_numbers('off') return {p, s}",
+    "return cjson.encode_invalid_numbers('x')",
+    "return cjson.encode_invalid_numbers(5)",
+    "return {cjson.encode_keep_buffer('on'), cjson.encode_keep_buffer(true)}",
+    "return cjson.encode_keep_buffer('x')",
+    "local p = cjson.decode_invalid_numbers(false) local r = {tostring(p)} for _, s in ipairs({'0x10', 'inf', '+1', 'nan', '01', '-0', '-x', '0'}) do local ok, e = pcall(cjson.decode, s) r[#r+1] = e end cjson.decode_invalid_numbers(true) return r",
+    "local p = cjson.encode_max_depth(2) local ok, e = pcall(cjson.encode, {{{1}}}) local s = cjson.encode({{1}}) cjson.encode_max_depth(1000) return {p, e, s}",
+    "local p = cjson.decode_max_depth(2) local ok, e = pcall(cjson.decode, '[[[1]]]') local ok2, e2 = pcall(cjson.decode, '{\"a\":{\"b\":{}}}') cjson.decode_max_depth(1000) return {p, e, e2}",
+    "return cjson.encode_max_depth(0)",
+    "return cjson.decode_max_depth(0)",
+]
+
+CMSGPACK = [
+    "return cmsgpack.pack({1,2,3})",
+    "return cmsgpack.pack()",
+    "return cmsgpack.pack(nil, true, false, 0, -1, -32, -33, 127, 128, 255, 256, 65535, 65536, 4294967295, 4294967296, -128, -129, -32768, -32769, -2147483648, -2147483649)",
+    "return cmsgpack.pack(1.5, 0.1, 1/0, -1/0, 2^63, -2^63, 2^64, 1e20, -0.0, 1e300)",
+    "return cmsgpack.pack(0/0)",
+    "return cmsgpack.pack(string.rep('a', 31), string.rep('b', 32), '')",
+    "return cmsgpack.pack(string.rep('a', 255))",
+    "return cmsgpack.pack(string.rep('a', 256))",
+    "return string.sub(cmsgpack.pack(string.rep('a', 65536)), 1, 8)",
+    "return cmsgpack.pack({})",
+    "return cmsgpack.pack({a=1})",
+    "return cmsgpack.pack({[1]=1,[3]=3})",
+    "return cmsgpack.pack({nil, 2})",
+    "return cmsgpack.pack({1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16})",
+    "return cmsgpack.pack({[1.5]=1})",
+    "return cmsgpack.pack({[true]={x={}}})",
+    "return cmsgpack.pack(function() end, cjson.null)",
+    "local t = {} local c = t for i=1,20 do c[1] = {} c = c[1] end return cmsgpack.pack(t)",
+    "local t = {} t.x = t return cmsgpack.pack(t)",
+    "return {cmsgpack.unpack(cmsgpack.pack(1, 'a', {1,2}, true))}",
+    "return cmsgpack.unpack(cmsgpack.pack({a={1,{b='c'}}})).a[2].b",
+    "local t = cmsgpack.unpack(cmsgpack.pack({x=1,y=2,z={3}})) return {t.x, t.y, t.z}",
+    "return cmsgpack.unpack('')",
+    "return cmsgpack.unpack('\\205')",
+    "return cmsgpack.unpack('\\193')",
+    "return cmsgpack.unpack('\\212\\1\\1')",
+    "return cmsgpack.unpack('\\196\\2ab')",
+    "return cmsgpack.unpack('\\147\\1')",
+    "return cmsgpack.unpack('\\130\\1\\2')",
+    "return cmsgpack.unpack('\\217')",
+    "return cmsgpack.unpack('\\217\\5ab')",
+    "return {cmsgpack.unpack('\\217\\2ab', '\\218\\0\\2ab', '\\219\\0\\0\\0\\2ab')}",
+    "return {cmsgpack.unpack('\\217\\2ab\\218\\0\\2cd\\219\\0\\0\\0\\2ef')}",
+    "return {cmsgpack.unpack('\\206\\255\\255\\255\\255\\210\\255\\255\\255\\255\\208\\255\\209\\255\\254\\204\\200\\205\\1\\0')}",
+    "return tostring(cmsgpack.unpack('\\207\\255\\255\\255\\255\\255\\255\\255\\255'))",
+    "return tostring(cmsgpack.unpack('\\211\\128\\0\\0\\0\\0\\0\\0\\0'))",
+    "return tostring(cmsgpack.unpack('\\202\\63\\192\\0\\0'))",
+    "return tostring(cmsgpack.unpack('\\203\\63\\185\\153\\153\\153\\153\\153\\154'))",
+    "return cmsgpack.unpack('\\221\\0\\0\\0\\1\\5')",
+    "return cmsgpack.unpack('\\220\\0\\2\\5\\6')",
+    "return cmsgpack.unpack('\\223\\0\\0\\0\\1\\1\\5')[1]",
+    "return cmsgpack.unpack('\\222\\0\\1\\161k\\5').k",
+    "return cmsgpack.unpack('\\129\\192\\2')",
+    "return cmsgpack.unpack('\\129\\202\\127\\192\\0\\0\\1')",
+    "return cmsgpack.unpack('\\146\\192\\2')",
+    "return {cmsgpack.unpack('\\192\\192')}",
+    "return {cmsgpack.unpack('\\1\\192\\2')}",
+    "return cmsgpack.unpack(5)",
+    "return cmsgpack.unpack({})",
+    "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3))}",
+    "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), 1)}",
+    "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), 2)}",
+    "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), 3)}",
+    "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), 4)}",
+    "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), -1)}",
+    "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), '1')}",
+    "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), 'x')}",
+    "return {cmsgpack.unpack_one('')}",
+    "return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 2)}",
+    "return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 2, 1)}",
+    "return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 0)}",
+    "return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 0, 1)}",
+    "return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), -1)}",
+    "return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3))}",
+    "return {cmsgpack._NAME, cmsgpack._VERSION, cmsgpack._COPYRIGHT, cmsgpack._DESCRIPTION}",
+]
+
+STRUCT = [
+    "return struct.pack('>i', 1)",
+    "return struct.pack('<i2 >h b B', 1, 2, -1, 255)",
+    "return struct.pack('!4 b i', 1, 2)",
+    "return struct.pack('!b d', 1, 2)",
+    "return struct.pack('! b h', 1, 2)",
+    "return struct.pack('!2 b i8 b L', 1, 2, 3, 4)",
+    "return struct.pack('!3 b i', 1, 2)",
+    "return struct.pack('q', 1)",
+    "return struct.pack('=H', 258)",
+    "return struct.pack('i33', 1)",
+    "return struct.pack('i16', -1)",
+    "return struct.pack('>i16', -2)",
+    "return struct.pack('>I3 <I3', 65536*3 + 2, 65536*3 + 2)",
+    "return struct.pack('s', 'ab')",
+    "return struct.pack('c', 'ab')",
+    "return struct.pack('c3', 'ab')",
+    "return struct.pack('c0', 'abc')",
+    "return struct.pack('c2', 'abc')",
+    "return struct.pack('x x b', 1)",
+    "return struct.pack('>f d <f d', 1.5, 0.1, 1.5, 0.1)",
+    "return struct.pack('<l L T', -1, 2, 3)",
+    "return struct.pack('b b B', 300, -1.7, 2^64)",
+    "return struct.pack('>I <i i8 i8 i8 i', 2^40+5, 2^31, -2^63, 2^63, 2^70, -2^31 - 1)",
+    "return struct.pack('<i', 0/0)",
+    "return struct.pack('i')",
+    "return struct.pack('i i', 1)",
+    "return struct.pack('i', 'x')",
+    "return struct.pack('i', '12')",
+    "return struct.pack()",
+    "return struct.pack(12, 1)",
+    "return struct.pack('i99999999999', 1)",
+    "return struct.pack('s', {})",
+    "return struct.pack('', 1)",
+    "return struct.pack('!', 1)",
+    "return struct.pack('!0 b i', 1, 2)",
+    "return {struct.unpack('b !0 b', 'abc')}",
+    "return struct.pack('>i', 1, 2, 3)",
+    "return {struct.unpack('!8 b d', struct.pack('!8 b d', 1, 2.5))}",
+    "return struct.unpack('i', struct.pack('i', 7), 1.9)",
+    "return {struct.unpack('>i', struct.pack('>i', -5))}",
+    "return {struct.unpack('<h H b B', struct.pack('<h H b B', -2, 65535, -1, 255))}",
+    "return {struct.unpack('s s', 'ab\\0cd\\0')}",
+    "return {struct.unpack('s', 'ab')}",
+    "return {struct.unpack('c2 c1', 'abc')}",
+    "return {struct.unpack('b c0', '\\3abcd')}",
+    "return {struct.unpack('b c0', '\\9abcd')}",
+    "return {struct.unpack('c0', 'abcd')}",
+    "return {struct.unpack('s c0', '3\\0abc')}",
+    "return {struct.unpack('i', 'ab')}",
+    "return {struct.unpack('b', 'ab', 2)}",
+    "return {struct.unpack('b', 'ab', 0)}",
+    "return {struct.unpack('b', 'ab', 3)}",
+    "return {struct.unpack('b', 'ab', -1)}",
+    "return {struct.unpack('x b', 'ab')}",
+    "return {struct.unpack('!4 b i', struct.pack('!4 b i', 1, 2))}",
+    "return {struct.unpack('>d', struct.pack('>d', 0.1))}",
+    "return tostring(struct.unpack('>d', struct.pack('>d', 0.1)))",
+    "return tostring(struct.unpack('<f', struct.pack('<f', 0.1)))",
+    "return {struct.unpack('q', 'ab')}",
+    "return {struct.unpack('>I16', string.rep('\\255', 16))}",
+    "return {struct.unpack('>i16', string.rep('\\255', 16))}",
+    "return {struct.unpack('>i3 <i3', '\\255\\255\\254\\254\\255\\255')}",
+    "return {struct.unpack('>I', '\\1\\2\\3\\4\\5', 2)}",
+    "return {struct.unpack('', 'ab')}",
+    "return {struct.unpack('b', '')}",
+    "return {struct.unpack('i4', 'abc')}",
+    "return tostring(struct.unpack('>l', '\\255\\255\\255\\255\\255\\255\\255\\255'))",
+    "return tostring(struct.unpack('>L', '\\255\\255\\255\\255\\255\\255\\255\\255'))",
+    "return {struct.unpack('<l T H', struct.pack('<l T H', -7, 9, 300))}",
+    "return struct.size('i h b d')",
+    "return struct.size('!i h b d')",
+    "return struct.size('s')",
+    "return struct.size('c0')",
+    "return struct.size('c5 x')",
+    "return struct.size('q')",
+    "return struct.size('!3')",
+    "return struct.size('i40')",
+    "return struct.size()",
+    "return struct.size('! i')",
+    "return struct.size('>i2 <l !4 b d')",
+]
+
+# Errors seen through pcall are the plain texts; an error reply names the calling line.
+ERRORS = [
+    "local ok, e = pcall(cjson.decode, '[1,') return {tostring(ok), e}",
+    "local ok, e = pcall(cjson.encode, {f=print}) return {tostring(ok), e}",
+    "local ok, e = pcall(function() return cjson.decode('x') end) return e",
+    "local ok, e = pcall(cmsgpack.unpack, '\\205') return e",
+    "local ok, e = pcall(cmsgpack.unpack, '\\129\\192\\2') return e",
+    "local ok, e = pcall(struct.pack, 'q') return e",
+    "local ok, e = pcall(struct.unpack, 'i', 'a') return e",
+    "local ok, e = pcall(cmsgpack.pack) return e",
+    "local x = 1\nlocal y = 2\nreturn cjson.decode('{')",
+    "local x = 1\n\nreturn struct.unpack('s', 'x')",
+    "local function f()\n  return cmsgpack.unpack('\\193')\nend\nreturn f()",
+    "return select('#', cmsgpack.unpack(cmsgpack.pack(1, nil, 2)))",
+    "return select('#', struct.unpack('b b', 'ab'))",
+    "local d = cjson.decode return d()",
+    "return cjson:decode()",
+    "return cjson.decode(nil)",
+    "local ok, e = pcall(cjson.decode) return e",
+    "cjson.foo = 1",
+    "cmsgpack.foo = 1",
+    "struct.foo = 1",
+    "return cjson.nothing",
+]
+
+
+@pytest.mark.parametrize("script", CJSON)
+def test_cjson_matches_redis(both, script):
+    both("EVAL", script, "0")
+
+
+@pytest.mark.parametrize("script", CMSGPACK)
+def test_cmsgpack_matches_redis(both, script):
+    both("EVAL", script, "0")
+
+
+@pytest.mark.parametrize("script", STRUCT)
+def test_struct_matches_redis(both, script):
+    both("EVAL", script, "0")
+
+
+@pytest.mark.parametrize("script", ERRORS)
+def test_library_errors_match_redis(both, script):
+    both("EVAL", script, "0")
+
+
+def test_libraries_in_functions_match_redis(both):
+    both("FUNCTION", "LOAD", "REPLACE", "#!lua name=libstest\n"
+         "redis.register_function('jenc', function(keys, args) return cjson.encode({args[1]}) end)\n"
+         "redis.register_function('jdec', function(keys, args) return cjson.decode(args[1]) end)\n"
+         "redis.register_function('mp', function(keys, args) return cmsgpack.pack(args[1], 7) end)\n"
+         "redis.register_function('st', function(keys, args) return struct.pack('>H', args[1]) end)")
+    both("FCALL", "jenc", "0", "a/b")
+    both("FCALL", "jdec", "0", "[1,2,{}]")
+    both("FCALL", "jdec", "0", "[1,")
+    both("FCALL", "mp", "0", "x")
+    both("FCALL", "st", "0", "258")
+    both("FUNCTION", "DELETE", "libstest")
+
+
+def test_library_tables_are_read_only(both):
+    for script in ("cjson.encode = nil", "cmsgpack.pack = 1", "struct.size = nil",
+                   "return cjson.encode({1})", "return cmsgpack.pack(1)", "return struct.size('i')"):
+        both("EVAL", script, "0")
+
+
+def test_round_trips_through_keys(both):
+    both("DEL", "lib:j", "lib:m", "lib:s")
+    both("EVAL", "redis.call('set', KEYS[1], cjson.encode({n=1.25, s='x/y', l={1,2}})) "
+                 "redis.call('set', KEYS[2], cmsgpack.pack({1, 'two', {3}})) "
+                 "redis.call('set', KEYS[3], struct.pack('>I2 s', 513, 'hi')) return 1",
+         "3", "lib:j", "lib:m", "lib:s")
+    both("GET", "lib:j")
+    both("GET", "lib:m")
+    both("GET", "lib:s")
+    both("EVAL", "local t = cjson.decode(redis.call('get', KEYS[1])) return {tostring(t.n), t.s, t.l}",
+         "1", "lib:j")
+    both("EVAL", "return cmsgpack.unpack(redis.call('get', KEYS[1]))", "1", "lib:m")
+    both("EVAL", "return {struct.unpack('>I2 s', redis.call('get', KEYS[1]))}", "1", "lib:s")

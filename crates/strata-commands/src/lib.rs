@@ -378,19 +378,20 @@ pub fn run(ctx: &mut Ctx<'_>, spec: &'static table::CommandSpec, argv: &[Bytes])
         notify::note_absent_keys(ctx, spec, argv);
     }
     let write = spec.has_flag("write");
-    let db = ctx.session.db.clone();
-    let targets = match isolation::targets(spec, argv, db.index()) {
+    let targets = match isolation::targets(spec, argv, ctx.session.db.index()) {
         Targets::Keys(keys) => keys,
         // Whole-database writes lock every stripe themselves.
         Targets::All => Vec::new(),
     };
+    // The handle the scope borrows (an Arc clone), taken only when there is something to lock.
+    let db = (!targets.is_empty()).then(|| ctx.session.db.clone());
     let exclusive = isolation::exclusive(spec);
     let keys = targets.iter().map(|&(d, i)| (d, &argv[i][..]));
-    let scope = match (targets.is_empty(), ctx.session.in_script) {
-        (true, _) => None,
-        (false, false) => Some(db.hold(keys, exclusive)),
+    let scope = match (&db, ctx.session.in_script) {
+        (None, _) => None,
+        (Some(db), false) => Some(db.hold(keys, exclusive)),
         // A script may already hold other keys: waiting here could deadlock.
-        (false, true) => Some(db.hold_patiently(keys, exclusive, SCRIPT_LOCK_PATIENCE).0),
+        (Some(db), true) => Some(db.hold_patiently(keys, exclusive, SCRIPT_LOCK_PATIENCE).0),
     };
     let reply = (spec.handler)(ctx, argv);
     if track_new {

@@ -118,32 +118,9 @@ impl Db {
         key: &[u8],
         c: &CollectionMeta,
         from: Option<&[u8]>,
-        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+        f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<()> {
-        let prefix = keys::data_prefix(self.phys(), key, c.version);
-        let s = self.storage();
-        let mut ro = ReadOptions::default();
-        ro.set_iterate_upper_bound(prefix_successor(&prefix));
-        let mut it = s.raw().raw_iterator_cf_opt(s.cf(cf), ro);
-        match from {
-            Some(sub) => {
-                let mut start = prefix.clone();
-                start.extend_from_slice(sub);
-                it.seek(&start);
-            }
-            None => it.seek(&prefix),
-        }
-        while it.valid() {
-            let (Some(k), Some(v)) = (it.key(), it.value()) else {
-                break;
-            };
-            if !k.starts_with(&prefix) || !f(&k[prefix.len()..], v) {
-                break;
-            }
-            it.next();
-        }
-        it.status()?;
-        Ok(())
+        self.walk_sub(cf, key, c, from, false, f)
     }
 
     /// Like [`Db::for_each_sub`] but from the last sub-key `<= from` (or the end) backwards.
@@ -153,20 +130,39 @@ impl Db {
         key: &[u8],
         c: &CollectionMeta,
         from: Option<&[u8]>,
+        f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        self.walk_sub(cf, key, c, from, true, f)
+    }
+
+    /// One iterator over the collection's sub-key range, bounded on the side it walks towards.
+    fn walk_sub(
+        &self,
+        cf: &str,
+        key: &[u8],
+        c: &CollectionMeta,
+        from: Option<&[u8]>,
+        reverse: bool,
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<()> {
         let prefix = keys::data_prefix(self.phys(), key, c.version);
         let s = self.storage();
         let mut ro = ReadOptions::default();
-        ro.set_iterate_lower_bound(prefix.clone());
+        if reverse {
+            ro.set_iterate_lower_bound(prefix.clone());
+        } else {
+            ro.set_iterate_upper_bound(prefix_successor(&prefix));
+        }
         let mut it = s.raw().raw_iterator_cf_opt(s.cf(cf), ro);
-        match from {
-            Some(sub) => {
-                let mut start = prefix.clone();
-                start.extend_from_slice(sub);
-                it.seek_for_prev(&start);
-            }
-            None => it.seek_for_prev(prefix_successor(&prefix)),
+        let start = match from {
+            Some(sub) => [&prefix[..], sub].concat(),
+            None if reverse => prefix_successor(&prefix),
+            None => prefix.clone(),
+        };
+        if reverse {
+            it.seek_for_prev(&start);
+        } else {
+            it.seek(&start);
         }
         while it.valid() {
             let (Some(k), Some(v)) = (it.key(), it.value()) else {
@@ -175,7 +171,11 @@ impl Db {
             if !k.starts_with(&prefix) || !f(&k[prefix.len()..], v) {
                 break;
             }
-            it.prev();
+            if reverse {
+                it.prev();
+            } else {
+                it.next();
+            }
         }
         it.status()?;
         Ok(())

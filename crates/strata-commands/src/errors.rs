@@ -215,3 +215,15 @@ pub fn unknown_subcommand_or_arity(container: &str, sub: &[u8]) -> Frame {
         container.to_ascii_uppercase()
     ))
 }
+
+// Replication.
+pub const INVALID_MASTER_PORT: &str = "ERR Invalid master port";
+pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
+pub const READONLY_REPLICA: &str = "READONLY You can't write against a read only replica.";
+pub const MASTERDOWN: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
+pub const WAIT_ON_REPLICA: &str = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.";
+pub const SYNC_UNSUPPORTED: &str =
+    "ERR SYNC is not supported: Strata replicas use PSYNC with a Strata leader";

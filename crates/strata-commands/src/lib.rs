@@ -16,6 +16,7 @@ pub mod keys_family;
 pub mod list_family;
 pub mod notify;
 pub mod pubsub_family;
+pub mod replication_family;
 pub mod script_family;
 pub mod scripting;
 pub mod server_family;
@@ -93,6 +94,25 @@ pub struct Session {
     /// Replies that go out before the command's own reply, in order (SUBSCRIBE a b c answers
     /// one acknowledgement per channel: the first ones wait here, the last is the reply).
     pub extra_replies: Vec<Frame>,
+    /// REPLCONF listening-port: the port of the replica on this connection (0: not said).
+    pub replica_port: u16,
+    /// Set by PSYNC: once the replies before it are sent, the connection becomes the stream to
+    /// a replica (the server's replication module takes the socket over).
+    pub psync: Option<PsyncRequest>,
+    /// The current command's reply is not sent (REPLCONF ACK from a client, as in Redis).
+    pub suppress_reply: bool,
+}
+
+/// A replica's PSYNC: the history it follows and the next offset it needs (`?` and -1 when it
+/// has none), plus what REPLCONF told about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PsyncRequest {
+    /// The replication id the replica has, or `?`.
+    pub replid: String,
+    /// The first offset (sequence number) the replica lacks, or -1.
+    pub offset: i64,
+    /// REPLCONF listening-port.
+    pub listening_port: u16,
 }
 
 /// How many channels, patterns and shard channels a session is subscribed to.
@@ -170,6 +190,9 @@ impl Session {
             in_script: false,
             subscriptions: Subscriptions::default(),
             extra_replies: Vec::new(),
+            replica_port: 0,
+            psync: None,
+            suppress_reply: false,
         }
     }
 }
@@ -265,6 +288,30 @@ pub trait ServerApi: Send + Sync {
     fn pubsub_numpat(&self) -> usize {
         0
     }
+    /// REPLICAOF host port (`Some`) or NO ONE (`None`): the reply text (`OK`, or `OK Already
+    /// connected to specified master`) or the error text.
+    fn replicaof(&self, _leader: Option<(String, u16)>) -> Result<&'static str, String> {
+        Err("ERR replication is not available here".into())
+    }
+    /// ROLE.
+    fn role(&self) -> Frame {
+        Frame::Array(vec![
+            Frame::bulk("master"),
+            Frame::Integer(0),
+            Frame::Array(vec![]),
+        ])
+    }
+    /// WAIT numreplicas timeout-ms (0 = no timeout): how many replicas acknowledged every write
+    /// made so far, once `numreplicas` did or the time is up; the error text on a replica.
+    fn wait_replicas(&self, _numreplicas: u64, _timeout_ms: u64) -> Result<u64, String> {
+        Ok(0)
+    }
+    /// The refusal this server gives `spec` right now because of its replication state
+    /// (-LOADING, -MASTERDOWN, -READONLY, -NOREPLICAS), if any. Called for every command, so
+    /// it must be one atomic load when there is nothing to refuse.
+    fn refusal(&self, _spec: &table::CommandSpec) -> Option<Frame> {
+        None
+    }
     /// The keyspace-event classes enabled now (`notify::*` bits; 0 when off). Called for every
     /// event a command could raise, so it must be one atomic load.
     fn notify_flags(&self) -> u32 {
@@ -338,6 +385,9 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         let full = sub.and_then(|s| table::lookup(&[spec.name.as_bytes(), b"|", s].concat()));
         let name = full.map_or(spec.name, |f| f.name);
         return refuse(ctx, errors::err(errors::only_pubsub_allowed(name)));
+    }
+    if let Some(refused) = ctx.server.refusal(spec) {
+        return refuse(ctx, refused);
     }
     if let Some(multi) = ctx.session.multi.as_mut() {
         if !transaction_family::runs_inside_multi(spec) {

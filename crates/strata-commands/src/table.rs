@@ -322,6 +322,7 @@ pub fn all() -> &'static [&'static CommandSpec] {
             crate::transaction_family::COMMANDS,
             crate::script_family::COMMANDS,
             crate::pubsub_family::COMMANDS,
+            crate::replication_family::COMMANDS,
         ] {
             v.extend(family.iter());
         }

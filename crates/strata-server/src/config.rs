@@ -93,6 +93,17 @@ enum Id {
     SetProcTitle,
     ReplicaReadOnly,
     IoThreads,
+    ReplicaOf,
+    Masterauth,
+    Masteruser,
+    ReplicaServeStaleData,
+    ReplicaPriority,
+    ReplicaAnnounced,
+    MinReplicasToWrite,
+    MinReplicasMaxLag,
+    ReplTimeout,
+    ReplBacklogSize,
+    ReplBacklogTtl,
 }
 
 /// What a directive's value looks like and how it is checked.
@@ -128,6 +139,8 @@ enum Special {
     Hz,
     /// `<class> <hard> <soft> <soft seconds>` groups; a value sets only the classes it names.
     OutputBufferLimit,
+    /// `<host> <port>`, or nothing (a leader); kept as a two-element `Value::Bind`.
+    ReplicaOf,
 }
 
 impl Kind {
@@ -135,7 +148,9 @@ impl Kind {
     fn is_multi_arg(self) -> bool {
         matches!(
             self,
-            Kind::Special(Special::Bind | Special::Save | Special::OutputBufferLimit)
+            Kind::Special(
+                Special::Bind | Special::Save | Special::OutputBufferLimit | Special::ReplicaOf
+            )
         )
     }
 }
@@ -273,10 +288,24 @@ const DIRECTIVES: &[Directive] = &[
     row(Id::SetProcTitle, "set-proc-title", &[], Bool, "yes", false),
     row(Id::ReplicaReadOnly, "replica-read-only", &["slave-read-only"], Bool, "yes", true),
     row(Id::IoThreads, "io-threads", &[], Int { min: 1, max: 128 }, "1", false),
+    // Replication. REPLICAOF changes `replicaof` at runtime (so CONFIG REWRITE keeps the role).
+    row(Id::ReplicaOf, "replicaof", &["slaveof"], Sp(Special::ReplicaOf), "", false),
+    row(Id::Masterauth, "masterauth", &[], Str(any), "", true),
+    row(Id::Masteruser, "masteruser", &[], Str(any), "", true),
+    row(Id::ReplicaServeStaleData, "replica-serve-stale-data", &["slave-serve-stale-data"], Bool, "yes", true),
+    row(Id::ReplicaPriority, "replica-priority", &["slave-priority"], Int { min: 0, max: INT_MAX }, "100", true),
+    row(Id::ReplicaAnnounced, "replica-announced", &[], Bool, "yes", true),
+    row(Id::MinReplicasToWrite, "min-replicas-to-write", &["min-slaves-to-write"], Int { min: 0, max: INT_MAX }, "0", true),
+    row(Id::MinReplicasMaxLag, "min-replicas-max-lag", &["min-slaves-max-lag"], Int { min: 0, max: INT_MAX }, "10", true),
+    row(Id::ReplTimeout, "repl-timeout", &[], Int { min: 1, max: INT_MAX }, "60", true),
+    // Strata keeps its replication backlog as write-ahead-log files (see docs/replication.md):
+    // the size and age bounds apply when the data directory opens.
+    row(Id::ReplBacklogSize, "repl-backlog-size", &[], Memory { min: 16 * 1024, max: LONG_MAX }, "256mb", false),
+    row(Id::ReplBacklogTtl, "repl-backlog-ttl", &[], Int { min: 0, max: INT_MAX }, "3600", false),
 ];
 
 const _: () = {
-    assert!(DIRECTIVES.len() == Id::IoThreads as usize + 1);
+    assert!(DIRECTIVES.len() == Id::ReplBacklogTtl as usize + 1);
     let mut i = 0;
     while i < DIRECTIVES.len() {
         assert!(
@@ -580,6 +609,17 @@ fn parse_value(kind: Kind, args: &[String]) -> Result<Value, String> {
             }
             Ok(Value::OutputLimits(limits))
         }
+        Kind::Special(Special::ReplicaOf) => match args {
+            [] => Ok(Value::Bind(Vec::new())),
+            [only] if only.is_empty() => Ok(Value::Bind(Vec::new())),
+            [host, port] => match parse_int(port) {
+                Some(p) if (1..=65535).contains(&p) => {
+                    Ok(Value::Bind(vec![host.clone(), p.to_string()]))
+                }
+                _ => Err("Invalid master port".to_string()),
+            },
+            _ => Err("wrong number of arguments".to_string()),
+        },
         Kind::Special(Special::Hz) => {
             let n = parse_int(single()?)
                 .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?;
@@ -1003,6 +1043,8 @@ impl Config {
     fn file_lines(&self, row: usize) -> Vec<String> {
         let name = DIRECTIVES[row].name;
         let args = match &self.values[row] {
+            // A leader has no `replicaof` line.
+            Value::Bind(addresses) if addresses.is_empty() => return Vec::new(),
             Value::Memory(n) => format_memory(*n),
             Value::Str(s) => repr(s.as_bytes()),
             Value::Bind(addresses) => addresses
@@ -1061,6 +1103,10 @@ impl Config {
             Value::Int(n) => n,
             _ => 0,
         }
+    }
+
+    fn boolean(&self, id: Id) -> bool {
+        matches!(self.values[id as usize], Value::Bool(true))
     }
 
     fn unsigned(&self, id: Id) -> u64 {
@@ -1220,6 +1266,73 @@ impl Config {
     /// other clients get BUSY replies.
     pub fn busy_reply_threshold_ms(&self) -> u64 {
         self.unsigned(Id::BusyReplyThreshold)
+    }
+
+    /// `replicaof`: the leader this server replicates, if any.
+    pub fn replicaof(&self) -> Option<(String, u16)> {
+        match &self.values[Id::ReplicaOf as usize] {
+            Value::Bind(v) if v.len() == 2 => Some((v[0].clone(), v[1].parse().ok()?)),
+            _ => None,
+        }
+    }
+
+    /// Records the leader set by REPLICAOF (`None`: NO ONE), for CONFIG GET and CONFIG REWRITE.
+    pub fn set_replicaof(&mut self, leader: Option<(&str, u16)>) {
+        self.values[Id::ReplicaOf as usize] = Value::Bind(match leader {
+            Some((host, port)) => vec![host.to_string(), port.to_string()],
+            None => Vec::new(),
+        });
+    }
+
+    /// `masterauth` and `masteruser`: credentials for the leader, if any.
+    pub fn master_credentials(&self) -> (Option<String>, Option<String>) {
+        let some = |s: &str| Some(s.to_string()).filter(|s| !s.is_empty());
+        (
+            some(self.string(Id::Masteruser)),
+            some(self.string(Id::Masterauth)),
+        )
+    }
+
+    /// `replica-read-only`.
+    pub fn replica_read_only(&self) -> bool {
+        self.boolean(Id::ReplicaReadOnly)
+    }
+
+    /// `replica-serve-stale-data`.
+    pub fn replica_serve_stale_data(&self) -> bool {
+        self.boolean(Id::ReplicaServeStaleData)
+    }
+
+    /// `replica-priority`.
+    pub fn replica_priority(&self) -> u64 {
+        self.unsigned(Id::ReplicaPriority)
+    }
+
+    /// `replica-announced`.
+    pub fn replica_announced(&self) -> bool {
+        self.boolean(Id::ReplicaAnnounced)
+    }
+
+    /// `min-replicas-to-write` and `min-replicas-max-lag` (seconds).
+    pub fn min_replicas(&self) -> (u64, u64) {
+        (
+            self.unsigned(Id::MinReplicasToWrite),
+            self.unsigned(Id::MinReplicasMaxLag),
+        )
+    }
+
+    /// `repl-timeout` in seconds.
+    pub fn repl_timeout_secs(&self) -> u64 {
+        self.unsigned(Id::ReplTimeout).max(1)
+    }
+
+    /// `repl-backlog-size` (bytes of write-ahead log kept for replicas) and `repl-backlog-ttl`
+    /// (seconds).
+    pub fn repl_backlog(&self) -> (u64, u64) {
+        (
+            self.memory(Id::ReplBacklogSize),
+            self.unsigned(Id::ReplBacklogTtl),
+        )
     }
 
     /// `notify-keyspace-events`, normalized like Redis (e.g. `AKE`); empty = off.

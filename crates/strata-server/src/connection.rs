@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use strata_commands::{execute, Ctx, ReplyMode, Session};
+use strata_commands::{execute, Ctx, PsyncRequest, ReplyMode, Session};
 use strata_resp::{encode, Frame, Protocol, RequestDecoder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -44,11 +44,24 @@ pub async fn run(server: Arc<Server>, mut stream: TcpStream, client: Arc<ClientE
         server: &server,
         id: client.id,
     };
-    if let Err(e) = serve(&server, &mut stream, &client).await {
-        log::verbose!("Client id={} addr={} closed: {e}", client.id, client.addr);
-    }
+    let handover = match serve(&server, &mut stream, &client).await {
+        Ok(h) => h,
+        Err(e) => {
+            log::verbose!("Client id={} addr={} closed: {e}", client.id, client.addr);
+            None
+        }
+    };
     drop(guard);
-    drop(stream);
+    match handover {
+        Some(req) => {
+            let ip = client
+                .addr
+                .rsplit_once(':')
+                .map_or(client.addr.clone(), |(ip, _)| ip.to_string());
+            crate::replication::take_over(server.clone(), stream, ip, req);
+        }
+        None => drop(stream),
+    }
 }
 
 /// Removes a client from the registry when dropped.
@@ -82,11 +95,12 @@ fn drain_outbox(
     taken
 }
 
+/// Serves the client; `Some` when it sent PSYNC and the socket is to become a replica's stream.
 async fn serve(
     server: &Arc<Server>,
     stream: &mut TcpStream,
     client: &Arc<ClientEntry>,
-) -> io::Result<()> {
+) -> io::Result<Option<PsyncRequest>> {
     let api = ClientApi { server, client };
     let mut session = Session::new(client.id, server.db.clone(), server.needs_auth());
     let mut gen = server.config_gen();
@@ -133,7 +147,7 @@ async fn serve(
             _ => stream.read_buf(&mut rbuf).await?,
         };
         if n == 0 || client.killed.load(Ordering::Acquire) {
-            return Ok(());
+            return Ok(None);
         }
         client
             .last_interaction_ms
@@ -148,6 +162,7 @@ async fn serve(
         let mut commands = 0u64;
         let mut written = 0u64;
         let mut close = false;
+        let mut handover = None;
         loop {
             match decoder.decode(&mut rbuf) {
                 Ok(Some(argv)) => {
@@ -182,7 +197,7 @@ async fn serve(
                         if !wbuf.is_empty() {
                             wal_to_os(server, &mut wal_seen);
                             if !send_replies(stream, &wbuf, settings.output_limit, client).await? {
-                                return Ok(());
+                                return Ok(None);
                             }
                             written += wbuf.len() as u64;
                             wbuf.clear();
@@ -230,6 +245,16 @@ async fn serve(
                             client.outbox.taken(taken);
                         }
                     }
+                    if session.suppress_reply {
+                        session.suppress_reply = false;
+                        if let Some(req) = session.psync.take() {
+                            // PSYNC: the connection becomes a replica's stream.
+                            handover = Some(req);
+                            close = true;
+                            break;
+                        }
+                        continue;
+                    }
                     match session.reply_mode {
                         ReplyMode::On => encode(&reply, session.protocol, &mut wbuf),
                         // The command after CLIENT REPLY SKIP: its reply is dropped, then replies resume.
@@ -246,7 +271,7 @@ async fn serve(
                     if wbuf.len() >= WRITE_FLUSH {
                         wal_to_os(server, &mut wal_seen);
                         if !send_replies(stream, &wbuf, settings.output_limit, client).await? {
-                            return Ok(());
+                            return Ok(None);
                         }
                         written += wbuf.len() as u64;
                         wbuf.clear();
@@ -269,13 +294,13 @@ async fn serve(
         wal_to_os(server, &mut wal_seen);
         if !wbuf.is_empty() {
             if !send_replies(stream, &wbuf, settings.output_limit, client).await? {
-                return Ok(());
+                return Ok(None);
             }
             wbuf.clear();
         }
 
         if close {
-            return Ok(());
+            return Ok(handover);
         }
         // Arguments of a request still being read count too: they left the buffer but are
         // held until the request completes.
@@ -287,7 +312,7 @@ async fn serve(
                 client.addr,
                 pending
             );
-            return Ok(());
+            return Ok(None);
         }
         if rbuf.is_empty() && rbuf.capacity() > SHRINK_ABOVE {
             rbuf = BytesMut::with_capacity(READ_CHUNK);

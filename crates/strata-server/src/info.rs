@@ -69,7 +69,7 @@ pub fn render(server: &Server, sections: &[String]) -> String {
             "memory" => memory_section(server, &mut out),
             "persistence" => persistence_section(server, &mut out),
             "stats" => stats_section(server, &mut out),
-            "replication" => replication_section(&mut out),
+            "replication" => server.replication.info(server, &mut out),
             "cpu" => cpu_section(&mut out),
             "modules" => out.push_str("# Modules\r\n"),
             "commandstats" => out.push_str("# Commandstats\r\n"),
@@ -289,9 +289,25 @@ fn stats_section(server: &Server, out: &mut String) {
         "{}",
         get(&s.rejected_connections)
     );
-    field!(out, "sync_full", "0");
-    field!(out, "sync_partial_ok", "0");
-    field!(out, "sync_partial_err", "0");
+    let repl = &server.replication;
+    field!(
+        out,
+        "sync_full",
+        "{}",
+        repl.sync_full.load(Ordering::Relaxed)
+    );
+    field!(
+        out,
+        "sync_partial_ok",
+        "{}",
+        repl.sync_partial_ok.load(Ordering::Relaxed)
+    );
+    field!(
+        out,
+        "sync_partial_err",
+        "{}",
+        repl.sync_partial_err.load(Ordering::Relaxed)
+    );
     field!(out, "expired_keys", "{}", get(&d.expired_keys));
     field!(out, "expired_stale_perc", "0.00");
     field!(out, "expired_time_cap_reached_count", "0");
@@ -319,22 +335,6 @@ fn stats_section(server: &Server, out: &mut String) {
     field!(out, "total_active_defrag_time", "0");
     field!(out, "tracking_total_keys", "0");
     field!(out, "unexpected_error_replies", "0");
-}
-
-fn replication_section(out: &mut String) {
-    let zeros = "0".repeat(40);
-    out.push_str("# Replication\r\n");
-    field!(out, "role", "master");
-    field!(out, "connected_slaves", "0");
-    field!(out, "master_failover_state", "no-failover");
-    field!(out, "master_replid", "{zeros}");
-    field!(out, "master_replid2", "{zeros}");
-    field!(out, "master_repl_offset", "0");
-    field!(out, "second_repl_offset", "-1");
-    field!(out, "repl_backlog_active", "0");
-    field!(out, "repl_backlog_size", "1048576");
-    field!(out, "repl_backlog_first_byte_offset", "0");
-    field!(out, "repl_backlog_histlen", "0");
 }
 
 fn cpu_section(out: &mut String) {

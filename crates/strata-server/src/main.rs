@@ -12,6 +12,7 @@ mod listener;
 mod log;
 mod pubsub;
 mod registry;
+mod replication;
 mod server;
 
 /// mimalloc instead of glibc malloc: the hot path allocates small buffers per command, and glibc's
@@ -164,6 +165,9 @@ fn run(config: Config) -> i32 {
         batch_wal_writes: true,
         hot_cache_size: usize::try_from(config.hot_cache_size()).unwrap_or(usize::MAX),
         min_free_disk: config.min_free_disk(),
+        // The write-ahead log is the replication backlog.
+        wal_size_limit_mb: config.repl_backlog().0.div_ceil(1 << 20),
+        wal_ttl_seconds: config.repl_backlog().1,
         ..strata::Options::default()
     };
     let db = match strata::Db::open_with(&dir, opts) {
@@ -207,27 +211,16 @@ fn run(config: Config) -> i32 {
             s.notify(db, strata_commands::notify::EXPIRED, "expired", key);
         }
     }));
-    if let Err(e) = load_functions(&server) {
+    if let Err(e) = server.reload_functions() {
         return fatal(&format!("Can't load the function libraries: {e}"));
     }
-    runtime.block_on(serve(server, std_listeners))
-}
-
-/// Loads the FUNCTION libraries saved in the data directory.
-fn load_functions(server: &Server) -> Result<(), String> {
-    use strata_commands::scripting::functions::RestorePolicy;
-    let record = strata_commands::script_family::FUNCTIONS_RECORD;
-    match server.db.aux_get(record).map_err(|e| e.to_string())? {
-        Some(saved) => {
-            server.functions.restore(&saved, RestorePolicy::Flush)?;
-            let count = server.functions.libraries().len();
-            if count > 0 {
-                notice!("Loaded {count} function libraries");
-            }
-            Ok(())
-        }
-        None => Ok(()),
+    let count = server.functions.libraries().len();
+    if count > 0 {
+        notice!("Loaded {count} function libraries");
     }
+    // A replica (`replicaof` in the configuration) starts following its leader.
+    replication::start_from_config(&server);
+    runtime.block_on(serve(server, std_listeners))
 }
 
 async fn serve(server: Arc<Server>, std_listeners: Vec<std::net::TcpListener>) -> i32 {
@@ -335,6 +328,7 @@ fn finish(server: &Server) -> i32 {
     notice!("Flushing the database before exiting.");
     let code = match server.db.flush() {
         Ok(()) => {
+            server.replication.mark_clean_shutdown();
             notice!("Data flushed to disk.");
             0
         }

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use strata_commands::{ChannelKind, KillFilter, ServerApi, Session, Subscriptions};
-use strata_resp::DecoderLimits;
+use strata_resp::{DecoderLimits, Frame};
 
 use crate::config::{AppendFsync, Config};
 use crate::log::{self, notice, warning};
@@ -134,6 +134,8 @@ pub struct Server {
     pub functions: Arc<strata_commands::scripting::functions::FunctionRegistry>,
     /// Pub/sub subscriptions and message delivery.
     pub pubsub: crate::pubsub::Broker,
+    /// Role, attached replicas, the link to the leader.
+    pub replication: crate::replication::Replication,
     /// The enabled keyspace-event classes (`strata_commands::notify` bits; 0 = off).
     notify_flags: std::sync::atomic::AtomicU32,
     /// INFO stats counters.
@@ -163,6 +165,7 @@ impl Server {
     pub fn new(db: strata::Db, config: Config) -> Server {
         let now = strata::now_ms();
         let (shutdown_tx, _) = tokio::sync::watch::channel(false);
+        let replication = crate::replication::Replication::open(db.path());
         let server = Server {
             db,
             live: RwLock::new(live_settings(&config)),
@@ -179,6 +182,7 @@ impl Server {
             scripts: Arc::default(),
             functions: Arc::default(),
             pubsub: crate::pubsub::Broker::default(),
+            replication,
             notify_flags: std::sync::atomic::AtomicU32::new(0),
             stats: ServerStats::default(),
             clock_ms: AtomicU64::new(now),
@@ -340,6 +344,7 @@ impl Server {
                 self.ops_per_sec.store(avg, Ordering::Relaxed);
             }
         }
+        self.replication.cron(&self.config());
         if second_elapsed {
             self.sample_memory();
             let full = self.db.disk_full();
@@ -374,8 +379,36 @@ impl Server {
         *self.requirepass.write().unwrap_or_else(|p| p.into_inner()) = cfg.requirepass();
         log::set_level(cfg.loglevel());
         self.apply_pubsub_config(&cfg);
+        self.replication.refresh_gate(&cfg);
         drop(cfg);
         self.config_gen.fetch_add(1, Ordering::Release);
+    }
+
+    /// Records the leader REPLICAOF set, for CONFIG GET/REWRITE.
+    pub fn set_replicaof(&self, leader: Option<(&str, u16)>) {
+        self.config_mut().set_replicaof(leader);
+    }
+
+    /// PUBLISH / SPUBLISH: delivers to this server's subscribers and hands the message to the
+    /// attached replicas; returns how many subscribers here received it.
+    pub fn publish(&self, kind: ChannelKind, channel: &Bytes, message: &Bytes) -> usize {
+        self.replication.propagate_publish(kind, channel, message);
+        self.pubsub
+            .publish(&self.registry, kind, channel, message, self.clock_ms())
+    }
+
+    /// Loads the FUNCTION libraries saved in the data directory (at start-up, and on a replica
+    /// after its leader changed them).
+    pub fn reload_functions(&self) -> Result<(), String> {
+        use strata_commands::scripting::functions::RestorePolicy;
+        let record = strata_commands::script_family::FUNCTIONS_RECORD;
+        match self.db.aux_get(record).map_err(|e| e.to_string())? {
+            Some(saved) => self.functions.restore(&saved, RestorePolicy::Flush),
+            None => {
+                self.functions.flush();
+                Ok(())
+            }
+        }
     }
 
     /// Zeroes the INFO stats counters (CONFIG RESETSTAT).
@@ -495,7 +528,7 @@ pub fn sync_policy(a: AppendFsync) -> strata::SyncPolicy {
 }
 
 /// 40 random hex digits (INFO run_id).
-fn random_hex40() -> String {
+pub(crate) fn random_hex40() -> String {
     use std::collections::hash_map::RandomState;
     use std::hash::{BuildHasher, Hasher};
     let mut out = String::with_capacity(40);
@@ -630,9 +663,26 @@ impl ServerApi for ClientApi<'_> {
     }
 
     fn publish(&self, kind: ChannelKind, channel: &Bytes, message: &Bytes) -> usize {
-        let s = self.server;
-        s.pubsub
-            .publish(&s.registry, kind, channel, message, s.clock_ms())
+        self.server.publish(kind, channel, message)
+    }
+
+    fn replicaof(&self, leader: Option<(String, u16)>) -> Result<&'static str, String> {
+        crate::replication::Replication::replicaof(self.server, leader)
+    }
+
+    fn role(&self) -> Frame {
+        self.server.replication.role(self.server)
+    }
+
+    fn wait_replicas(&self, numreplicas: u64, timeout_ms: u64) -> Result<u64, String> {
+        self.server
+            .replication
+            .wait(self.server, numreplicas, timeout_ms)
+    }
+
+    #[inline]
+    fn refusal(&self, spec: &strata_commands::table::CommandSpec) -> Option<Frame> {
+        self.server.replication.refusal(spec)
     }
 
     fn pubsub_channels(&self, kind: ChannelKind, pattern: Option<&[u8]>) -> Vec<Bytes> {

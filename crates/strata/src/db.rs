@@ -64,6 +64,13 @@ pub struct Options {
     /// has less free space than this (0 turns the check off), so RocksDB never runs out of space
     /// writing its log. Default 256 MiB (16 write buffers).
     pub min_free_disk: u64,
+    /// Keep write-ahead-log files this many seconds after their data reached data files, so
+    /// replicas that fell behind can catch up from the log (0, the default: keep none unless
+    /// `wal_size_limit_mb` is set).
+    pub wal_ttl_seconds: u64,
+    /// Keep at most about this many megabytes of such log files (0, the default: no size bound,
+    /// or none kept when `wal_ttl_seconds` is 0 too).
+    pub wal_size_limit_mb: u64,
 }
 
 impl Default for Options {
@@ -81,6 +88,8 @@ impl Default for Options {
             read_only: false,
             create_if_missing: true,
             min_free_disk: 256 << 20,
+            wal_ttl_seconds: 0,
+            wal_size_limit_mb: 0,
         }
     }
 }
@@ -109,6 +118,8 @@ pub(crate) struct Inner {
     version_counter: AtomicU64,
     path: PathBuf,
     stop: AtomicBool,
+    /// Whether the housekeeping thread runs the active expiry cycle (see `Db::set_active_expire`).
+    pub(crate) active_expire: AtomicBool,
     /// Called for every key the active expiry cycle deletes (see [`Db::on_expired`]).
     pub(crate) expired_hook: RwLock<Option<ExpiredHook>>,
 }
@@ -184,18 +195,11 @@ impl Db {
                 read_only: opts.read_only,
                 create_if_missing: opts.create_if_missing,
                 min_free_disk: opts.min_free_disk,
+                wal_ttl_seconds: opts.wal_ttl_seconds,
+                wal_size_limit_mb: opts.wal_size_limit_mb,
             },
         )?;
-        let mut map = [0u8; 256];
-        for (i, slot) in map.iter_mut().enumerate() {
-            *slot = i as u8;
-        }
-        if let Some(saved) = storage.get("default", DB_MAP_KEY)? {
-            if saved.len() != 256 {
-                return Err(Error::Corrupt("database map is not 256 bytes".into()));
-            }
-            map.copy_from_slice(&saved);
-        }
+        let map = load_db_map(&storage)?;
         // Versions must grow across restarts: start from the clock in microseconds, shifted to leave
         // room for a counter.
         let start = now_ms().saturating_mul(1000) << 8;
@@ -211,10 +215,11 @@ impl Db {
             version_counter: AtomicU64::new(start),
             path: path.as_ref().to_path_buf(),
             stop: AtomicBool::new(false),
+            active_expire: AtomicBool::new(opts.active_expire),
             expired_hook: RwLock::new(None),
         });
         if !opts.read_only {
-            spawn_housekeeping(Arc::downgrade(&inner), opts.active_expire);
+            spawn_housekeeping(Arc::downgrade(&inner));
         }
         Ok(Db { inner, index: 0 })
     }
@@ -535,6 +540,13 @@ impl Db {
         &self.inner.storage
     }
 
+    /// Reads the database map again from disk (a replica after applying its leader's SWAPDB).
+    pub(crate) fn reload_db_map(&self) -> Result<()> {
+        let map = load_db_map(&self.inner.storage)?;
+        *self.inner.db_map.write().unwrap_or_else(|p| p.into_inner()) = map;
+        Ok(())
+    }
+
     /// Swaps two logical databases (SWAPDB). The caller holds every key lock.
     pub(crate) fn swap_map(&self, a: u8, b: u8) -> Result<()> {
         let mut map = match self.inner.db_map.write() {
@@ -551,7 +563,22 @@ impl Db {
     }
 }
 
-fn spawn_housekeeping(inner: Weak<Inner>, active_expire: bool) {
+/// The logical → physical database map as stored (identity when never swapped).
+fn load_db_map(storage: &Storage) -> Result<[u8; 256]> {
+    let mut map = [0u8; 256];
+    for (i, slot) in map.iter_mut().enumerate() {
+        *slot = i as u8;
+    }
+    if let Some(saved) = storage.get("default", DB_MAP_KEY)? {
+        if saved.len() != 256 {
+            return Err(Error::Corrupt("database map is not 256 bytes".into()));
+        }
+        map.copy_from_slice(&saved);
+    }
+    Ok(map)
+}
+
+fn spawn_housekeeping(inner: Weak<Inner>) {
     let spawned = std::thread::Builder::new()
         .name("strata-housekeeping".into())
         .spawn(move || {
@@ -579,7 +606,7 @@ fn spawn_housekeeping(inner: Weak<Inner>, active_expire: bool) {
                         let _ = inner.storage.sync_wal();
                     }
                 }
-                if active_expire {
+                if inner.active_expire.load(Ordering::Relaxed) {
                     let db = Db { inner, index: 0 };
                     let _ = crate::expire::active_cycle(&db, Duration::from_millis(25));
                 }

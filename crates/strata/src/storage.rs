@@ -90,6 +90,10 @@ pub struct StorageOptions {
     pub create_if_missing: bool,
     /// Refuse writes while the data directory's filesystem has less free space (see `Options`).
     pub min_free_disk: u64,
+    /// Seconds to keep obsolete log files for replicas (see `Options::wal_ttl_seconds`).
+    pub wal_ttl_seconds: u64,
+    /// Megabytes of obsolete log files to keep (see `Options::wal_size_limit_mb`).
+    pub wal_size_limit_mb: u64,
 }
 
 /// An open data directory.
@@ -176,6 +180,9 @@ impl Storage {
         db_opts.set_bytes_per_sync(1 << 20);
         db_opts.set_keep_log_file_num(5);
         db_opts.set_max_total_wal_size(2 * opts.write_buffer_size as u64);
+        // Obsolete log files move to `archive/` and stay there for replicas to read.
+        db_opts.set_wal_ttl_seconds(opts.wal_ttl_seconds);
+        db_opts.set_wal_size_limit_mb(opts.wal_size_limit_mb);
 
         // The data/zscore filters look up the metadata of the key a sub-key belongs to; they get the
         // database handle once it is open.

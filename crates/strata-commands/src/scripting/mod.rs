@@ -596,6 +596,10 @@ fn redis_call(
         return fail(errors::SCRIPT_WRITE_IN_RO.into());
     }
     if spec.has_flag("write") {
+        // A read-only replica (or a leader short of replicas) refuses the script's writes.
+        if let Some(Frame::Error(e)) = ctx.borrow().server.refusal(spec) {
+            return fail(error_text(&e));
+        }
         CURRENT.with(|c| {
             if let Some(r) = c.borrow().as_ref() {
                 r.wrote.store(true, Ordering::Release)

@@ -1,0 +1,476 @@
+//! The replica's side: one thread per REPLICAOF that connects to the leader, authenticates,
+//! asks for a partial resync from where this directory's data stops (or a full copy), loads the
+//! copy, then applies the leader's log batches in order, acknowledging as it goes, and
+//! reconnects after any failure until REPLICAOF points elsewhere. Each applied batch is written
+//! together with the progress record, so a restart resumes exactly where the data stops.
+
+use std::io::{self, BufReader, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use strata::replication::REPLICATION_STATE;
+use strata_commands::ChannelKind;
+
+use super::wire;
+use crate::log::{notice, warning};
+use crate::server::Server;
+
+/// Not connected (ROLE's `connect`).
+pub const CONNECT: u8 = 0;
+/// Connecting and shaking hands (`connecting`).
+pub const CONNECTING: u8 = 1;
+/// Receiving the copy (`sync`).
+pub const SYNC: u8 = 2;
+/// Following the log (`connected`).
+pub const CONNECTED: u8 = 3;
+
+/// The link to this server's leader.
+pub struct Link {
+    /// The leader's host as REPLICAOF gave it.
+    pub host: String,
+    /// The leader's port.
+    pub port: u16,
+    /// CONNECT, CONNECTING, SYNC or CONNECTED.
+    pub state: AtomicU8,
+    stop: AtomicBool,
+    socket: Mutex<Option<TcpStream>>,
+    /// Held while a batch is applied, and by REPLICAOF while it stops the link: nothing of the
+    /// old leader is applied once REPLICAOF has answered.
+    apply_guard: Mutex<()>,
+    /// The last sequence number of the leader applied here (0: none).
+    pub applied: AtomicU64,
+    /// The leader's replication id this data follows.
+    pub leader_replid: Mutex<String>,
+    /// The leader's last sequence number, from its heartbeat.
+    pub leader_offset: AtomicU64,
+    /// When anything last arrived from the leader (Unix ms).
+    pub last_io_ms: AtomicU64,
+    /// Since when the link is down (Unix ms; 0 while up).
+    pub down_since_ms: AtomicU64,
+    /// Whether a copy is being loaded now.
+    pub loading: AtomicBool,
+    /// When the current copy started and how many bytes of it have arrived.
+    pub sync_started_ms: AtomicU64,
+    /// Bytes of the current copy received so far.
+    pub sync_bytes: AtomicU64,
+}
+
+/// The progress record: `[1][leader replid, 40 bytes][last applied sequence number u64 LE]`.
+pub fn encode_state(replid: &str, applied: u64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(49);
+    v.push(1);
+    v.extend_from_slice(&replid.as_bytes()[..replid.len().min(40)]);
+    v.resize(41, b'0');
+    v.extend_from_slice(&applied.to_le_bytes());
+    v
+}
+
+/// Reads a progress record.
+pub fn decode_state(raw: &[u8]) -> Option<(String, u64)> {
+    if raw.len() != 49 || raw[0] != 1 {
+        return None;
+    }
+    let id = std::str::from_utf8(&raw[1..41]).ok()?.to_string();
+    let applied = u64::from_le_bytes(raw[41..49].try_into().ok()?);
+    Some((id, applied))
+}
+
+impl Link {
+    /// A link to `host:port`, resuming from the progress record of the data if there is one.
+    pub fn new(server: &Server, host: String, port: u16) -> Link {
+        let (replid, applied) = server
+            .db
+            .aux_get(REPLICATION_STATE)
+            .ok()
+            .flatten()
+            .and_then(|raw| decode_state(&raw))
+            .unwrap_or_else(|| ("?".to_string(), 0));
+        Link {
+            host,
+            port,
+            state: AtomicU8::new(CONNECT),
+            stop: AtomicBool::new(false),
+            socket: Mutex::new(None),
+            apply_guard: Mutex::new(()),
+            applied: AtomicU64::new(applied),
+            leader_replid: Mutex::new(replid),
+            leader_offset: AtomicU64::new(0),
+            last_io_ms: AtomicU64::new(0),
+            down_since_ms: AtomicU64::new(0),
+            loading: AtomicBool::new(false),
+            sync_started_ms: AtomicU64::new(0),
+            sync_bytes: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether the link is up and following the log.
+    pub fn is_up(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == CONNECTED
+    }
+
+    /// ROLE's name of the state.
+    pub fn state_name(&self) -> &'static str {
+        match self.state.load(Ordering::Relaxed) {
+            CONNECT => "connect",
+            CONNECTING => "connecting",
+            SYNC => "sync",
+            _ => "connected",
+        }
+    }
+
+    /// Stops the link: once this returns, nothing more from the leader is applied.
+    pub fn stop(&self) {
+        let _guard = self.apply_guard.lock().unwrap_or_else(|p| p.into_inner());
+        self.stop.store(true, Ordering::Release);
+        if let Some(s) = self.socket.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+
+    fn set_state(&self, server: &Server, state: u8) {
+        let was_up = self.is_up();
+        self.state.store(state, Ordering::Relaxed);
+        if state == CONNECTED {
+            self.down_since_ms.store(0, Ordering::Relaxed);
+        } else if was_up || self.down_since_ms.load(Ordering::Relaxed) == 0 {
+            self.down_since_ms
+                .store(strata::now_ms(), Ordering::Relaxed);
+        }
+        server.replication.refresh_gate(&server.config());
+    }
+}
+
+/// Starts the link's thread.
+pub fn spawn(server: Arc<Server>, link: Arc<Link>) {
+    let spawned = std::thread::Builder::new()
+        .name("strata-repl-link".into())
+        .spawn(move || {
+            link.down_since_ms
+                .store(strata::now_ms(), Ordering::Relaxed);
+            while !link.stopped() {
+                notice!("Connecting to MASTER {}:{}", link.host, link.port);
+                match follow(&server, &link) {
+                    Ok(()) => {}
+                    Err(e) if link.stopped() => {
+                        let _ = e;
+                    }
+                    Err(e) => warning!(
+                        "Replication link with MASTER {}:{} failed: {e}",
+                        link.host,
+                        link.port
+                    ),
+                }
+                if link.loading.swap(false, Ordering::AcqRel) {
+                    server.replication.refresh_gate(&server.config());
+                }
+                link.set_state(&server, CONNECT);
+                // Retry about once a second, as Redis does.
+                for _ in 0..10 {
+                    if link.stopped() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        warning!("Can't start the replication thread: {e}");
+    }
+}
+
+fn command(parts: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", parts.len()).into_bytes();
+    for p in parts {
+        out.extend_from_slice(format!("${}\r\n", p.len()).as_bytes());
+        out.extend_from_slice(p);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Sends a handshake command and returns the reply line.
+fn ask(stream: &mut TcpStream, input: &mut impl Read, parts: &[&[u8]]) -> io::Result<String> {
+    stream.write_all(&command(parts))?;
+    wire::read_line(input)
+}
+
+/// One connection to the leader, from connect to failure.
+fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
+    link.set_state(server, CONNECTING);
+    let timeout = Duration::from_secs(server.config().repl_timeout_secs());
+    let addr = (link.host.as_str(), link.port)
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| io::Error::other("the leader's address does not resolve"))?;
+    let mut stream = TcpStream::connect_timeout(&addr, timeout.min(Duration::from_secs(10)))?;
+    stream.set_nodelay(true)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    *link.socket.lock().unwrap_or_else(|p| p.into_inner()) = Some(stream.try_clone()?);
+    if link.stopped() {
+        return Ok(());
+    }
+    let mut input = BufReader::with_capacity(256 * 1024, stream.try_clone()?);
+
+    let pong = ask(&mut stream, &mut input, &[b"PING"])?;
+    if pong.starts_with('-') && !pong.starts_with("-NOAUTH") && !pong.starts_with("-NOPERM") {
+        return Err(io::Error::other(format!(
+            "Error reply to PING from master: '{pong}'"
+        )));
+    }
+    let (user, pass) = server.config().master_credentials();
+    if let Some(pass) = pass {
+        let reply = match &user {
+            Some(u) => ask(
+                &mut stream,
+                &mut input,
+                &[b"AUTH", u.as_bytes(), pass.as_bytes()],
+            )?,
+            None => ask(&mut stream, &mut input, &[b"AUTH", pass.as_bytes()])?,
+        };
+        if reply.starts_with('-') {
+            return Err(io::Error::other(format!(
+                "Unable to AUTH to MASTER: {reply}"
+            )));
+        }
+    }
+    let port = server.port.to_string();
+    let _ = ask(
+        &mut stream,
+        &mut input,
+        &[b"REPLCONF", b"listening-port", port.as_bytes()],
+    )?;
+    let _ = ask(&mut stream, &mut input, &[b"REPLCONF", b"capa", b"strata"])?;
+    let (replid, offset) = {
+        let id = link
+            .leader_replid
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let applied = link.applied.load(Ordering::Acquire);
+        if id == "?" || applied == 0 {
+            ("?".to_string(), "-1".to_string())
+        } else {
+            (id, (applied + 1).to_string())
+        }
+    };
+    let reply = ask(
+        &mut stream,
+        &mut input,
+        &[b"PSYNC", replid.as_bytes(), offset.as_bytes()],
+    )?;
+    let words: Vec<&str> = reply.split(' ').collect();
+    let full = match words.first().copied() {
+        Some("+FULLRESYNC") if words.len() == 3 => true,
+        Some("+CONTINUE") => false,
+        _ => {
+            return Err(io::Error::other(format!(
+                "unexpected reply to PSYNC from master: '{reply}'"
+            )))
+        }
+    };
+    // The family map comes first; anything else (Redis sends an RDB file) is not a Strata leader.
+    let mut kind = [0u8; 1];
+    input.read_exact(&mut kind)?;
+    if kind[0] != wire::FAMILY_IDS {
+        return Err(io::Error::other(
+            "the master is not a Strata server (it sent an RDB payload); Strata replicates only from Strata",
+        ));
+    }
+    let (_, ids_raw) = {
+        let mut rest = [0u8; 4];
+        input.read_exact(&mut rest)?;
+        let len = u32::from_be_bytes(rest) as usize;
+        if len != 20 {
+            return Err(wire::invalid("bad family map"));
+        }
+        let mut payload = vec![0u8; len];
+        input.read_exact(&mut payload)?;
+        (wire::FAMILY_IDS, payload)
+    };
+    let mut leader_ids = [0u32; 5];
+    for (i, slot) in leader_ids.iter_mut().enumerate() {
+        *slot = wire::u32_at(&ids_raw, i * 4)?;
+    }
+    link.last_io_ms.store(strata::now_ms(), Ordering::Relaxed);
+
+    let leader_replid = if full {
+        let id = words[1].to_string();
+        let seq: u64 = words[2]
+            .parse()
+            .map_err(|_| wire::invalid("bad FULLRESYNC offset"))?;
+        load_copy(server, link, &mut input, &id, seq)?;
+        id
+    } else {
+        notice!("Successful partial resynchronization with master.");
+        let id = words.get(1).map_or(replid.clone(), |s| s.to_string());
+        *link.leader_replid.lock().unwrap_or_else(|p| p.into_inner()) = id.clone();
+        id
+    };
+    link.set_state(server, CONNECTED);
+    notice!("MASTER <-> REPLICA sync: Finished with success");
+    send_ack(&mut stream, link)?;
+
+    loop {
+        let (kind, payload) = wire::read_frame(&mut input)?;
+        link.last_io_ms.store(strata::now_ms(), Ordering::Relaxed);
+        match kind {
+            wire::BATCH => {
+                let seq = wire::u64_at(&payload, 0)?;
+                let data = &payload[8..];
+                let count = u64::from(wire::u32_at(data, 8)?).max(1);
+                let expected = link.applied.load(Ordering::Acquire) + 1;
+                if seq != expected {
+                    return Err(wire::invalid(format!(
+                        "log batch at offset {seq}, expected {expected}"
+                    )));
+                }
+                let last = seq + count - 1;
+                let state = encode_state(&leader_replid, last);
+                let applied = {
+                    let _guard = link.apply_guard.lock().unwrap_or_else(|p| p.into_inner());
+                    if link.stopped() {
+                        return Ok(());
+                    }
+                    let applied = server
+                        .db
+                        .apply_replicated(&leader_ids, data, &state)
+                        .map_err(|e| {
+                            io::Error::other(format!("applying the leader's write: {e}"))
+                        })?;
+                    link.applied.store(last, Ordering::Release);
+                    applied
+                };
+                if applied.aux_changed {
+                    if let Err(e) = server.reload_functions() {
+                        warning!("Can't load the leader's function libraries: {e}");
+                    }
+                }
+            }
+            wire::PUBLISH => {
+                let tag = *payload
+                    .first()
+                    .ok_or_else(|| wire::invalid("empty PUBLISH"))?;
+                let len = wire::u32_at(&payload, 1)? as usize;
+                let channel = payload
+                    .get(5..5 + len)
+                    .ok_or_else(|| wire::invalid("truncated PUBLISH"))?;
+                let message = &payload[5 + len..];
+                let kind = if tag == 2 {
+                    ChannelKind::Shard
+                } else {
+                    ChannelKind::Channel
+                };
+                server.publish(
+                    kind,
+                    &Bytes::copy_from_slice(channel),
+                    &Bytes::copy_from_slice(message),
+                );
+            }
+            wire::HEARTBEAT => {
+                link.leader_offset
+                    .store(wire::u64_at(&payload, 0)?, Ordering::Relaxed);
+            }
+            other => {
+                return Err(wire::invalid(format!(
+                    "unexpected replication frame {other:#x}"
+                )))
+            }
+        }
+        // Acknowledge once everything received so far is applied.
+        if input.buffer().is_empty() {
+            send_ack(&mut stream, link)?;
+        }
+    }
+}
+
+fn send_ack(stream: &mut TcpStream, link: &Link) -> io::Result<()> {
+    let applied = link.applied.load(Ordering::Acquire);
+    let mut frame = Vec::with_capacity(13);
+    wire::write_frame(&mut frame, wire::ACK, &[&applied.to_le_bytes()])?;
+    stream.write_all(&frame)
+}
+
+/// Receives a full copy: wipes this directory, loads the records, and records the progress.
+fn load_copy(
+    server: &Arc<Server>,
+    link: &Arc<Link>,
+    input: &mut impl Read,
+    replid: &str,
+    seq: u64,
+) -> io::Result<()> {
+    notice!("Full resync from master: {replid}:{seq}");
+    let started = Instant::now();
+    link.sync_started_ms
+        .store(strata::now_ms(), Ordering::Relaxed);
+    link.sync_bytes.store(0, Ordering::Relaxed);
+    // This directory's own history ends here: replicas of this server start over.
+    server.replication.new_history();
+    link.loading.store(true, Ordering::Release);
+    link.set_state(server, SYNC);
+    let db = &server.db;
+    let storage = |e: strata::Error| io::Error::other(format!("loading the copy: {e}"));
+    db.load_begin().map_err(storage)?;
+    let mut records = 0u64;
+    loop {
+        let (kind, payload) = wire::read_frame(input)?;
+        link.last_io_ms.store(strata::now_ms(), Ordering::Relaxed);
+        link.sync_bytes
+            .fetch_add(payload.len() as u64 + 5, Ordering::Relaxed);
+        match kind {
+            wire::COPY => {
+                let recs = wire::records(&payload)?;
+                records += recs.len() as u64;
+                db.load_chunk(recs).map_err(storage)?;
+            }
+            wire::COPY_END => {
+                let end_seq = wire::u64_at(&payload, 0)?;
+                let count = wire::u64_at(&payload, 8)?;
+                if end_seq != seq || count != records {
+                    return Err(wire::invalid(format!(
+                        "copy ended at {end_seq} with {count} records; received {records} for {seq}"
+                    )));
+                }
+                break;
+            }
+            wire::PUBLISH | wire::HEARTBEAT => {}
+            other => {
+                return Err(wire::invalid(format!(
+                    "unexpected frame {other:#x} in the copy"
+                )))
+            }
+        }
+    }
+    db.load_end(&encode_state(replid, seq)).map_err(storage)?;
+    *link.leader_replid.lock().unwrap_or_else(|p| p.into_inner()) = replid.to_string();
+    link.applied.store(seq, Ordering::Release);
+    if let Err(e) = server.reload_functions() {
+        warning!("Can't load the leader's function libraries: {e}");
+    }
+    link.loading.store(false, Ordering::Release);
+    notice!(
+        "MASTER <-> REPLICA sync: loaded {records} records in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_progress_record_reads_back() {
+        let id = "a".repeat(40);
+        let raw = encode_state(&id, 12345);
+        assert_eq!(decode_state(&raw), Some((id, 12345)));
+        assert_eq!(decode_state(&raw[..48]), None);
+    }
+}

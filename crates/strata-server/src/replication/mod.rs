@@ -1,0 +1,470 @@
+//! Replication: this server's role (a leader, or a replica following one), the replicas attached
+//! to it, what INFO replication, ROLE and WAIT report, and the gate that refuses commands the
+//! current state does not allow (-LOADING, -MASTERDOWN, -READONLY, -NOREPLICAS). Offsets are the
+//! leader's RocksDB sequence numbers; the stream and its rules are in `docs/replication.md`.
+//! The two sides of a link live in `leader` and `follower`, the framing in `wire`.
+
+mod follower;
+mod leader;
+pub mod wire;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use strata_commands::errors;
+use strata_commands::table::CommandSpec;
+use strata_commands::{ChannelKind, PsyncRequest};
+use strata_resp::Frame;
+
+use crate::config::Config;
+use crate::log::notice;
+use crate::server::Server;
+
+pub use leader::attach;
+
+const ZERO_ID: &str = "0000000000000000000000000000000000000000";
+
+// Bits of the gate.
+const LOADING: u8 = 1;
+const MASTERDOWN: u8 = 2;
+const READONLY: u8 = 4;
+const NOREPLICAS: u8 = 8;
+
+/// Replication state shared by the whole server.
+pub struct Replication {
+    /// Names this directory's own history of sequence numbers: replicas of this server may
+    /// resume only within the same id. New after a crash, a full copy and a promotion.
+    own_replid: Mutex<String>,
+    /// The file keeping `own_replid` across clean restarts.
+    id_file: PathBuf,
+    /// The link to the leader while this server is a replica.
+    link: Mutex<Option<Arc<follower::Link>>>,
+    /// Replicas attached to this server.
+    attached: Mutex<Vec<Arc<leader::Attached>>>,
+    attached_count: AtomicUsize,
+    /// INFO stats.
+    pub sync_full: AtomicU64,
+    /// Partial resyncs accepted.
+    pub sync_partial_ok: AtomicU64,
+    /// Partial resyncs refused (a full copy was sent instead).
+    pub sync_partial_err: AtomicU64,
+    gate: AtomicU8,
+    good_replicas: AtomicU64,
+}
+
+impl Replication {
+    /// The state of a server on data directory `dir`. The replication id survives only a clean
+    /// shutdown (see [`Replication::mark_clean_shutdown`]): after a crash the last writes may not
+    /// be on disk although a replica has them, so the history must not be resumed.
+    pub fn open(dir: &Path) -> Replication {
+        let id_file = dir.join("replication-id");
+        let saved = std::fs::read_to_string(&id_file).ok().and_then(|text| {
+            let mut words = text.split_whitespace();
+            match (words.next(), words.next()) {
+                (Some(id), Some("clean")) if id.len() == 40 => Some(id.to_string()),
+                _ => None,
+            }
+        });
+        let id = saved.unwrap_or_else(crate::server::random_hex40);
+        let repl = Replication {
+            own_replid: Mutex::new(id),
+            id_file,
+            link: Mutex::new(None),
+            attached: Mutex::new(Vec::new()),
+            attached_count: AtomicUsize::new(0),
+            sync_full: AtomicU64::new(0),
+            sync_partial_ok: AtomicU64::new(0),
+            sync_partial_err: AtomicU64::new(0),
+            gate: AtomicU8::new(0),
+            good_replicas: AtomicU64::new(0),
+        };
+        repl.save_id(false);
+        repl
+    }
+
+    fn save_id(&self, clean: bool) {
+        let text = format!(
+            "{} {}\n",
+            self.own_replid(),
+            if clean { "clean" } else { "running" }
+        );
+        let tmp = self.id_file.with_extension("tmp");
+        if std::fs::write(&tmp, text).is_ok() {
+            let _ = std::fs::rename(&tmp, &self.id_file);
+        }
+    }
+
+    /// Records that the data is fully on disk: the next start keeps the replication id.
+    pub fn mark_clean_shutdown(&self) {
+        self.save_id(true);
+    }
+
+    /// This directory's replication id.
+    pub fn own_replid(&self) -> String {
+        self.own_replid
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Starts a new history: a new id, and the replicas attached so far start over.
+    pub fn new_history(&self) {
+        *self.own_replid.lock().unwrap_or_else(|p| p.into_inner()) = crate::server::random_hex40();
+        self.save_id(false);
+        for r in self.attached_now() {
+            r.close();
+        }
+    }
+
+    fn link(&self) -> Option<Arc<follower::Link>> {
+        self.link.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Whether this server is a replica.
+    pub fn is_replica(&self) -> bool {
+        self.link
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+
+    /// Whether a copy from the leader is being loaded.
+    pub fn is_loading(&self) -> bool {
+        self.link()
+            .is_some_and(|l| l.loading.load(Ordering::Acquire))
+    }
+
+    fn attached_now(&self) -> Vec<Arc<leader::Attached>> {
+        self.attached
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn add_attached(&self, r: Arc<leader::Attached>) {
+        let mut list = self.attached.lock().unwrap_or_else(|p| p.into_inner());
+        list.push(r);
+        self.attached_count.store(list.len(), Ordering::Release);
+    }
+
+    fn remove_attached(&self, r: &Arc<leader::Attached>) {
+        let mut list = self.attached.lock().unwrap_or_else(|p| p.into_inner());
+        list.retain(|x| !Arc::ptr_eq(x, r));
+        self.attached_count.store(list.len(), Ordering::Release);
+    }
+
+    /// Hands a PUBLISH to every attached replica.
+    pub fn propagate_publish(&self, kind: ChannelKind, channel: &Bytes, message: &Bytes) {
+        if self.attached_count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        for r in self.attached_now() {
+            if r.state.load(Ordering::Relaxed) == leader::ONLINE {
+                r.queue_publish(kind, channel, message);
+            }
+        }
+    }
+
+    /// Recomputes the gate from the role, the link and `cfg`.
+    pub fn refresh_gate(&self, cfg: &Config) {
+        let mut gate = 0;
+        match self.link() {
+            Some(link) => {
+                if link.loading.load(Ordering::Acquire) {
+                    gate |= LOADING;
+                }
+                if !link.is_up() && !cfg.replica_serve_stale_data() {
+                    gate |= MASTERDOWN;
+                }
+                if cfg.replica_read_only() {
+                    gate |= READONLY;
+                }
+            }
+            None => {
+                let (min, max_lag) = cfg.min_replicas();
+                let good = self.count_good(max_lag);
+                self.good_replicas.store(good, Ordering::Relaxed);
+                if min > 0 && max_lag > 0 && good < min {
+                    gate |= NOREPLICAS;
+                }
+            }
+        }
+        self.gate.store(gate, Ordering::Release);
+    }
+
+    fn count_good(&self, max_lag_secs: u64) -> u64 {
+        let now = strata::now_ms();
+        self.attached_now()
+            .iter()
+            .filter(|r| {
+                r.state.load(Ordering::Relaxed) == leader::ONLINE
+                    && now.saturating_sub(r.last_ack_ms.load(Ordering::Relaxed))
+                        <= max_lag_secs * 1000
+            })
+            .count() as u64
+    }
+
+    /// The refusal for `spec` in the current state, in Redis's order of checks.
+    #[inline]
+    pub fn refusal(&self, spec: &CommandSpec) -> Option<Frame> {
+        let gate = self.gate.load(Ordering::Relaxed);
+        if gate == 0 {
+            return None;
+        }
+        let write = spec.has_flag("write");
+        let text = if gate & NOREPLICAS != 0 && write {
+            errors::NOREPLICAS
+        } else if gate & READONLY != 0 && write {
+            errors::READONLY_REPLICA
+        } else if gate & MASTERDOWN != 0 && !spec.has_flag("stale") {
+            errors::MASTERDOWN
+        } else if gate & LOADING != 0 && !spec.has_flag("loading") {
+            errors::LOADING
+        } else {
+            return None;
+        };
+        Some(errors::err(text))
+    }
+
+    /// REPLICAOF / SLAVEOF.
+    pub fn replicaof(
+        server: &Arc<Server>,
+        leader: Option<(String, u16)>,
+    ) -> Result<&'static str, String> {
+        let repl = &server.replication;
+        let mut slot = repl.link.lock().unwrap_or_else(|p| p.into_inner());
+        match leader {
+            None => {
+                if let Some(old) = slot.take() {
+                    old.stop();
+                    drop(slot);
+                    repl.new_history();
+                    server.db.set_active_expire(true);
+                    notice!("MASTER MODE enabled (user request from REPLICAOF NO ONE)");
+                }
+                server.set_replicaof(None);
+            }
+            Some((host, port)) => {
+                if let Some(old) = slot.as_ref() {
+                    if old.host.eq_ignore_ascii_case(&host) && old.port == port {
+                        return Ok("OK Already connected to specified master");
+                    }
+                    old.stop();
+                }
+                server.db.set_active_expire(false);
+                let link = Arc::new(follower::Link::new(server, host.clone(), port));
+                *slot = Some(link.clone());
+                drop(slot);
+                // Replicas of this server follow whatever this server becomes.
+                for r in repl.attached_now() {
+                    r.close();
+                }
+                notice!("REPLICAOF {host}:{port} enabled (user request)");
+                server.set_replicaof(Some((&host, port)));
+                follower::spawn(server.clone(), link);
+            }
+        }
+        repl.refresh_gate(&server.config());
+        Ok("OK")
+    }
+
+    /// ROLE.
+    pub fn role(&self, server: &Server) -> Frame {
+        match self.link() {
+            Some(link) => Frame::Array(vec![
+                Frame::bulk("slave"),
+                Frame::bulk(link.host.clone()),
+                Frame::Integer(i64::from(link.port)),
+                Frame::bulk(link.state_name()),
+                Frame::Integer(if link.is_up() {
+                    link.applied.load(Ordering::Acquire) as i64
+                } else {
+                    -1
+                }),
+            ]),
+            None => Frame::Array(vec![
+                Frame::bulk("master"),
+                Frame::Integer(server.db.last_seq() as i64),
+                Frame::Array(
+                    self.attached_now()
+                        .iter()
+                        .filter(|r| r.state.load(Ordering::Relaxed) == leader::ONLINE)
+                        .map(|r| {
+                            Frame::Array(vec![
+                                Frame::bulk(r.ip.clone()),
+                                Frame::bulk(r.port.to_string()),
+                                Frame::bulk(r.ack.load(Ordering::Relaxed).to_string()),
+                            ])
+                        })
+                        .collect(),
+                ),
+            ]),
+        }
+    }
+
+    /// WAIT: blocks this worker (other connections move to other workers) until `n` replicas
+    /// acknowledged everything written so far, or `timeout_ms` (0: no limit) passes.
+    pub fn wait(&self, server: &Server, n: u64, timeout_ms: u64) -> Result<u64, String> {
+        if self.is_replica() {
+            return Err(errors::WAIT_ON_REPLICA.to_string());
+        }
+        let target = server.db.last_seq();
+        let acked = || {
+            self.attached_now()
+                .iter()
+                .filter(|r| {
+                    r.state.load(Ordering::Relaxed) == leader::ONLINE
+                        && r.ack.load(Ordering::Acquire) >= target
+                })
+                .count() as u64
+        };
+        let count = acked();
+        if count >= n {
+            return Ok(count);
+        }
+        let deadline = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
+        let wait = || loop {
+            let count = acked();
+            if count >= n || deadline.is_some_and(|d| Instant::now() >= d) {
+                return count;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        Ok(match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(wait)
+            }
+            _ => wait(),
+        })
+    }
+
+    /// Periodic upkeep (from the server cron): the gate follows replicas' lag.
+    pub fn cron(&self, cfg: &Config) {
+        self.refresh_gate(cfg);
+    }
+
+    /// The INFO replication section.
+    pub fn info(&self, server: &Server, out: &mut String) {
+        use std::fmt::Write as _;
+        let cfg = server.config();
+        let now = strata::now_ms();
+        out.push_str("# Replication\r\n");
+        let link = self.link();
+        let (offset, replid) = match &link {
+            Some(link) => {
+                let id = link
+                    .leader_replid
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone();
+                let id = if id.len() == 40 {
+                    id
+                } else {
+                    self.own_replid()
+                };
+                (link.applied.load(Ordering::Acquire), id)
+            }
+            None => (server.db.last_seq(), self.own_replid()),
+        };
+        match &link {
+            Some(link) => {
+                let up = link.is_up();
+                let _ = write!(
+                    out,
+                    "role:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:{}\r\n",
+                    link.host,
+                    link.port,
+                    if up { "up" } else { "down" }
+                );
+                let last_io = link.last_io_ms.load(Ordering::Relaxed);
+                let io_ago = if last_io == 0 {
+                    -1
+                } else {
+                    (now.saturating_sub(last_io) / 1000) as i64
+                };
+                let loading = link.loading.load(Ordering::Acquire);
+                let _ = write!(
+                    out,
+                    "master_last_io_seconds_ago:{io_ago}\r\nmaster_sync_in_progress:{}\r\nslave_read_repl_offset:{offset}\r\nslave_repl_offset:{offset}\r\n",
+                    u8::from(loading)
+                );
+                if loading {
+                    let started = link.sync_started_ms.load(Ordering::Relaxed);
+                    let _ = write!(
+                        out,
+                        "master_sync_total_bytes:-1\r\nmaster_sync_read_bytes:{}\r\nmaster_sync_left_bytes:-1\r\nmaster_sync_perc:-1.00\r\nmaster_sync_last_io_seconds_ago:{}\r\n",
+                        link.sync_bytes.load(Ordering::Relaxed),
+                        now.saturating_sub(started.max(last_io)) / 1000
+                    );
+                }
+                if !up {
+                    let since = link.down_since_ms.load(Ordering::Relaxed);
+                    let secs = if since == 0 || last_io == 0 {
+                        -1
+                    } else {
+                        (now.saturating_sub(since) / 1000) as i64
+                    };
+                    let _ = write!(out, "master_link_down_since_seconds:{secs}\r\n");
+                }
+                let _ = write!(
+                    out,
+                    "slave_priority:{}\r\nslave_read_only:{}\r\nreplica_announced:{}\r\n",
+                    cfg.replica_priority(),
+                    u8::from(cfg.replica_read_only()),
+                    u8::from(cfg.replica_announced())
+                );
+            }
+            None => out.push_str("role:master\r\n"),
+        }
+        let attached = self.attached_now();
+        let _ = write!(out, "connected_slaves:{}\r\n", attached.len());
+        let (min, max_lag) = cfg.min_replicas();
+        if min > 0 && max_lag > 0 {
+            let _ = write!(
+                out,
+                "min_slaves_good_slaves:{}\r\n",
+                self.good_replicas.load(Ordering::Relaxed)
+            );
+        }
+        for (i, r) in attached.iter().enumerate() {
+            let lag = now.saturating_sub(r.last_ack_ms.load(Ordering::Relaxed)) / 1000;
+            let _ = write!(
+                out,
+                "slave{i}:ip={},port={},state={},offset={},lag={lag}\r\n",
+                r.ip,
+                r.port,
+                r.state_name(),
+                r.ack.load(Ordering::Relaxed)
+            );
+        }
+        let (backlog, _) = cfg.repl_backlog();
+        let _ = write!(
+            out,
+            "master_failover_state:no-failover\r\nmaster_replid:{replid}\r\nmaster_replid2:{ZERO_ID}\r\nmaster_repl_offset:{offset}\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:1\r\nrepl_backlog_size:{backlog}\r\nrepl_backlog_first_byte_offset:1\r\nrepl_backlog_histlen:{offset}\r\n"
+        );
+    }
+}
+
+/// Takes a connection that sent PSYNC over (from the connection task): the socket leaves tokio.
+pub fn take_over(
+    server: Arc<Server>,
+    stream: tokio::net::TcpStream,
+    ip: String,
+    req: PsyncRequest,
+) {
+    match stream.into_std() {
+        Ok(std_stream) => attach(server, std_stream, ip, req),
+        Err(e) => crate::log::warning!("Can't hand a replica's connection over: {e}"),
+    }
+}
+
+/// Starts following the leader named in the configuration (`replicaof` at start-up).
+pub fn start_from_config(server: &Arc<Server>) {
+    let configured = server.config().replicaof();
+    if let Some(leader) = configured {
+        let _ = Replication::replicaof(server, Some(leader));
+    }
+}

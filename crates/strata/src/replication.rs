@@ -1,0 +1,516 @@
+//! What replication needs from the data model, on both sides of the link. A leader reads its own
+//! write-ahead log from a sequence number on ([`Db::wal_read`]) and streams a consistent copy of
+//! the whole directory ([`Db::sync_snapshot`]); a replica wipes and loads such a copy
+//! ([`Db::load_begin`], [`Db::load_chunk`], [`Db::load_end`]) and applies the leader's log
+//! batches ([`Db::apply_replicated`]) exactly as the leader wrote them, each together with the
+//! record of how far it has got, so a restarted replica resumes where its data stops. Offsets
+//! are RocksDB sequence numbers. Knows nothing of sockets or the wire format.
+
+use rocksdb::{IteratorMode, ReadOptions, WriteBatch, WriteOptions};
+
+use crate::db::Db;
+use crate::error::{Error, Result};
+use crate::storage::{
+    CF_DATA, CF_EXPIRE, CF_META, CF_ZSCORE, DB_MAP_KEY, FORMAT_KEY, FORMAT_VERSION,
+};
+
+/// The column families in the order replication numbers them (the wire format names a family
+/// by its index here, never by RocksDB's internal id, which may differ between two directories).
+pub const FAMILIES: [&str; 5] = ["default", CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE];
+
+/// The aux record (see [`Db::aux_get`]) a replica keeps its progress in.
+pub const REPLICATION_STATE: &str = "replication";
+
+/// One write batch of the log.
+#[derive(Debug, Clone)]
+pub struct WalBatch {
+    /// The sequence number of its first operation.
+    pub seq: u64,
+    /// How many sequence numbers it uses.
+    pub count: u64,
+    /// RocksDB's own encoding of the batch (see `docs/replication.md`).
+    pub data: Vec<u8>,
+}
+
+/// What [`Db::wal_read`] found.
+#[derive(Debug)]
+pub enum WalRead {
+    /// The batches from the requested sequence number on, contiguous (possibly none yet).
+    Batches(Vec<WalBatch>),
+    /// The log no longer holds the requested sequence number (or never will: the directory is
+    /// behind it): the reader needs a full copy.
+    Gap,
+}
+
+/// What [`Db::apply_replicated`] changed that the server keeps in memory beside the data.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Applied {
+    /// An aux record (`strata:aux:*`, e.g. the FUNCTION libraries) was written.
+    pub aux_changed: bool,
+}
+
+/// One operation of an encoded write batch, as [`parse_batch`] reads it. `cf` is RocksDB's id.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum BatchOp<'a> {
+    /// Put `key` = `value`.
+    Put {
+        cf: u32,
+        key: &'a [u8],
+        value: &'a [u8],
+    },
+    /// Delete `key`.
+    Delete { cf: u32, key: &'a [u8] },
+    /// Delete `key` (single-deletion).
+    SingleDelete { cf: u32, key: &'a [u8] },
+    /// Delete every key in `begin..end`.
+    DeleteRange {
+        cf: u32,
+        begin: &'a [u8],
+        end: &'a [u8],
+    },
+    /// A blob written to the log only.
+    LogData(&'a [u8]),
+}
+
+/// Reads RocksDB's write-batch encoding: a 12-byte header (sequence number, count), then tagged
+/// records. Only the record kinds Strata writes are accepted; anything else is an error.
+pub(crate) fn parse_batch(data: &[u8]) -> Result<Vec<BatchOp<'_>>> {
+    let bad = |what: &str| Error::Corrupt(format!("replicated write batch: {what}"));
+    if data.len() < 12 {
+        return Err(bad("shorter than its header"));
+    }
+    let mut rest = &data[12..];
+    let mut ops = Vec::new();
+    while let Some((&tag, tail)) = rest.split_first() {
+        rest = tail;
+        let op = match tag {
+            0x0 | 0x1 | 0x7 | 0xF => {
+                let a = slice(&mut rest).ok_or_else(|| bad("truncated record"))?;
+                match tag {
+                    0x0 => BatchOp::Delete { cf: 0, key: a },
+                    0x7 => BatchOp::SingleDelete { cf: 0, key: a },
+                    0x1 => BatchOp::Put {
+                        cf: 0,
+                        key: a,
+                        value: slice(&mut rest).ok_or_else(|| bad("truncated value"))?,
+                    },
+                    _ => BatchOp::DeleteRange {
+                        cf: 0,
+                        begin: a,
+                        end: slice(&mut rest).ok_or_else(|| bad("truncated range"))?,
+                    },
+                }
+            }
+            0x3 => BatchOp::LogData(slice(&mut rest).ok_or_else(|| bad("truncated log data"))?),
+            0x4 | 0x5 | 0x8 | 0xE => {
+                let cf = varint32(&mut rest).ok_or_else(|| bad("truncated family id"))?;
+                let a = slice(&mut rest).ok_or_else(|| bad("truncated record"))?;
+                match tag {
+                    0x4 => BatchOp::Delete { cf, key: a },
+                    0x8 => BatchOp::SingleDelete { cf, key: a },
+                    0x5 => BatchOp::Put {
+                        cf,
+                        key: a,
+                        value: slice(&mut rest).ok_or_else(|| bad("truncated value"))?,
+                    },
+                    _ => BatchOp::DeleteRange {
+                        cf,
+                        begin: a,
+                        end: slice(&mut rest).ok_or_else(|| bad("truncated range"))?,
+                    },
+                }
+            }
+            other => return Err(bad(&format!("unsupported record kind {other:#x}"))),
+        };
+        ops.push(op);
+    }
+    Ok(ops)
+}
+
+fn varint32(buf: &mut &[u8]) -> Option<u32> {
+    let mut v: u32 = 0;
+    for i in 0..5 {
+        let (&b, rest) = buf.split_first()?;
+        *buf = rest;
+        v |= ((b & 0x7f) as u32) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+fn slice<'a>(buf: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let len = varint32(buf)? as usize;
+    if buf.len() < len {
+        return None;
+    }
+    let (s, rest) = buf.split_at(len);
+    *buf = rest;
+    Some(s)
+}
+
+fn total_order() -> ReadOptions {
+    let mut ro = ReadOptions::default();
+    // `meta` hashes its memtable by prefix: a scan across prefixes must ask for total order.
+    ro.set_total_order_seek(true);
+    ro.fill_cache(false);
+    ro
+}
+
+impl Db {
+    /// The sequence number of the last write (the leader's replication offset).
+    pub fn last_seq(&self) -> u64 {
+        self.storage().raw().latest_sequence_number()
+    }
+
+    /// RocksDB's id of each family of [`FAMILIES`] in this directory, in that order (found by
+    /// encoding a one-record batch per family, as RocksDB numbers them).
+    pub fn family_ids(&self) -> [u32; 5] {
+        let s = self.storage();
+        let mut ids = [0u32; 5];
+        for (slot, name) in ids.iter_mut().zip(FAMILIES) {
+            let mut b = WriteBatch::default();
+            b.put_cf(s.cf(name), b"k", b"v");
+            if let Ok(ops) = parse_batch(b.data()) {
+                if let Some(BatchOp::Put { cf, .. }) = ops.first() {
+                    *slot = *cf;
+                }
+            }
+        }
+        ids
+    }
+
+    /// The log's batches from sequence number `next` on, contiguous, about `max_bytes` at most
+    /// (always at least one when there is one), and only batches already visible to readers.
+    /// [`WalRead::Gap`] when the log does not reach back to `next` (its files were purged:
+    /// retention is `Options::wal_ttl_seconds` / `wal_size_limit_mb`) or `next` is beyond the
+    /// last write plus one. An `Err` may be transient (a log file moving to the archive).
+    pub fn wal_read(&self, next: u64, max_bytes: usize) -> Result<WalRead> {
+        let raw = self.storage().raw();
+        let last = raw.latest_sequence_number();
+        if next > last.saturating_add(1) || next == 0 {
+            return Ok(WalRead::Gap);
+        }
+        if next > last {
+            return Ok(WalRead::Batches(Vec::new()));
+        }
+        // The binding skips batches starting at or before the number it is given.
+        let iter = raw.get_updates_since(next - 1)?;
+        let mut out: Vec<WalBatch> = Vec::new();
+        let mut want = next;
+        let mut bytes = 0;
+        for item in iter {
+            let (seq, batch) = item?;
+            if seq > last {
+                break;
+            }
+            if seq != want {
+                // The first batch must start exactly where the reader stopped.
+                return Ok(if out.is_empty() && seq > want {
+                    WalRead::Gap
+                } else {
+                    WalRead::Batches(out)
+                });
+            }
+            let count = batch.len() as u64;
+            let data = batch.data().to_vec();
+            bytes += data.len();
+            want = seq + count.max(1);
+            out.push(WalBatch { seq, count, data });
+            if bytes >= max_bytes {
+                break;
+            }
+        }
+        Ok(WalRead::Batches(out))
+    }
+
+    /// Streams a consistent copy of the whole directory: takes every key lock for an instant to
+    /// pin a snapshot between writes (so no transaction or script is half in it), calls `start`
+    /// with its sequence number, then `record` with `(family index in FAMILIES, key, value)` for
+    /// every record, family by family, while writers go on. Returns the sequence number.
+    pub fn sync_snapshot<E: From<Error>>(
+        &self,
+        start: impl FnOnce(u64) -> std::result::Result<(), E>,
+        mut record: impl FnMut(usize, &[u8], &[u8]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<u64, E> {
+        let raw = self.storage().raw();
+        let (seq, snapshot) = {
+            let _all = self.hold_all();
+            (raw.latest_sequence_number(), raw.snapshot())
+        };
+        start(seq)?;
+        for (index, name) in FAMILIES.iter().enumerate() {
+            let mut ro = total_order();
+            ro.set_snapshot(&snapshot);
+            let cf = self.storage().cf(name);
+            for item in raw.iterator_cf_opt(cf, ro, IteratorMode::Start) {
+                let (k, v) = item.map_err(Error::from)?;
+                record(index, &k, &v)?;
+            }
+        }
+        Ok(seq)
+    }
+
+    /// Starts loading a leader's copy: deletes every record of every family (the progress record
+    /// too, so a crash in the middle of the load means a full copy again). Synced.
+    pub fn load_begin(&self) -> Result<()> {
+        let _all = self.inner.locks.lock_all();
+        let s = self.storage();
+        let raw = s.raw();
+        let mut batch = WriteBatch::default();
+        for name in FAMILIES {
+            let cf = s.cf(name);
+            let mut it = raw.raw_iterator_cf_opt(cf, total_order());
+            it.seek_to_first();
+            let Some(first) = it.key().map(<[u8]>::to_vec) else {
+                continue;
+            };
+            it.seek_to_last();
+            let Some(last) = it.key().map(<[u8]>::to_vec) else {
+                continue;
+            };
+            it.status()?;
+            batch.delete_range_cf(cf, first, last.clone());
+            batch.delete_cf(cf, last);
+        }
+        self.inner.hot.clear();
+        let mut wo = WriteOptions::default();
+        wo.set_sync(true);
+        raw.write_opt(batch, &wo)?;
+        Ok(())
+    }
+
+    /// Writes records of a leader's copy (family index in [`FAMILIES`], key, value) without the
+    /// log: [`Db::load_end`] flushes them to data files.
+    pub fn load_chunk<'a>(
+        &self,
+        records: impl IntoIterator<Item = (usize, &'a [u8], &'a [u8])>,
+    ) -> Result<()> {
+        let s = self.storage();
+        let mut batch = WriteBatch::default();
+        for (index, key, value) in records {
+            let name = FAMILIES
+                .get(index)
+                .ok_or_else(|| Error::Corrupt(format!("replicated record of family {index}")))?;
+            batch.put_cf(s.cf(name), key, value);
+        }
+        let mut wo = WriteOptions::default();
+        wo.disable_wal(true);
+        s.raw().write_opt(batch, &wo)?;
+        Ok(())
+    }
+
+    /// Finishes a load: flushes what was loaded to data files, checks the copy's format, takes
+    /// its database map and records `state` as the replica's progress (synced).
+    pub fn load_end(&self, state: &[u8]) -> Result<()> {
+        let s = self.storage();
+        s.flush_all()?;
+        match s.get("default", FORMAT_KEY)? {
+            Some(v) if v.as_slice() == [FORMAT_VERSION] => {}
+            other => {
+                return Err(Error::Corrupt(format!(
+                    "the leader's copy has on-disk format {other:?}; this build reads format {FORMAT_VERSION}"
+                )))
+            }
+        }
+        self.reload_db_map()?;
+        self.inner.hot.clear();
+        let mut batch = WriteBatch::default();
+        batch.put(aux_key(REPLICATION_STATE), state);
+        let mut wo = WriteOptions::default();
+        wo.set_sync(true);
+        s.raw().write_opt(batch, &wo)?;
+        Ok(())
+    }
+
+    /// Applies one of the leader's log batches (`leader_ids`: the leader's [`Db::family_ids`])
+    /// atomically together with the progress record `state`, with this directory's sync policy,
+    /// and brings what the server caches in memory up to date.
+    pub fn apply_replicated(
+        &self,
+        leader_ids: &[u32; 5],
+        data: &[u8],
+        state: &[u8],
+    ) -> Result<Applied> {
+        let s = self.storage();
+        let family = |id: u32| -> Result<&rocksdb::ColumnFamily> {
+            let index = leader_ids
+                .iter()
+                .position(|&x| x == id)
+                .ok_or_else(|| Error::Corrupt(format!("replicated write to family id {id}")))?;
+            Ok(s.cf(FAMILIES[index]))
+        };
+        let meta_id = leader_ids[1];
+        let mut applied = Applied::default();
+        let mut map_changed = false;
+        let mut batch = WriteBatch::default();
+        for op in parse_batch(data)? {
+            match op {
+                BatchOp::Put { cf, key, value } => {
+                    self.note_replicated(cf, meta_id, key, &mut applied, &mut map_changed);
+                    batch.put_cf(family(cf)?, key, value);
+                }
+                BatchOp::Delete { cf, key } | BatchOp::SingleDelete { cf, key } => {
+                    self.note_replicated(cf, meta_id, key, &mut applied, &mut map_changed);
+                    batch.delete_cf(family(cf)?, key);
+                }
+                BatchOp::DeleteRange { cf, begin, end } => {
+                    if cf == meta_id {
+                        self.inner.hot.clear();
+                    }
+                    batch.delete_range_cf(family(cf)?, begin, end);
+                }
+                BatchOp::LogData(_) => {}
+            }
+        }
+        batch.put(aux_key(REPLICATION_STATE), state);
+        {
+            // Readers of the keys involved see the whole batch or none of it (RocksDB applies
+            // it atomically); the hot cache entries were dropped above, before the write.
+            s.write(batch)?;
+        }
+        if map_changed {
+            self.reload_db_map()?;
+        }
+        Ok(applied)
+    }
+
+    fn note_replicated(
+        &self,
+        cf: u32,
+        meta_id: u32,
+        key: &[u8],
+        applied: &mut Applied,
+        map_changed: &mut bool,
+    ) {
+        if cf == meta_id {
+            self.inner.hot.remove(key);
+        } else if cf == 0 {
+            if key == DB_MAP_KEY {
+                *map_changed = true;
+            } else if key.starts_with(b"strata:aux:") {
+                applied.aux_changed = true;
+            }
+        }
+    }
+
+    /// Turns the background expiry cycle on or off (a replica leaves expiry to its leader).
+    pub fn set_active_expire(&self, on: bool) {
+        self.inner
+            .active_expire
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn aux_key(name: &str) -> Vec<u8> {
+    format!("strata:aux:{name}").into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SetOptions;
+
+    #[test]
+    fn a_replica_applying_the_leaders_log_ends_with_the_leaders_data() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        let leader = Db::open(a.path()).unwrap();
+        let replica = Db::open(b.path()).unwrap();
+        let mut copied = 0;
+        let seq = leader
+            .sync_snapshot::<Error>(
+                |_| Ok(()),
+                |_, _, _| {
+                    copied += 1;
+                    Ok(())
+                },
+            )
+            .unwrap();
+        assert!(copied >= 1, "the format marker is part of the copy");
+        leader.set(b"s", b"v", SetOptions::default()).unwrap();
+        leader.hset(b"h", &[(b"f", b"1")]).unwrap();
+        leader.rpush(b"l", &[b"a", b"b"]).unwrap();
+        leader.select(3).unwrap().sadd(b"set", &[b"m"]).unwrap();
+        leader.swapdb(3, 4).unwrap();
+        leader.del(&[b"s"]).unwrap();
+        leader.flushdb().unwrap();
+        leader
+            .set(b"after", b"flush", SetOptions::default())
+            .unwrap();
+        let WalRead::Batches(batches) = leader.wal_read(seq + 1, usize::MAX).unwrap() else {
+            panic!("the log holds every write since the snapshot");
+        };
+        assert!(batches.len() >= 8);
+        let ids = leader.family_ids();
+        for b in &batches {
+            replica.apply_replicated(&ids, &b.data, b"state").unwrap();
+        }
+        assert_eq!(replica.get(b"after").unwrap(), Some(b"flush".to_vec()));
+        assert_eq!(
+            replica.hget(b"h", b"f").unwrap(),
+            None,
+            "FLUSHDB replicated"
+        );
+        let four = replica.select(4).unwrap();
+        assert_eq!(four.smembers(b"set").unwrap(), vec![b"m".to_vec()]);
+        assert_eq!(
+            replica.aux_get(REPLICATION_STATE).unwrap(),
+            Some(b"state".to_vec())
+        );
+        let next = batches.last().map(|b| b.seq + b.count).unwrap();
+        assert_eq!(next, leader.last_seq() + 1);
+        assert!(matches!(leader.wal_read(next, 1).unwrap(), WalRead::Batches(v) if v.is_empty()));
+        assert!(matches!(
+            leader.wal_read(next + 5, 1).unwrap(),
+            WalRead::Gap
+        ));
+    }
+
+    #[test]
+    fn a_loaded_copy_replaces_everything_the_replica_had() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        let leader = Db::open(a.path()).unwrap();
+        let replica = Db::open(b.path()).unwrap();
+        leader.hset(b"h", &[(b"f", b"1"), (b"g", b"2")]).unwrap();
+        let mut batch = crate::Batch::new();
+        batch.zadd(b"z", &[(1.5, b"m")]);
+        leader.apply(&batch).unwrap();
+        replica.set(b"stale", b"x", SetOptions::default()).unwrap();
+        let mut records = Vec::new();
+        leader
+            .sync_snapshot::<Error>(
+                |_| Ok(()),
+                |cf, k, v| {
+                    records.push((cf, k.to_vec(), v.to_vec()));
+                    Ok(())
+                },
+            )
+            .unwrap();
+        replica.load_begin().unwrap();
+        replica
+            .load_chunk(records.iter().map(|(c, k, v)| (*c, &k[..], &v[..])))
+            .unwrap();
+        replica.load_end(b"progress").unwrap();
+        assert_eq!(replica.get(b"stale").unwrap(), None);
+        assert_eq!(replica.hlen(b"h").unwrap(), 2);
+        assert_eq!(replica.zscore(b"z", b"m").unwrap(), Some(1.5));
+        assert_eq!(
+            replica.aux_get(REPLICATION_STATE).unwrap(),
+            Some(b"progress".to_vec())
+        );
+    }
+
+    #[test]
+    fn batches_strata_does_not_write_are_refused_not_misread() {
+        let mut data = vec![0u8; 12];
+        data.push(0x2); // a merge
+        data.extend_from_slice(&[1, b'k', 1, b'v']);
+        assert!(parse_batch(&data).is_err());
+        data.truncate(12);
+        data.extend_from_slice(&[0x5, 3, 2, b'k']);
+        assert!(parse_batch(&data).is_err(), "truncated");
+    }
+}

@@ -43,7 +43,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     row!("function|dump", 2, ["noscript"], 0, "7.0.0", "O(N) where N is the number of functions", "Serializes every library into a payload for FUNCTION RESTORE.", "", function_dump),
     row!("function|restore", -3, ["write", "denyoom", "noscript"], 0, "7.0.0", "O(N) where N is the number of functions on the payload", "Loads the libraries of a FUNCTION DUMP payload.", "serialized-value [policy: FLUSH | APPEND | REPLACE]", function_restore),
     row!("function|stats", 2, ["noscript", "allow_busy"], 0, "7.0.0", "O(1)", "Tells which function runs now and how many libraries and functions exist.", "", function_stats),
-    row!("function|kill", 2, ["noscript", "allow_busy"], 0, "7.0.0", "O(1)", "Stops the function that is running, if it has not written.", "", script_kill),
+    row!("function|kill", 2, ["noscript", "allow_busy"], 0, "7.0.0", "O(1)", "Stops the function that is running, if it has not written.", "", function_kill),
     row!("function|help", 2, ["loading", "stale"], 0, "7.0.0", "O(1)", "Lists the FUNCTION subcommands with a line on each.", "", function_help),
 ];
 
@@ -146,10 +146,22 @@ fn script_flush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn script_kill(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    match ctx.server.scripts().kill() {
+    kill(ctx, false)
+}
+
+fn function_kill(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+    kill(ctx, true)
+}
+
+/// SCRIPT KILL (`function` false) and FUNCTION KILL: each stops only its own kind; meeting only
+/// the other kind, it answers the BUSY text that names the right command.
+fn kill(ctx: &mut Ctx<'_>, function: bool) -> Frame {
+    match ctx.server.scripts().kill(function) {
         scripting::KillOutcome::Killed => Frame::ok(),
         scripting::KillOutcome::NotBusy => err(errors::NOTBUSY),
         scripting::KillOutcome::Unkillable => err(errors::UNKILLABLE),
+        scripting::KillOutcome::OtherKind if function => err(errors::BUSY_SCRIPT),
+        scripting::KillOutcome::OtherKind => err(errors::BUSY_FUNCTION),
     }
 }
 

@@ -4,6 +4,11 @@
 //! any other key it reaches as it goes, patiently, without ever waiting while it could deadlock),
 //! so scripts on disjoint keys run in parallel on different threads, where Redis runs one at a
 //! time. Interpreters compile a script the first time they meet it and keep the function.
+//!
+//! A script still running after `busy-reply-threshold` declares itself busy on the key locks it
+//! holds (`strata::Db::declare_busy`): from then on a client that needs one of those keys gets
+//! `-BUSY` (at once, or as soon as the threshold passes if it was already waiting) instead of
+//! waiting for the script, while clients on other keys go on being served.
 
 mod convert;
 pub mod functions;
@@ -23,13 +28,49 @@ use crate::table;
 use crate::{BlockMode, Ctx};
 
 /// The scripts loaded by EVAL and SCRIPT LOAD, by SHA1, shared by every connection.
-#[derive(Default)]
 pub struct ScriptCache {
     bodies: RwLock<HashMap<String, Bytes>>,
     /// Bumped by SCRIPT FLUSH: interpreters drop their compiled functions when it changes.
     generation: AtomicU64,
     /// The scripts and functions running right now, for SCRIPT KILL / FUNCTION KILL.
     running: Mutex<Vec<Arc<Running>>>,
+    /// `busy-reply-threshold` in milliseconds: a script running longer turns away the clients
+    /// that need its keys with -BUSY.
+    busy_threshold_ms: AtomicU64,
+}
+
+/// Redis's default `busy-reply-threshold`.
+const DEFAULT_BUSY_THRESHOLD_MS: u64 = 5000;
+
+impl Default for ScriptCache {
+    fn default() -> Self {
+        ScriptCache {
+            bodies: RwLock::default(),
+            generation: AtomicU64::new(0),
+            running: Mutex::default(),
+            busy_threshold_ms: AtomicU64::new(DEFAULT_BUSY_THRESHOLD_MS),
+        }
+    }
+}
+
+/// The tag a busy EVAL script marks its key locks with (see `strata::Db::declare_busy`).
+const BUSY_TAG_SCRIPT: u8 = 1;
+/// The tag of a busy function.
+const BUSY_TAG_FUNCTION: u8 = 2;
+
+/// The -BUSY error for a command that needs a key a busy script holds: Redis's text names the
+/// kill command of what holds it.
+pub fn busy_text(b: strata::Busy) -> &'static str {
+    if b.0 == BUSY_TAG_FUNCTION {
+        errors::BUSY_FUNCTION
+    } else {
+        errors::BUSY_SCRIPT
+    }
+}
+
+/// [`busy_text`] as a reply.
+pub fn busy_reply(b: strata::Busy) -> Frame {
+    err(busy_text(b))
 }
 
 /// A script or function being run.
@@ -42,6 +83,29 @@ pub struct Running {
     started: std::time::Instant,
     /// When (in microseconds of run time) to try handing the worker thread off next.
     next_hand_off_us: AtomicU64,
+    /// A function (FCALL) rather than an EVAL script.
+    function: bool,
+    /// Run time (microseconds) after which the script declares itself busy.
+    busy_after_us: u64,
+    /// It has declared itself busy (only its own thread reads and writes this).
+    busy: AtomicBool,
+    /// The database whose key locks it holds.
+    db: strata::Db,
+}
+
+impl Running {
+    /// Called from the interpreter's periodic check: past the threshold, marks the key locks
+    /// this thread holds as busy.
+    fn check_busy(&self, elapsed_us: u64) {
+        if elapsed_us >= self.busy_after_us && !self.busy.swap(true, Ordering::Relaxed) {
+            let tag = if self.function {
+                BUSY_TAG_FUNCTION
+            } else {
+                BUSY_TAG_SCRIPT
+            };
+            self.db.declare_busy(tag);
+        }
+    }
 }
 
 /// A script still running after this long hands its worker thread's other connections to
@@ -67,6 +131,9 @@ pub enum KillOutcome {
     NotBusy,
     /// The running script has written: it must finish.
     Unkillable,
+    /// Only scripts of the other kind run (SCRIPT KILL while a function runs, FUNCTION KILL
+    /// while an EVAL script runs).
+    OtherKind,
 }
 
 impl ScriptCache {
@@ -105,18 +172,29 @@ impl ScriptCache {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// SCRIPT KILL / FUNCTION KILL: stops the running scripts that have not written.
-    pub fn kill(&self) -> KillOutcome {
+    /// `busy-reply-threshold` changed (CONFIG SET, start-up): applies to scripts started later.
+    pub fn set_busy_threshold_ms(&self, ms: u64) {
+        self.busy_threshold_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// SCRIPT KILL (`function` false) / FUNCTION KILL (`function` true): stops the running
+    /// scripts of that kind that have not written. As in Redis, a script that has written
+    /// answers UNKILLABLE before the kind is looked at.
+    pub fn kill(&self, function: bool) -> KillOutcome {
         let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
         if running.is_empty() {
             return KillOutcome::NotBusy;
         }
         let killable: Vec<&Arc<Running>> = running
             .iter()
-            .filter(|r| !r.wrote.load(Ordering::Acquire))
+            .filter(|r| r.function == function && !r.wrote.load(Ordering::Acquire))
             .collect();
         if killable.is_empty() {
-            return KillOutcome::Unkillable;
+            return if running.iter().any(|r| r.wrote.load(Ordering::Acquire)) {
+                KillOutcome::Unkillable
+            } else {
+                KillOutcome::OtherKind
+            };
         }
         for r in killable {
             r.kill.store(true, Ordering::Release);
@@ -124,12 +202,17 @@ impl ScriptCache {
         KillOutcome::Killed
     }
 
-    fn start(&self) -> Arc<Running> {
+    fn start(&self, function: bool, db: strata::Db) -> Arc<Running> {
+        let threshold_ms = self.busy_threshold_ms.load(Ordering::Relaxed);
         let r = Arc::new(Running {
             kill: AtomicBool::new(false),
             wrote: AtomicBool::new(false),
             started: std::time::Instant::now(),
             next_hand_off_us: AtomicU64::new(HAND_OFF_AFTER_US),
+            function,
+            busy_after_us: threshold_ms.saturating_mul(1000),
+            busy: AtomicBool::new(false),
+            db,
         });
         self.running
             .lock()
@@ -211,7 +294,12 @@ const KILL_CHECK_INSTRUCTIONS: u32 = 10_000;
 pub fn run_script(ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
     let db = ctx.session.db.clone();
     let index = db.index();
-    let scope = db.hold(inv.keys.iter().map(|k| (index, &k[..])), true);
+    // A read-only run cannot write its keys: holding them shared lets readers in.
+    let keys = inv.keys.iter().map(|k| (index, &k[..]));
+    let scope = match db.hold_unless_busy(keys, !inv.read_only) {
+        Ok(scope) => scope,
+        Err(busy) => return busy_reply(busy),
+    };
     // Blocked clients are woken once the script is over (unless an EXEC around it does that).
     let outermost = ctx.session.ready_keys.is_none();
     if outermost {
@@ -222,7 +310,8 @@ pub fn run_script(ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
     let generation = ctx.server.scripts().generation.load(Ordering::Acquire);
     let registry = ctx.server.functions().clone();
     let cache = ctx.server.scripts().clone();
-    let running = cache.start();
+    let function = matches!(inv.target, Target::Function { .. });
+    let running = cache.start(function, db.clone());
     let outer = CURRENT.with(|c| c.replace(Some(running.clone())));
     let reply = VM.with(|cell| {
         let mut slot = cell.borrow_mut();
@@ -241,6 +330,9 @@ pub fn run_script(ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
         }
     });
     CURRENT.with(|c| *c.borrow_mut() = outer);
+    if running.busy.load(Ordering::Relaxed) {
+        db.end_busy();
+    }
     cache.finish(&running);
     ctx.session.in_script = was_in_script;
     ctx.session.block_mode = mode;
@@ -392,11 +484,13 @@ impl Vm {
                 let Some(r) = CURRENT.with(|c| c.borrow().clone()) else {
                     return Ok(mlua::VmState::Continue);
                 };
+                let elapsed_us = r.started.elapsed().as_micros() as u64;
                 let next = r.next_hand_off_us.load(Ordering::Relaxed);
-                if r.started.elapsed().as_micros() as u64 >= next {
+                if elapsed_us >= next {
                     r.next_hand_off_us.store(next * 4, Ordering::Relaxed);
                     hand_off_worker();
                 }
+                r.check_busy(elapsed_us);
                 if r.kill.load(Ordering::Acquire) {
                     Err(mlua::Error::RuntimeError(errors::SCRIPT_KILLED.into()))
                 } else {

@@ -37,6 +37,69 @@ def test_script_command_errors_match_redis(both, cmd):
     both(*cmd)
 
 
+# Redis 7 shebang lines: `#!lua` with optional `flags=...`, split like a config line.
+SHEBANGS = [
+    "#!lua flags=no-writes,allow-oom\nreturn 1",
+    "#!lua\nreturn redis.call('set','a','1')",
+    "#!lua flags=no-writes\nreturn redis.call('set','a','1')",
+    "#!lua flags=no-writes\nreturn redis.call('get','a')",
+    "#!lua flags=no-writes\nreturn redis.pcall('set','a','1')",
+    "#!lua flags=no-writes\nreturn redis.call('flushall')",
+    "#!lua flags=no-writes\nreturn redis.call('publish','c','m')",
+    "#!lua flags=no-writes\nreturn redis.call('eval','return 1','0')",
+    "#!lua flags=allow-oom,allow-stale,no-cluster,allow-cross-slot-keys\nreturn redis.call('set','b','2')",
+    "#!lua flags=no-writes flags=allow-oom\nreturn 1",
+    "#!lua flags=\nreturn 1",
+    "#!lua  flags=no-writes  \nreturn 1",
+    "#!lua\tflags=no-writes\nreturn 1",
+    '#!lua "flags=no-writes"\nreturn 1',
+    '#!lua "flags=no-writes\nreturn 1',
+    "#!lua\r\nreturn 1",
+    "#!lua flags=bogus\nreturn 1",
+    "#!lua flags=No-writes\nreturn 1",
+    "#!lua flags=no-writes,\nreturn 1",
+    "#!lua flags=,no-writes\nreturn 1",
+    "#!lua name=x\nreturn 1",
+    "#!lua Flags=no-writes\nreturn 1",
+    "#!x\nreturn 1",
+    "#!LUA\nreturn 1",
+    "#!\nreturn 1",
+    "#! lua\nreturn 1",
+    "#!notlua flags=bogus\nreturn 1",
+    "#!lua",
+    "#!lua flags=no-writes",
+    "#!lua\x00\nreturn 1",
+    "#!lua\nreturn x +",
+    "#!lua\nerror('e')",
+    "#!lua\n\nerror('e')",
+    "#!lua flags=no-writes\nreturn {KEYS[1], ARGV[1]}",
+    "return 1 --[[\n#!lua\n]]",
+    " #!lua\nreturn 1",
+]
+
+
+@pytest.mark.parametrize("script", SHEBANGS)
+def test_shebang_scripts_match_redis(both, script):
+    both("EVAL", script, "1", "k1", "a1")
+    both("EVAL_RO", script, "1", "k1", "a1")
+    # A script whose shebang or code is refused is not cached; SCRIPT LOAD checks the same way.
+    both("SCRIPT", "EXISTS", hashlib.sha1(script.encode()).hexdigest())
+    both("SCRIPT", "FLUSH")
+    sha = both("SCRIPT", "LOAD", script)
+    if isinstance(sha, bytes):
+        both("EVALSHA", sha, "0")
+        both("EVALSHA_RO", sha, "0")
+
+
+@pytest.mark.parametrize("cmd", [
+    ("EVAL_RO", "return redis.call('publish','c','m')", "0"),
+    ("EVAL_RO", "return redis.call('spublish','c','m')", "0"),
+    ("EVAL", "return redis.call('publish','c','m')", "0"),
+])
+def test_read_only_scripts_may_not_publish(both, cmd):
+    both(*cmd)
+
+
 def test_script_load_exists_evalsha_and_flush(both):
     both("SCRIPT", "FLUSH")
     sha = both("SCRIPT", "LOAD", "return {KEYS[1], ARGV[1]}")

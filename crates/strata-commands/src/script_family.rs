@@ -60,39 +60,62 @@ fn keys_and_args(argv: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Frame> {
     Ok(rest.split_at(n as usize))
 }
 
-fn run_body(ctx: &mut Ctx<'_>, argv: &[Bytes], read_only: bool) -> Frame {
+fn run_body(ctx: &mut Ctx<'_>, argv: &[Bytes], ro_command: bool) -> Frame {
     let (keys, args) = match keys_and_args(argv) {
         Ok(split) => split,
         Err(e) => return e,
     };
     let body = &argv[1];
-    let sha = ctx.server.scripts().load(body);
-    scripting::run_script(
-        ctx,
-        &Invocation {
-            target: Target::Script { sha: &sha, body },
-            keys,
-            args,
-            read_only,
-        },
-    )
+    let (sha, shebang) = match scripting::load_script(ctx, body) {
+        Ok(loaded) => loaded,
+        Err(e) => return e,
+    };
+    run_loaded(ctx, &sha, body, shebang, keys, args, ro_command)
 }
 
-fn run_cached(ctx: &mut Ctx<'_>, argv: &[Bytes], read_only: bool) -> Frame {
+fn run_cached(ctx: &mut Ctx<'_>, argv: &[Bytes], ro_command: bool) -> Frame {
     let (keys, args) = match keys_and_args(argv) {
         Ok(split) => split,
         Err(e) => return e,
     };
-    let Some(body) = ctx.server.scripts().get(&argv[1]) else {
+    let Some(cached) = ctx.server.scripts().get(&argv[1]) else {
         return err(errors::NOSCRIPT);
     };
     let sha = String::from_utf8_lossy(&argv[1]).to_ascii_lowercase();
+    run_loaded(
+        ctx,
+        &sha,
+        &cached.body,
+        cached.shebang,
+        keys,
+        args,
+        ro_command,
+    )
+}
+
+/// Runs a cached script. Without a shebang the run is read-only only for EVAL_RO/EVALSHA_RO;
+/// with one, `no-writes` makes it read-only and its absence refuses the *_RO commands.
+fn run_loaded(
+    ctx: &mut Ctx<'_>,
+    sha: &str,
+    body: &Bytes,
+    shebang: Option<scripting::Shebang>,
+    keys: &[Bytes],
+    args: &[Bytes],
+    ro_command: bool,
+) -> Frame {
+    let read_only = match shebang {
+        None => ro_command,
+        Some(s) if ro_command && !s.no_writes => return err(errors::FCALL_RO_WRITE),
+        Some(s) => ro_command || s.no_writes,
+    };
     scripting::run_script(
         ctx,
         &Invocation {
             target: Target::Script {
-                sha: &sha,
-                body: &body,
+                sha,
+                body,
+                skip: shebang.map_or(0, |s| s.len),
             },
             keys,
             args,
@@ -122,7 +145,10 @@ fn script(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn script_load(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    Frame::bulk(ctx.server.scripts().load(&argv[2]))
+    match scripting::load_script(ctx, &argv[2]) {
+        Ok((sha, _)) => Frame::bulk(sha),
+        Err(e) => e,
+    }
 }
 
 fn script_exists(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {

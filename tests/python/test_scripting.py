@@ -290,6 +290,11 @@ def test_a_busy_function_names_function_kill(start_strata):
                               ) == b"$7\r\nspinlib\r\n"
         runner.send_command("FCALL", "spin", "1", "k")
         wait_until_busy(admin, "GET", "k", expect=BUSY_FUNCTION)
+        stats = admin.call("FUNCTION", "STATS")
+        assert stats[0] == b"running_script", stats
+        running = stats[1]
+        assert running[:4] == [b"name", b"spin", b"command", [b"FCALL", b"spin", b"1", b"k"]], running
+        assert running[4] == b"duration_ms" and running[5] >= BUSY_MS, running
         assert admin.call_raw("SCRIPT", "KILL") == BUSY_FUNCTION
         assert admin.call_raw("FUNCTION", "KILL") == b"+OK\r\n"
         got = runner.read_reply_raw()

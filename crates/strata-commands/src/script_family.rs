@@ -228,7 +228,10 @@ fn run_function(ctx: &mut Ctx<'_>, argv: &[Bytes], read_only: bool) -> Frame {
     scripting::run_script(
         ctx,
         &Invocation {
-            target: Target::Function { name: &name },
+            target: Target::Function {
+                name: &name,
+                command: argv,
+            },
             keys,
             args,
             read_only: read_only || info.read_only(),
@@ -389,8 +392,19 @@ fn function_restore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 fn function_stats(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
     let libs = ctx.server.functions().libraries();
     let functions: usize = libs.iter().map(|l| l.functions.len()).sum();
+    let running = match ctx.server.scripts().running_function() {
+        None => Frame::Null,
+        Some((name, command, ms)) => Frame::Map(vec![
+            (Frame::bulk("name"), Frame::bulk(name)),
+            (
+                Frame::bulk("command"),
+                Frame::Array(command.into_iter().map(Frame::Bulk).collect()),
+            ),
+            (Frame::bulk("duration_ms"), Frame::Integer(ms as i64)),
+        ]),
+    };
     Frame::Map(vec![
-        (Frame::bulk("running_script"), Frame::Null),
+        (Frame::bulk("running_script"), running),
         (
             Frame::bulk("engines"),
             Frame::Map(vec![(

@@ -188,6 +188,8 @@ pub struct Running {
     next_hand_off_us: AtomicU64,
     /// A function (FCALL) rather than an EVAL script.
     function: bool,
+    /// A function's name and FCALL command, for FUNCTION STATS.
+    call: Option<(String, Vec<Bytes>)>,
     /// Run time (microseconds) after which the script declares itself busy.
     busy_after_us: u64,
     /// It has declared itself busy (only its own thread reads and writes this).
@@ -303,14 +305,25 @@ impl ScriptCache {
         KillOutcome::Killed
     }
 
-    fn start(&self, function: bool, db: strata::Db) -> Arc<Running> {
+    /// FUNCTION STATS' `running_script`: the name, command and run time (ms) of the function
+    /// that has run longest, if one runs.
+    pub fn running_function(&self) -> Option<(String, Vec<Bytes>, u64)> {
+        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        running.iter().find_map(|r| {
+            let (name, command) = r.call.clone()?;
+            Some((name, command, r.started.elapsed().as_millis() as u64))
+        })
+    }
+
+    fn start(&self, call: Option<(String, Vec<Bytes>)>, db: strata::Db) -> Arc<Running> {
         let threshold_ms = self.busy_threshold_ms.load(Ordering::Relaxed);
         let r = Arc::new(Running {
             kill: AtomicBool::new(false),
             wrote: AtomicBool::new(false),
             started: std::time::Instant::now(),
             next_hand_off_us: AtomicU64::new(HAND_OFF_AFTER_US),
-            function,
+            function: call.is_some(),
+            call,
             busy_after_us: threshold_ms.saturating_mul(1000),
             busy: AtomicBool::new(false),
             db,
@@ -356,6 +369,8 @@ pub enum Target<'a> {
     Function {
         /// Its name.
         name: &'a str,
+        /// The FCALL / FCALL_RO command as the client sent it (FUNCTION STATS shows it).
+        command: &'a [Bytes],
     },
 }
 
@@ -413,8 +428,11 @@ pub fn run_script(ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
     let generation = ctx.server.scripts().generation.load(Ordering::Acquire);
     let registry = ctx.server.functions().clone();
     let cache = ctx.server.scripts().clone();
-    let function = matches!(inv.target, Target::Function { .. });
-    let running = cache.start(function, db.clone());
+    let call = match inv.target {
+        Target::Function { name, command } => Some((name.to_string(), command.to_vec())),
+        Target::Script { .. } => None,
+    };
+    let running = cache.start(call, db.clone());
     let outer = CURRENT.with(|c| c.replace(Some(running.clone())));
     let reply = with_vm(generation, |vm| {
         vm.refresh_functions(&registry);
@@ -667,7 +685,7 @@ impl Vm {
                 Ok(f) => (f, sha, false),
                 Err(frame) => return frame,
             },
-            Target::Function { name } => match self.fcalls.get(name) {
+            Target::Function { name, .. } => match self.fcalls.get(name) {
                 Some(f) => (f.clone(), name, true),
                 None => return err(errors::FUNCTION_NOT_FOUND),
             },

@@ -59,9 +59,75 @@ def test_fcall_matches_redis(lib, cmd):
     "#!lua name=u\nx = (",
     "#!lua name=dup\nredis.register_function('echo_arg', function() return 1 end)",
     "#!lua name=mylib\nredis.register_function('other', function() return 1 end)",
+    # The metadata line, split like a config line.
+    "#!lua name=nn",
+    "#!lua\nredis.register_function('a', function() return 1 end)",
+    "#!lua name=\nlocal x = 1",
+    "#!lua name=aa name=bb\nredis.register_function('a', function() return 1 end)",
+    "#!lua NAME=aa name=bb\nredis.register_function('a', function() return 1 end)",
+    "#!lua engine=lua name=cc\nredis.register_function('a', function() return 1 end)",
+    "#!luac name=x\nredis.register_function('a', function() return 1 end)",
+    "#!py name=bad-name\nredis.register_function('a', function() return 1 end)",
+    "#!LUA name=up\nredis.register_function('up_f', function() return 1 end)",
+    "#!lua  NAME=sp2  \nredis.register_function('sp_f', function() return 1 end)",
+    '#!lua "name=q"\nredis.register_function(\'q_f\', function() return 1 end)',
+    '#!lua "name=q\nredis.register_function(\'q_f\', function() return 1 end)',
+    "#! lua name=x\nredis.register_function('a', function() return 1 end)",
+    "#!lua name=nul\x00\nredis.register_function('a', function() return 1 end)",
+    "#!lua name=ln\n\nerror('where')",
+    # redis.register_function's arguments.
+    "#!lua name=u\nredis.register_function()",
+    "#!lua name=u\nredis.register_function('a', function() end, 3)",
+    "#!lua name=u\nredis.register_function(5, function() return 1 end)",
+    "#!lua name=u\nredis.register_function({}, function() return 1 end)",
+    "#!lua name=u\nredis.register_function('a', 'b')",
+    "#!lua name=u\nredis.register_function('x')",
+    "#!lua name=u\nredis.register_function{callback=function() return 1 end}",
+    "#!lua name=u\nredis.register_function{function_name='f'}",
+    "#!lua name=u\nredis.register_function{function_name={}, callback=function() return 1 end}",
+    "#!lua name=u\nredis.register_function{function_name='f', callback='x'}",
+    "#!lua name=u\nredis.register_function{function_name='f', callback=function() return 1 end, bogus=1}",
+    "#!lua name=u\nredis.register_function{function_name='f', callback=function() return 1 end, flags='no-writes'}",
+    "#!lua name=u\nredis.register_function{function_name='f', callback=function() return 1 end, flags={1}}",
+    "#!lua name=u\nredis.register_function{function_name='f', callback=function() return 1 end, flags={'No-Writes'}}",
+    "#!lua name=u\nredis.register_function{function_name='f', callback=function() return 1 end, description={}}",
+    "#!lua name=u\nredis.register_function{function_name='f', callback=function() return 1 end, [true]=1}",
+    "#!lua name=u\nredis.register_function{function_name='f', callback=function() return 1 end, 'extra'}",
+    "#!lua name=u\nredis.register_function{function_name='bad-name', callback=function() return 1 end}",
+    # The top-level code of a library sees only `redis` (register_function, log, versions).
+    "#!lua name=g\nlocal s = string\nredis.register_function('a', function() return 1 end)",
+    "#!lua name=g\nx = 1\nredis.register_function('a', function() return 1 end)",
+    "#!lua name=g\nredis.foo = 1\nredis.register_function('a', function() return 1 end)",
+    "#!lua name=g\nlocal r = redis.setresp\nredis.register_function('a', function() return 1 end)",
+    "#!lua name=g\nredis.log(redis.LOG_NOTICE, 'hi')\nredis.register_function('a', function() return 1 end)",
+    "#!lua name=g\nlocal v = redis.REDIS_VERSION .. redis.REDIS_VERSION_NUM\nredis.register_function('a', function() return 1 end)",
 ])
 def test_function_load_errors_match_redis(lib, code):
     lib("FUNCTION", "LOAD", code)
+
+
+@pytest.mark.parametrize("registration", [
+    "{function_name='f', callback=function() return redis.call('set','x','1') end, flags={'allow-oom','no-writes'}}",
+    "{function_name='f', callback=function() return 1 end, flags={}}",
+    "{function_name='f', callback=function() return 1 end, flags={no_writes=true}}",
+    "{function_name='f', callback=function() return 1 end, flags={'allow-stale','no-cluster','allow-cross-slot-keys'}}",
+    "{function_name='f', callback=function() return redis.call('publish','c','m') end, flags={'no-writes'}}",
+    "{FUNCTION_NAME='f', Callback=function() return 1 end, DESCRIPTION='d', Flags={'no-writes'}}",
+    "{function_name=7, callback=function() return 1 end, description=5}",
+    "(8, function() return 1 end)",
+    # At run time a function sees the globals but may not create any.
+    "('f', function() y = 1 return y end)",
+    "('f', function() return zz end)",
+    "('f', function() return {type(string), redis.register_function == nil, tostring(rawget(_G, 'redis') ~= nil)} end)",
+])
+def test_function_flags_and_named_arguments_match_redis(lib, registration):
+    code = "#!lua name=flagged\nredis.register_function" + registration
+    lib("FUNCTION", "LOAD", code)
+    lib("FUNCTION", "LIST", "LIBRARYNAME", "flagged")
+    for name in ("f", "7", "8"):
+        lib("FCALL", name, "0")
+        lib("FCALL_RO", name, "0")
+    lib("FUNCTION", "DELETE", "flagged")
 
 
 def _sorted_listing(reply):

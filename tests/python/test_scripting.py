@@ -37,6 +37,69 @@ def test_script_command_errors_match_redis(both, cmd):
     both(*cmd)
 
 
+# Redis 7 shebang lines: `#!lua` with optional `flags=...`, split like a config line.
+SHEBANGS = [
+    "#!lua flags=no-writes,allow-oom\nreturn 1",
+    "#!lua\nreturn redis.call('set','a','1')",
+    "#!lua flags=no-writes\nreturn redis.call('set','a','1')",
+    "#!lua flags=no-writes\nreturn redis.call('get','a')",
+    "#!lua flags=no-writes\nreturn redis.pcall('set','a','1')",
+    "#!lua flags=no-writes\nreturn redis.call('flushall')",
+    "#!lua flags=no-writes\nreturn redis.call('publish','c','m')",
+    "#!lua flags=no-writes\nreturn redis.call('eval','return 1','0')",
+    "#!lua flags=allow-oom,allow-stale,no-cluster,allow-cross-slot-keys\nreturn redis.call('set','b','2')",
+    "#!lua flags=no-writes flags=allow-oom\nreturn 1",
+    "#!lua flags=\nreturn 1",
+    "#!lua  flags=no-writes  \nreturn 1",
+    "#!lua\tflags=no-writes\nreturn 1",
+    '#!lua "flags=no-writes"\nreturn 1',
+    '#!lua "flags=no-writes\nreturn 1',
+    "#!lua\r\nreturn 1",
+    "#!lua flags=bogus\nreturn 1",
+    "#!lua flags=No-writes\nreturn 1",
+    "#!lua flags=no-writes,\nreturn 1",
+    "#!lua flags=,no-writes\nreturn 1",
+    "#!lua name=x\nreturn 1",
+    "#!lua Flags=no-writes\nreturn 1",
+    "#!x\nreturn 1",
+    "#!LUA\nreturn 1",
+    "#!\nreturn 1",
+    "#! lua\nreturn 1",
+    "#!notlua flags=bogus\nreturn 1",
+    "#!lua",
+    "#!lua flags=no-writes",
+    "#!lua\x00\nreturn 1",
+    "#!lua\nreturn x +",
+    "#!lua\nerror('e')",
+    "#!lua\n\nerror('e')",
+    "#!lua flags=no-writes\nreturn {KEYS[1], ARGV[1]}",
+    "return 1 --[[\n#!lua\n]]",
+    " #!lua\nreturn 1",
+]
+
+
+@pytest.mark.parametrize("script", SHEBANGS)
+def test_shebang_scripts_match_redis(both, script):
+    both("EVAL", script, "1", "k1", "a1")
+    both("EVAL_RO", script, "1", "k1", "a1")
+    # A script whose shebang or code is refused is not cached; SCRIPT LOAD checks the same way.
+    both("SCRIPT", "EXISTS", hashlib.sha1(script.encode()).hexdigest())
+    both("SCRIPT", "FLUSH")
+    sha = both("SCRIPT", "LOAD", script)
+    if isinstance(sha, bytes):
+        both("EVALSHA", sha, "0")
+        both("EVALSHA_RO", sha, "0")
+
+
+@pytest.mark.parametrize("cmd", [
+    ("EVAL_RO", "return redis.call('publish','c','m')", "0"),
+    ("EVAL_RO", "return redis.call('spublish','c','m')", "0"),
+    ("EVAL", "return redis.call('publish','c','m')", "0"),
+])
+def test_read_only_scripts_may_not_publish(both, cmd):
+    both(*cmd)
+
+
 def test_script_load_exists_evalsha_and_flush(both):
     both("SCRIPT", "FLUSH")
     sha = both("SCRIPT", "LOAD", "return {KEYS[1], ARGV[1]}")
@@ -142,8 +205,122 @@ def test_scripts_are_atomic_and_run_in_parallel(strata_server):
     assert setup.get("p:undeclared") == b"0"
 
 
-# Redis runs one script at a time: while it spins, everyone else gets -BUSY (and SCRIPT KILL only
-# works after busy-reply-threshold). Strata keeps serving; these two tests describe that.
+# A script running longer than busy-reply-threshold (alias lua-time-limit) makes Redis answer
+# -BUSY. Strata answers -BUSY only to the clients that need the script's keys (every other client
+# is served), so the tests below that look at the script's keys run against both servers.
+BUSY_SCRIPT = b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+BUSY_FUNCTION = b"-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n"
+UNKILLABLE = (b"-UNKILLABLE Sorry the script already executed write commands against the dataset. "
+              b"You can either wait the script termination or kill the server in a hard way using the "
+              b"SHUTDOWN NOSAVE command.\r\n")
+SPIN = "while true do end"
+BUSY_MS = 200  # the threshold the busy tests set; every wait below is bounded by a few seconds
+
+
+def busy_server(start_strata):
+    """A private server with a low busy-reply-threshold, set at run time through its alias."""
+    server = start_strata()
+    with server.conn() as c:
+        assert c.call_raw("CONFIG", "SET", "lua-time-limit", str(BUSY_MS)) == b"+OK\r\n"
+        assert c.call("CONFIG", "GET", "busy-reply-threshold") == [b"busy-reply-threshold", str(BUSY_MS).encode()]
+    return server
+
+
+def wait_until_busy(conn, *cmd, expect=BUSY_SCRIPT, timeout=5.0):
+    """Sends cmd until it is answered -BUSY (the script has passed the threshold)."""
+    deadline = time.monotonic() + timeout
+    while (reply := conn.call_raw(*cmd)) != expect:
+        assert time.monotonic() < deadline, f"never got -BUSY, last reply {reply!r}"
+        time.sleep(0.02)
+
+
+def kill_script(admin, runner, kill=("SCRIPT", "KILL")):
+    assert admin.call_raw(*kill) == b"+OK\r\n"
+    got = runner.read_reply_raw()
+    assert got.startswith(b"-ERR Script killed by user with SCRIPT KILL... script: "), got
+
+
+def test_a_client_needing_a_busy_scripts_key_gets_busy_until_script_kill(start_strata):
+    server = busy_server(start_strata)
+    try:
+        runner, waiter, admin = server.conn(), server.conn(), server.conn()
+        runner.send_command("EVAL", SPIN, "1", "k")
+        # A client already waiting for the key when the threshold passes is answered then,
+        # not when the script ends.
+        time.sleep(0.05)
+        started = time.monotonic()
+        assert waiter.call_raw("GET", "k") == BUSY_SCRIPT
+        assert time.monotonic() - started < 3
+        # Newcomers get -BUSY at once; so do a write, another script on the key and FLUSHALL.
+        for cmd in (("GET", "k"), ("SET", "k", "v"), ("EVAL", "return 1", "1", "k"), ("FLUSHALL",)):
+            assert admin.call_raw(*cmd) == BUSY_SCRIPT, cmd
+        # FUNCTION KILL does not stop an EVAL script; SCRIPT KILL does, and the key is usable.
+        assert admin.call_raw("FUNCTION", "KILL") == BUSY_SCRIPT
+        kill_script(admin, runner)
+        assert admin.call_raw("SET", "k", "v") == b"+OK\r\n"
+        assert runner.call_raw("GET", "k") == b"$1\r\nv\r\n"
+        assert admin.call_raw("SCRIPT", "KILL") == b"-NOTBUSY No scripts in execution right now.\r\n"
+    finally:
+        server.kill9()
+
+
+def test_a_transaction_meeting_a_busy_script_is_discarded(start_strata):
+    server = busy_server(start_strata)
+    try:
+        runner, client, admin = server.conn(), server.conn(), server.conn()
+        assert client.call_raw("MULTI") == b"+OK\r\n"
+        assert client.call_raw("SET", "k", "v") == b"+QUEUED\r\n"
+        runner.send_command("EVAL", SPIN, "1", "k")
+        wait_until_busy(admin, "GET", "k")
+        assert client.call_raw("EXEC") == (b"-EXECABORT Transaction discarded because of: "
+                                           + BUSY_SCRIPT[1:])
+        kill_script(admin, runner)
+        assert client.call_raw("EXEC") == b"-ERR EXEC without MULTI\r\n"
+        assert client.call_raw("GET", "k") == b"$-1\r\n"
+    finally:
+        server.kill9()
+
+
+def test_a_busy_function_names_function_kill(start_strata):
+    server = busy_server(start_strata)
+    try:
+        runner, admin = server.conn(), server.conn()
+        assert admin.call_raw("FUNCTION", "LOAD", "#!lua name=spinlib\n"
+                              "redis.register_function('spin', function() while true do end end)"
+                              ) == b"$7\r\nspinlib\r\n"
+        runner.send_command("FCALL", "spin", "1", "k")
+        wait_until_busy(admin, "GET", "k", expect=BUSY_FUNCTION)
+        stats = admin.call("FUNCTION", "STATS")
+        assert stats[0] == b"running_script", stats
+        running = stats[1]
+        assert running[:4] == [b"name", b"spin", b"command", [b"FCALL", b"spin", b"1", b"k"]], running
+        assert running[4] == b"duration_ms" and running[5] >= BUSY_MS, running
+        assert admin.call_raw("SCRIPT", "KILL") == BUSY_FUNCTION
+        assert admin.call_raw("FUNCTION", "KILL") == b"+OK\r\n"
+        got = runner.read_reply_raw()
+        assert got == b"-ERR Script killed by user with SCRIPT KILL... script: spin, on @user_function:2.\r\n", got
+        assert admin.call_raw("GET", "k") == b"$-1\r\n"
+    finally:
+        server.kill9()
+
+
+def test_a_busy_script_that_wrote_is_unkillable_and_shutdown_nosave_stops_the_server(start_strata):
+    server = busy_server(start_strata)
+    try:
+        runner, admin = server.conn(), server.conn()
+        runner.send_command("EVAL", "redis.call('set', KEYS[1], 'x') " + SPIN, "1", "k")
+        wait_until_busy(admin, "GET", "k")
+        assert admin.call_raw("SCRIPT", "KILL") == UNKILLABLE
+        assert admin.call_raw("FUNCTION", "KILL") == UNKILLABLE
+        admin.send_command("SHUTDOWN", "NOSAVE")
+        assert admin.read_until_closed() == b""
+        server.wait_exit(10)
+    finally:
+        server.kill9()
+
+
+# Strata-only: SCRIPT KILL works before the threshold (Redis serves nobody until then), and clients
+# that do not need a busy script's keys are served (Redis answers them -BUSY too).
 STRATA_ONLY_BUSY = pytest.mark.skipif(
     redis_is_strata(), reason="Strata keeps serving other clients while a script runs")
 
@@ -175,15 +352,22 @@ def test_script_kill_stops_a_runaway_script_that_has_not_written(strata_server):
 
 
 @STRATA_ONLY_BUSY
-def test_other_clients_and_sigterm_are_served_while_a_script_spins(start_strata):
-    server = start_strata()
-    spinner, other = server.conn(), server.conn()
-    spinner.send_command("EVAL", "while true do end", "0")
-    time.sleep(0.3)
-    # Every worker thread may have been the one running the script: new connections work too.
-    for _ in range(4):
-        with server.conn() as c:
-            assert c.call_raw("PING") == b"+PONG\r\n"
-    assert other.call_raw("SET", "k", "v") == b"+OK\r\n"
-    # SIGTERM ends the server (exit code 0) although a script is still running.
-    assert server.stop() == 0
+def test_other_clients_and_sigterm_are_served_while_a_script_is_busy(start_strata):
+    server = busy_server(start_strata)
+    try:
+        spinner, other = server.conn(), server.conn()
+        spinner.send_command("EVAL", SPIN, "1", "busy:key")
+        wait_until_busy(other, "GET", "busy:key")
+        # Every worker thread may have been the one running the script: new connections work too.
+        for _ in range(4):
+            with server.conn() as c:
+                assert c.call_raw("PING") == b"+PONG\r\n"
+                assert c.call_raw("SET", "k", "v") == b"+OK\r\n"
+                assert c.call_raw("EVAL", "return redis.call('get', KEYS[1])", "1", "k") == b"$1\r\nv\r\n"
+        # A script reaching the busy key without declaring it gets the -BUSY error from redis.call.
+        got = other.call_raw("EVAL", "return redis.call('get', 'busy:key')", "0")
+        assert got.startswith(BUSY_SCRIPT[:-2] + b" script: "), got
+        # SIGTERM ends the server (exit code 0) although a script is still running.
+        assert server.stop() == 0
+    finally:
+        server.kill9()

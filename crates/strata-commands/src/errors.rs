@@ -35,6 +35,72 @@ pub const RESTORE_POLICY: &str =
 pub const SCRIPT_KILLED: &str = "Script killed by user with SCRIPT KILL...";
 pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 pub const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
+/// A command needs a key that an EVAL script running past `busy-reply-threshold` holds (and
+/// SCRIPT KILL's answer while only a function could be killed).
+pub const BUSY_SCRIPT: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+/// The same for a function (FCALL); FUNCTION KILL's answer while only a script could be killed.
+pub const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+pub const SHEBANG_INVALID: &str = "ERR Invalid script shebang";
+pub const SHEBANG_INVALID_ENGINE: &str = "ERR Invalid engine in script shebang";
+
+/// EVAL with a shebang naming another engine than `#!lua` (`engine` is the first word, `#!`
+/// included).
+pub fn shebang_unexpected_engine(engine: &str) -> String {
+    format!("ERR Unexpected engine in script shebang: {engine}")
+}
+
+/// EVAL with a shebang flag Redis does not know.
+pub fn shebang_unexpected_flag(flag: &str) -> String {
+    format!("ERR Unexpected flag in script shebang: {flag}")
+}
+
+/// EVAL with a shebang option other than `flags=`.
+pub fn shebang_unknown_option(option: &str) -> String {
+    format!("ERR Unknown lua shebang option: {option}")
+}
+
+pub const LIBRARY_METADATA_MISSING: &str = "ERR Missing library metadata";
+pub const LIBRARY_METADATA_INVALID: &str = "ERR Invalid library metadata";
+pub const LIBRARY_NAME_TWICE: &str =
+    "ERR Invalid metadata value, name argument was given multiple times";
+pub const LIBRARY_NAME_MISSING: &str = "ERR Library name was not given";
+pub const REGISTER_ARG_COUNT: &str = "ERR wrong number of arguments to redis.register_function";
+pub const REGISTER_SINGLE_ARG: &str = "ERR calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).";
+pub const REGISTER_FIRST_ARG: &str =
+    "ERR first argument to redis.register_function must be a string";
+pub const REGISTER_SECOND_ARG: &str =
+    "ERR second argument to redis.register_function must be a function";
+pub const REGISTER_KEY_NOT_STRING: &str =
+    "ERR named argument key given to redis.register_function is not a string";
+pub const REGISTER_NAME_TYPE: &str =
+    "ERR function_name argument given to redis.register_function must be a string";
+pub const REGISTER_DESCRIPTION_TYPE: &str =
+    "ERR description argument given to redis.register_function must be a string";
+pub const REGISTER_CALLBACK_TYPE: &str =
+    "ERR callback argument given to redis.register_function must be a function";
+pub const REGISTER_FLAGS_TYPE: &str =
+    "ERR flags argument to redis.register_function must be a table representing function flags";
+pub const REGISTER_UNKNOWN_FLAG: &str = "ERR unknown flag given";
+pub const REGISTER_UNKNOWN_ARG: &str = "ERR unknown argument given to redis.register_function";
+pub const REGISTER_NO_NAME: &str = "ERR redis.register_function must get a function name argument";
+pub const REGISTER_NO_CALLBACK: &str = "ERR redis.register_function must get a callback argument";
+
+/// FUNCTION LOAD with a metadata word other than `name=...`.
+pub fn library_metadata_value(value: &str) -> String {
+    format!("ERR Invalid metadata value given: {value}")
+}
+
+/// FUNCTION LOAD naming an engine other than Lua (`#!<engine> name=...`).
+pub fn engine_not_found(engine: &str) -> String {
+    format!("ERR Engine '{engine}' not found")
+}
+
+/// EXEC refused as a whole: the transaction is discarded and `reason` (an error text) says why.
+pub fn exec_abort_because(reason: &str) -> String {
+    format!("EXECABORT Transaction discarded because of: {reason}")
+}
 pub const SCRIPT_FLUSH_MODE: &str = "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
 pub const SCRIPT_NO_ARGS: &str = "ERR Please specify at least one argument for this redis lib call";
 pub const SCRIPT_BAD_ARG: &str = "ERR Lua redis lib command arguments must be strings or integers";

@@ -415,34 +415,49 @@ fn refuse(ctx: &mut Ctx<'_>, reply: Frame) -> Frame {
 /// (after a transaction: once EXEC has released its locks, see [`Session::ready_keys`]).
 pub fn run(ctx: &mut Ctx<'_>, spec: &'static table::CommandSpec, argv: &[Bytes]) -> Frame {
     ctx.server.note_command(ctx.session, spec.name);
-    // Keyspace events found around the command (one atomic load when they are off).
+    let write = spec.has_flag("write");
+    let (targets, all) = match isolation::targets(spec, argv, ctx.session.db.index()) {
+        Targets::Keys(keys) => (keys, false),
+        // Whole-database writes (FLUSHDB, FLUSHALL, SWAPDB) need every stripe.
+        Targets::All => (Vec::new(), true),
+    };
+    // The handle the scope borrows (an Arc clone), taken only when there is something to lock.
+    let db = (all || !targets.is_empty()).then(|| ctx.session.db.clone());
+    let exclusive = isolation::exclusive(spec);
+    let keys = targets.iter().map(|&(d, i)| (d, &argv[i][..]));
+    // A key held by a script running past busy-reply-threshold is not waited for: -BUSY.
+    let scope = match (&db, ctx.session.in_script) {
+        (None, _) => Ok((None, true)),
+        (Some(db), false) if all => db.hold_all_unless_busy().map(|s| (Some(s), true)),
+        // Inside a script, the library takes every stripe itself (waiting is safe: a script
+        // that wants a stripe this one holds gives up on it after its patience).
+        (Some(_), true) if all => Ok((None, true)),
+        (Some(db), false) => db
+            .hold_unless_busy(keys, exclusive)
+            .map(|s| (Some(s), true)),
+        // A script may already hold other keys: waiting here could deadlock.
+        (Some(db), true) => db
+            .hold_patiently(keys, exclusive, SCRIPT_LOCK_PATIENCE)
+            .map(|(s, complete)| (Some(s), complete)),
+    };
+    let (scope, complete) = match scope {
+        Ok(held) => held,
+        Err(busy) => return scripting::busy_reply(busy),
+    };
+    // Keyspace events found around the command (one atomic load when they are off), under the
+    // command's locks. Lazy expiry locks each key itself: not when a lock is missing, where
+    // that could wait while holding others.
     let events = ctx.server.notify_flags();
-    if events & notify::EXPIRED != 0 {
+    if events & notify::EXPIRED != 0 && complete {
         notify::expire_due_keys(ctx, spec, argv);
     }
     if events & notify::KEY_MISS != 0 && spec.has_flag("readonly") {
         notify::key_misses(ctx, spec, argv);
     }
-    let track_new = events & notify::NEW != 0 && spec.has_flag("write");
+    let track_new = events & notify::NEW != 0 && write;
     if track_new {
         notify::note_absent_keys(ctx, spec, argv);
     }
-    let write = spec.has_flag("write");
-    let targets = match isolation::targets(spec, argv, ctx.session.db.index()) {
-        Targets::Keys(keys) => keys,
-        // Whole-database writes lock every stripe themselves.
-        Targets::All => Vec::new(),
-    };
-    // The handle the scope borrows (an Arc clone), taken only when there is something to lock.
-    let db = (!targets.is_empty()).then(|| ctx.session.db.clone());
-    let exclusive = isolation::exclusive(spec);
-    let keys = targets.iter().map(|&(d, i)| (d, &argv[i][..]));
-    let scope = match (&db, ctx.session.in_script) {
-        (None, _) => None,
-        (Some(db), false) => Some(db.hold(keys, exclusive)),
-        // A script may already hold other keys: waiting here could deadlock.
-        (Some(db), true) => Some(db.hold_patiently(keys, exclusive, SCRIPT_LOCK_PATIENCE).0),
-    };
     let reply = (spec.handler)(ctx, argv);
     if track_new {
         notify::clear_absent_keys();

@@ -43,7 +43,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     row!("function|dump", 2, ["noscript"], 0, "7.0.0", "O(N) where N is the number of functions", "Serializes every library into a payload for FUNCTION RESTORE.", "", function_dump),
     row!("function|restore", -3, ["write", "denyoom", "noscript"], 0, "7.0.0", "O(N) where N is the number of functions on the payload", "Loads the libraries of a FUNCTION DUMP payload.", "serialized-value [policy: FLUSH | APPEND | REPLACE]", function_restore),
     row!("function|stats", 2, ["noscript", "allow_busy"], 0, "7.0.0", "O(1)", "Tells which function runs now and how many libraries and functions exist.", "", function_stats),
-    row!("function|kill", 2, ["noscript", "allow_busy"], 0, "7.0.0", "O(1)", "Stops the function that is running, if it has not written.", "", script_kill),
+    row!("function|kill", 2, ["noscript", "allow_busy"], 0, "7.0.0", "O(1)", "Stops the function that is running, if it has not written.", "", function_kill),
     row!("function|help", 2, ["loading", "stale"], 0, "7.0.0", "O(1)", "Lists the FUNCTION subcommands with a line on each.", "", function_help),
 ];
 
@@ -60,39 +60,62 @@ fn keys_and_args(argv: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Frame> {
     Ok(rest.split_at(n as usize))
 }
 
-fn run_body(ctx: &mut Ctx<'_>, argv: &[Bytes], read_only: bool) -> Frame {
+fn run_body(ctx: &mut Ctx<'_>, argv: &[Bytes], ro_command: bool) -> Frame {
     let (keys, args) = match keys_and_args(argv) {
         Ok(split) => split,
         Err(e) => return e,
     };
     let body = &argv[1];
-    let sha = ctx.server.scripts().load(body);
-    scripting::run_script(
-        ctx,
-        &Invocation {
-            target: Target::Script { sha: &sha, body },
-            keys,
-            args,
-            read_only,
-        },
-    )
+    let (sha, shebang) = match scripting::load_script(ctx, body) {
+        Ok(loaded) => loaded,
+        Err(e) => return e,
+    };
+    run_loaded(ctx, &sha, body, shebang, keys, args, ro_command)
 }
 
-fn run_cached(ctx: &mut Ctx<'_>, argv: &[Bytes], read_only: bool) -> Frame {
+fn run_cached(ctx: &mut Ctx<'_>, argv: &[Bytes], ro_command: bool) -> Frame {
     let (keys, args) = match keys_and_args(argv) {
         Ok(split) => split,
         Err(e) => return e,
     };
-    let Some(body) = ctx.server.scripts().get(&argv[1]) else {
+    let Some(cached) = ctx.server.scripts().get(&argv[1]) else {
         return err(errors::NOSCRIPT);
     };
     let sha = String::from_utf8_lossy(&argv[1]).to_ascii_lowercase();
+    run_loaded(
+        ctx,
+        &sha,
+        &cached.body,
+        cached.shebang,
+        keys,
+        args,
+        ro_command,
+    )
+}
+
+/// Runs a cached script. Without a shebang the run is read-only only for EVAL_RO/EVALSHA_RO;
+/// with one, `no-writes` makes it read-only and its absence refuses the *_RO commands.
+fn run_loaded(
+    ctx: &mut Ctx<'_>,
+    sha: &str,
+    body: &Bytes,
+    shebang: Option<scripting::Shebang>,
+    keys: &[Bytes],
+    args: &[Bytes],
+    ro_command: bool,
+) -> Frame {
+    let read_only = match shebang {
+        None => ro_command,
+        Some(s) if ro_command && !s.no_writes => return err(errors::FCALL_RO_WRITE),
+        Some(s) => ro_command || s.no_writes,
+    };
     scripting::run_script(
         ctx,
         &Invocation {
             target: Target::Script {
-                sha: &sha,
-                body: &body,
+                sha,
+                body,
+                skip: shebang.map_or(0, |s| s.len),
             },
             keys,
             args,
@@ -122,7 +145,10 @@ fn script(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn script_load(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    Frame::bulk(ctx.server.scripts().load(&argv[2]))
+    match scripting::load_script(ctx, &argv[2]) {
+        Ok((sha, _)) => Frame::bulk(sha),
+        Err(e) => e,
+    }
 }
 
 fn script_exists(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
@@ -146,10 +172,22 @@ fn script_flush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn script_kill(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    match ctx.server.scripts().kill() {
+    kill(ctx, false)
+}
+
+fn function_kill(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+    kill(ctx, true)
+}
+
+/// SCRIPT KILL (`function` false) and FUNCTION KILL: each stops only its own kind; meeting only
+/// the other kind, it answers the BUSY text that names the right command.
+fn kill(ctx: &mut Ctx<'_>, function: bool) -> Frame {
+    match ctx.server.scripts().kill(function) {
         scripting::KillOutcome::Killed => Frame::ok(),
         scripting::KillOutcome::NotBusy => err(errors::NOTBUSY),
         scripting::KillOutcome::Unkillable => err(errors::UNKILLABLE),
+        scripting::KillOutcome::OtherKind if function => err(errors::BUSY_SCRIPT),
+        scripting::KillOutcome::OtherKind => err(errors::BUSY_FUNCTION),
     }
 }
 
@@ -190,7 +228,10 @@ fn run_function(ctx: &mut Ctx<'_>, argv: &[Bytes], read_only: bool) -> Frame {
     scripting::run_script(
         ctx,
         &Invocation {
-            target: Target::Function { name: &name },
+            target: Target::Function {
+                name: &name,
+                command: argv,
+            },
             keys,
             args,
             read_only: read_only || info.read_only(),
@@ -351,8 +392,19 @@ fn function_restore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 fn function_stats(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
     let libs = ctx.server.functions().libraries();
     let functions: usize = libs.iter().map(|l| l.functions.len()).sum();
+    let running = match ctx.server.scripts().running_function() {
+        None => Frame::Null,
+        Some((name, command, ms)) => Frame::Map(vec![
+            (Frame::bulk("name"), Frame::bulk(name)),
+            (
+                Frame::bulk("command"),
+                Frame::Array(command.into_iter().map(Frame::Bulk).collect()),
+            ),
+            (Frame::bulk("duration_ms"), Frame::Integer(ms as i64)),
+        ]),
+    };
     Frame::Map(vec![
-        (Frame::bulk("running_script"), Frame::Null),
+        (Frame::bulk("running_script"), running),
         (
             Frame::bulk("engines"),
             Frame::Map(vec![(

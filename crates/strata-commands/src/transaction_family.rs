@@ -161,7 +161,15 @@ fn exec(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
         return err(errors::EXECABORT);
     }
     let db = ctx.session.db.clone();
-    let scope = hold_transaction(&db, &multi.queue, watching.as_ref());
+    // A key held by a busy script discards the transaction, as Redis's -BUSY for EXEC does.
+    let scope = match hold_transaction(&db, &multi.queue, watching.as_ref()) {
+        Ok(scope) => scope,
+        Err(busy) => {
+            return err(errors::exec_abort_because(crate::scripting::busy_text(
+                busy,
+            )))
+        }
+    };
     if let Some(w) = &watching {
         match watch_broken(&db, w) {
             Ok(false) => {}
@@ -190,12 +198,12 @@ fn exec(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
 }
 
 /// Takes the locks of every key the queued commands and the watched keys name, following SELECT
-/// through the queue.
+/// through the queue; gives up when a busy script holds one of them.
 fn hold_transaction<'d>(
     db: &'d strata::Db,
     queue: &[Vec<Bytes>],
     watching: Option<&Watching>,
-) -> strata::KeyScope<'d> {
+) -> Result<strata::KeyScope<'d>, strata::Busy> {
     let mut keys: Vec<(u32, &[u8])> = watching
         .map(|w| w.keys().iter().map(|k| (k.db, &k.key[..])).collect())
         .unwrap_or_default();
@@ -213,11 +221,11 @@ fn hold_transaction<'d>(
             continue;
         }
         match isolation::targets(spec, argv, selected) {
-            Targets::All => return db.hold_all(),
+            Targets::All => return db.hold_all_unless_busy(),
             Targets::Keys(k) => keys.extend(k.into_iter().map(|(d, i)| (d, &argv[i][..]))),
         }
     }
-    db.hold(keys, true)
+    db.hold_unless_busy(keys, true)
 }
 
 /// Whether EXEC must fail because of WATCH: a watched key was written, or it existed when

@@ -201,12 +201,16 @@ impl Server {
             shutdown_tx,
         };
         server.sample_memory();
-        server.apply_pubsub_config(&server.config());
+        server.mirror_settings(&server.config());
         server
     }
 
-    /// Mirrors the pub/sub settings (keyspace events, pubsub output-buffer limits).
-    fn apply_pubsub_config(&self, cfg: &Config) {
+    /// Mirrors settings into the shared objects that read them without the configuration lock:
+    /// keyspace events, the pubsub output-buffer limits, and the script cache's
+    /// `busy-reply-threshold`.
+    fn mirror_settings(&self, cfg: &Config) {
+        self.scripts
+            .set_busy_threshold_ms(cfg.busy_reply_threshold_ms());
         self.notify_flags
             .store(cfg.notify_keyspace_flags(), Ordering::Relaxed);
         let [hard, soft, soft_secs] = cfg.pubsub_output_limits();
@@ -378,7 +382,7 @@ impl Server {
             .store(cfg.timeout_secs(), Ordering::Relaxed);
         *self.requirepass.write().unwrap_or_else(|p| p.into_inner()) = cfg.requirepass();
         log::set_level(cfg.loglevel());
-        self.apply_pubsub_config(&cfg);
+        self.mirror_settings(&cfg);
         self.replication.refresh_gate(&cfg);
         drop(cfg);
         self.config_gen.fetch_add(1, Ordering::Release);

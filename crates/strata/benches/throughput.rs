@@ -3,7 +3,7 @@
 //! before each write returns) and `no` (the operating system flushes). No criterion: a plain
 //! timed loop, short by default. Run with `bench/lib.sh` or
 //! `cargo bench -p strata --bench throughput` (`STRATA_BENCH_OPS=N` sets the no-sync op count;
-//! sync runs do a tenth of it).
+//! sync runs do a tenth of it; `-- locks` prints only the cost of holding one key's lock).
 
 use std::time::Instant;
 
@@ -83,6 +83,28 @@ fn run(sync: SyncPolicy, ops: u64) -> R {
     Ok(())
 }
 
+/// The cost of what every server command does around its handler: hold the lock of one key
+/// (exclusively and shared) and release it, with nobody else wanting it.
+fn locks(ops: u64) -> R {
+    let dir = tempfile::tempdir()?;
+    let db = Db::open(dir.path())?;
+    let keys: Vec<Vec<u8>> = (0..1024).map(key).collect();
+    let mut per_op = [0.0; 2];
+    for (slot, exclusive) in per_op.iter_mut().zip([true, false]) {
+        let t = Instant::now();
+        for i in 0..ops {
+            let k = &keys[(i % 1024) as usize];
+            std::hint::black_box(db.hold([(0, &k[..])], exclusive));
+        }
+        *slot = t.elapsed().as_nanos() as f64 / ops as f64;
+    }
+    println!(
+        "key lock {ops:>8} ops   hold+release exclusive {:>6.1} ns   shared {:>6.1} ns",
+        per_op[0], per_op[1]
+    );
+    Ok(())
+}
+
 fn main() -> R {
     // `cargo test --benches` runs bench targets with `--bench`-less args; keep that instant.
     if std::env::args().any(|a| a == "--list" || a == "--test") {
@@ -92,8 +114,13 @@ fn main() -> R {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000);
+    // `-- locks`: only the key-lock figure (quick to compare before and after a change).
+    if std::env::args().any(|a| a == "locks") {
+        return locks(ops * 100);
+    }
     println!("strata library, one thread, 128-byte values");
     run(SyncPolicy::No, ops)?;
     run(SyncPolicy::Always, (ops / 10).max(100))?;
+    locks(ops * 100)?;
     Ok(())
 }

@@ -12,7 +12,7 @@ use rocksdb::WriteBatch;
 
 use crate::error::{Error, Result};
 use crate::keys;
-use crate::locks::KeyLocks;
+use crate::locks::{Busy, KeyLocks};
 use crate::meta::{self, KeyType, Meta};
 use crate::storage::{
     Compression, Storage, StorageOptions, SyncPolicy, CF_EXPIRE, CF_META, DB_MAP_KEY,
@@ -283,28 +283,60 @@ impl Db {
         )
     }
 
+    /// Like [`Db::hold`], but gives up with [`Busy`] (holding nothing) instead of waiting for a
+    /// key lock whose holder has declared itself busy ([`Db::declare_busy`]), also when it does
+    /// so while this call waits. The server takes its locks this way, so a client never waits
+    /// behind a script that runs past `busy-reply-threshold`.
+    pub fn hold_unless_busy<'k>(
+        &self,
+        keys: impl IntoIterator<Item = (u32, &'k [u8])>,
+        exclusive: bool,
+    ) -> std::result::Result<KeyScope<'_>, Busy> {
+        self.inner
+            .locks
+            .hold_unless_busy(keys.into_iter().map(|(db, k)| (db as u8, k)), exclusive)
+            .map(KeyScope)
+    }
+
     /// Like [`Db::hold`], for a thread that may already hold a scope and reaches keys it did not
     /// list up front: it never blocks while holding (which could deadlock); a key lock that stays
-    /// busy for longer than `patience` is skipped. Returns the scope and whether every lock was
-    /// taken.
+    /// taken for longer than `patience` is skipped. Returns the scope and whether every lock was
+    /// taken, or [`Busy`] when a lock's holder has declared itself busy.
     pub fn hold_patiently<'k>(
         &self,
         keys: impl IntoIterator<Item = (u32, &'k [u8])>,
         exclusive: bool,
         patience: std::time::Duration,
-    ) -> (KeyScope<'_>, bool) {
+    ) -> std::result::Result<(KeyScope<'_>, bool), Busy> {
         let (scope, complete) = self.inner.locks.hold_patiently(
             keys.into_iter().map(|(db, k)| (db as u8, k)),
             exclusive,
             patience,
-        );
-        (KeyScope(scope), complete)
+        )?;
+        Ok((KeyScope(scope), complete))
     }
 
     /// Holds every key lock of every database exclusively until the scope is dropped (a
     /// transaction that empties or swaps whole databases).
     pub fn hold_all(&self) -> KeyScope<'_> {
         KeyScope(self.inner.locks.hold_all())
+    }
+
+    /// [`Db::hold_all`] that gives up with [`Busy`] as [`Db::hold_unless_busy`] does.
+    pub fn hold_all_unless_busy(&self) -> std::result::Result<KeyScope<'_>, Busy> {
+        self.inner.locks.hold_all_unless_busy().map(KeyScope)
+    }
+
+    /// Declares this thread a busy holder: the key locks it holds through scopes are marked with
+    /// `tag` (not 0), so [`Db::hold_unless_busy`] callers wanting them get `Busy(tag)` at once,
+    /// and so do those waiting for them now. Lasts until [`Db::end_busy`] or the scopes end.
+    pub fn declare_busy(&self, tag: u8) {
+        self.inner.locks.declare_busy(tag)
+    }
+
+    /// Ends [`Db::declare_busy`] for the key locks this thread holds.
+    pub fn end_busy(&self) {
+        self.inner.locks.end_busy()
     }
 
     /// Reads a server-level record kept beside the data (`strata:aux:<name>` in the default

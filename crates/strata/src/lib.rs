@@ -97,6 +97,7 @@ pub use info::EngineInfo;
 pub use iter::{KeyFilter, KeyInfo, Keys};
 pub use keyspace::{ExpireCondition, ScanPage, Ttl};
 pub use list::ListEnd;
+pub use locks::Busy;
 pub use meta::KeyType;
 pub use set::SetScanPage;
 pub use sort::SortOptions;

@@ -8,18 +8,33 @@
 //! A scope may hold stripes shared (readers: a multi-key read sees no half-applied transaction)
 //! or exclusively. The record of what a thread holds is thread-local, so scopes must be entered
 //! and left on one thread without yielding in between (the server runs commands synchronously).
+//!
+//! A holder that runs for long (a script past the server's `busy-reply-threshold`) may *declare
+//! itself busy* with a tag of its choosing: the stripes it holds are marked, and acquisitions made
+//! with the `*_unless_busy` methods give up on a marked stripe with [`Busy`] instead of waiting,
+//! including those already waiting when the mark appears (they wake every [`BUSY_POLL`] to look).
+//! The mark is cleared when the holder ends it or releases the stripe. Uncontended acquisitions
+//! never look at the marks: the fast path is one compare-and-swap per stripe, as before.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 const STRIPES: usize = 1024;
 const WORDS: usize = STRIPES / 64;
 
+/// How often a waiter for a contended stripe looks whether its holder has declared itself busy.
+pub const BUSY_POLL: Duration = Duration::from_millis(10);
+
 thread_local! {
     /// Bit `i` set: this thread holds stripe `i` through a [`Scope`].
     static HELD: RefCell<[u64; WORDS]> = const { RefCell::new([0; WORDS]) };
+    /// This thread has declared the stripes it holds busy ([`KeyLocks::declare_busy`]).
+    static MARKED: Cell<bool> = const { Cell::new(false) };
 }
 
 fn is_held(i: usize) -> bool {
@@ -39,9 +54,34 @@ fn set_held(indices: &[usize], on: bool) {
     })
 }
 
+/// The stripes this thread holds through scopes.
+fn held_stripes() -> Vec<usize> {
+    HELD.with(|h| {
+        let h = h.borrow();
+        (0..STRIPES)
+            .filter(|&i| h[i / 64] & (1 << (i % 64)) != 0)
+            .collect()
+    })
+}
+
+/// An acquisition gave up because a stripe it needs is held by a holder that declared itself busy
+/// ([`KeyLocks::declare_busy`]); the number is the tag that holder gave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Busy(pub u8);
+
+impl std::fmt::Display for Busy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "a key lock is held by a busy holder (tag {})", self.0)
+    }
+}
+
+impl std::error::Error for Busy {}
+
 /// A fixed array of reader-writer locks indexed by key hash.
 pub struct KeyLocks {
     stripes: Vec<RwLock<()>>,
+    /// Per stripe: 0, or the tag of the busy holder that holds it.
+    busy: Vec<AtomicU8>,
 }
 
 enum Held<'a> {
@@ -57,13 +97,20 @@ pub struct Guard<'a> {
 /// Stripes held across several operations by this thread (see the module documentation);
 /// dropping it releases them.
 pub struct Scope<'a> {
+    locks: &'a KeyLocks,
     indices: Vec<usize>,
     _guard: Guard<'a>,
 }
 
 impl Drop for Scope<'_> {
     fn drop(&mut self) {
-        // Forget the stripes before the guard (a field, dropped after this) releases them.
+        // Clear busy marks and forget the stripes before the guard (a field, dropped after this)
+        // releases them, so the next holder's waiters never see a stale mark.
+        if MARKED.with(Cell::get) {
+            for &i in &self.indices {
+                self.locks.busy[i].store(0, Ordering::Release);
+            }
+        }
         set_held(&self.indices, false);
     }
 }
@@ -73,6 +120,7 @@ impl KeyLocks {
     pub fn new() -> KeyLocks {
         KeyLocks {
             stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
+            busy: (0..STRIPES).map(|_| AtomicU8::new(0)).collect(),
         }
     }
 
@@ -83,22 +131,62 @@ impl KeyLocks {
         (h.finish() as usize) % STRIPES
     }
 
-    // A poisoned stripe only means another thread panicked while holding it; the protected data
-    // lives in RocksDB, so carry on.
-    fn write(&self, i: usize) -> Held<'_> {
-        Held::Exclusive(
-            self.stripes[i]
-                .write()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        )
+    /// Stripe `i` if nobody holds it in a conflicting mode: the uncontended fast path.
+    #[inline]
+    fn try_take(&self, i: usize, exclusive: bool) -> Option<Held<'_>> {
+        let s = &self.stripes[i];
+        if exclusive {
+            s.try_write().map(Held::Exclusive)
+        } else {
+            s.try_read().map(Held::Shared)
+        }
     }
 
-    fn read(&self, i: usize) -> Held<'_> {
-        Held::Shared(
-            self.stripes[i]
-                .read()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        )
+    /// Stripe `i`, waiting as long as it takes.
+    #[inline]
+    fn take(&self, i: usize, exclusive: bool) -> Held<'_> {
+        match self.try_take(i, exclusive) {
+            Some(h) => h,
+            None => self.take_waiting(i, exclusive),
+        }
+    }
+
+    #[cold]
+    fn take_waiting(&self, i: usize, exclusive: bool) -> Held<'_> {
+        let s = &self.stripes[i];
+        if exclusive {
+            Held::Exclusive(s.write())
+        } else {
+            Held::Shared(s.read())
+        }
+    }
+
+    /// Stripe `i`, waiting unless (or until) its holder declares itself busy.
+    #[inline]
+    fn take_unless_busy(&self, i: usize, exclusive: bool) -> Result<Held<'_>, Busy> {
+        match self.try_take(i, exclusive) {
+            Some(h) => Ok(h),
+            None => self.wait_unless_busy(i, exclusive),
+        }
+    }
+
+    #[cold]
+    fn wait_unless_busy(&self, i: usize, exclusive: bool) -> Result<Held<'_>, Busy> {
+        let s = &self.stripes[i];
+        loop {
+            let tag = self.busy[i].load(Ordering::Acquire);
+            if tag != 0 {
+                return Err(Busy(tag));
+            }
+            let got = if exclusive {
+                s.try_write_for(BUSY_POLL).map(Held::Exclusive)
+            } else {
+                s.try_read_for(BUSY_POLL).map(Held::Shared)
+            };
+            if let Some(h) = got {
+                return Ok(h);
+            }
+        }
     }
 
     /// The stripes of `keys` that this thread does not hold yet, sorted and without repeats:
@@ -116,16 +204,26 @@ impl KeyLocks {
 
     fn acquire(&self, idx: &[usize], exclusive: bool) -> Guard<'_> {
         Guard {
+            _held: idx.iter().map(|&i| self.take(i, exclusive)).collect(),
+        }
+    }
+
+    /// Like `acquire`, but gives up (releasing what it took) on a stripe of a busy holder.
+    fn acquire_unless_busy(&self, idx: &[usize], exclusive: bool) -> Result<Guard<'_>, Busy> {
+        Ok(Guard {
             _held: idx
                 .iter()
-                .map(|&i| {
-                    if exclusive {
-                        self.write(i)
-                    } else {
-                        self.read(i)
-                    }
-                })
-                .collect(),
+                .map(|&i| self.take_unless_busy(i, exclusive))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
+    fn scope<'a>(&'a self, indices: Vec<usize>, guard: Guard<'a>) -> Scope<'a> {
+        set_held(&indices, true);
+        Scope {
+            locks: self,
+            indices,
+            _guard: guard,
         }
     }
 
@@ -149,7 +247,7 @@ impl KeyLocks {
     /// Holds the stripes of `keys` (shared or exclusively) until the scope is dropped; operations
     /// this thread runs meanwhile skip them. Stripes the thread already holds are left to their
     /// holder, so scopes nest. A shared scope must not be followed by writes to its keys on the
-    /// same thread (a stripe cannot be upgraded).
+    /// same thread (a stripe cannot be upgraded). Waits as long as it takes.
     pub fn hold<'a, 'k>(
         &'a self,
         keys: impl IntoIterator<Item = (u8, &'k [u8])>,
@@ -157,51 +255,49 @@ impl KeyLocks {
     ) -> Scope<'a> {
         let indices = Self::wanted(keys);
         let guard = self.acquire(&indices, exclusive);
-        set_held(&indices, true);
-        Scope {
-            indices,
-            _guard: guard,
-        }
+        self.scope(indices, guard)
+    }
+
+    /// Like [`KeyLocks::hold`], but gives up with [`Busy`] (holding nothing) when a stripe it
+    /// needs is held by a busy holder, also when that holder declares itself busy while this
+    /// call waits.
+    pub fn hold_unless_busy<'a, 'k>(
+        &'a self,
+        keys: impl IntoIterator<Item = (u8, &'k [u8])>,
+        exclusive: bool,
+    ) -> Result<Scope<'a>, Busy> {
+        let indices = Self::wanted(keys);
+        let guard = self.acquire_unless_busy(&indices, exclusive)?;
+        Ok(self.scope(indices, guard))
     }
 
     /// Like [`KeyLocks::hold`], for a thread that may already hold other stripes (a script
     /// reaching a key it did not declare): it never waits while holding, which could deadlock,
     /// but retries each busy stripe for up to `patience`, then goes on without it. Returns the
-    /// scope and whether every stripe was taken.
+    /// scope and whether every stripe was taken, or [`Busy`] (holding nothing) when a stripe's
+    /// holder has declared itself busy.
     pub fn hold_patiently<'a, 'k>(
         &'a self,
         keys: impl IntoIterator<Item = (u8, &'k [u8])>,
         exclusive: bool,
-        patience: std::time::Duration,
-    ) -> (Scope<'a>, bool) {
+        patience: Duration,
+    ) -> Result<(Scope<'a>, bool), Busy> {
         let wanted = Self::wanted(keys);
-        let deadline = std::time::Instant::now() + patience;
+        let deadline = Instant::now() + patience;
         let mut indices = Vec::with_capacity(wanted.len());
         let mut held = Vec::with_capacity(wanted.len());
         let mut complete = true;
         for i in wanted {
             let got = loop {
-                let attempt = if exclusive {
-                    match self.stripes[i].try_write() {
-                        Ok(g) => Some(Held::Exclusive(g)),
-                        Err(std::sync::TryLockError::Poisoned(p)) => {
-                            Some(Held::Exclusive(p.into_inner()))
-                        }
-                        Err(std::sync::TryLockError::WouldBlock) => None,
-                    }
-                } else {
-                    match self.stripes[i].try_read() {
-                        Ok(g) => Some(Held::Shared(g)),
-                        Err(std::sync::TryLockError::Poisoned(p)) => {
-                            Some(Held::Shared(p.into_inner()))
-                        }
-                        Err(std::sync::TryLockError::WouldBlock) => None,
-                    }
-                };
-                if attempt.is_some() || std::time::Instant::now() >= deadline {
+                let attempt = self.try_take(i, exclusive);
+                if attempt.is_some() || Instant::now() >= deadline {
                     break attempt;
                 }
-                std::thread::sleep(std::time::Duration::from_micros(50));
+                let tag = self.busy[i].load(Ordering::Acquire);
+                if tag != 0 {
+                    return Err(Busy(tag));
+                }
+                std::thread::sleep(Duration::from_micros(50));
             };
             match got {
                 Some(g) => {
@@ -211,24 +307,42 @@ impl KeyLocks {
                 None => complete = false,
             }
         }
-        set_held(&indices, true);
-        (
-            Scope {
-                indices,
-                _guard: Guard { _held: held },
-            },
-            complete,
-        )
+        Ok((self.scope(indices, Guard { _held: held }), complete))
     }
 
     /// Holds every stripe exclusively until the scope is dropped.
     pub fn hold_all(&self) -> Scope<'_> {
         let indices: Vec<usize> = (0..STRIPES).filter(|&i| !is_held(i)).collect();
         let guard = self.acquire(&indices, true);
-        set_held(&indices, true);
-        Scope {
-            indices,
-            _guard: guard,
+        self.scope(indices, guard)
+    }
+
+    /// Like [`KeyLocks::hold_all`], giving up with [`Busy`] as [`KeyLocks::hold_unless_busy`]
+    /// does.
+    pub fn hold_all_unless_busy(&self) -> Result<Scope<'_>, Busy> {
+        let indices: Vec<usize> = (0..STRIPES).filter(|&i| !is_held(i)).collect();
+        let guard = self.acquire_unless_busy(&indices, true)?;
+        Ok(self.scope(indices, guard))
+    }
+
+    /// Marks every stripe this thread holds through scopes as held by a busy holder with `tag`
+    /// (not 0): `*_unless_busy` acquisitions of them give up with `Busy(tag)`, and so do those
+    /// waiting for them now. The marks last until [`KeyLocks::end_busy`] or until the scopes
+    /// are dropped. Calling it again marks stripes taken since.
+    pub fn declare_busy(&self, tag: u8) {
+        MARKED.with(|m| m.set(true));
+        for i in held_stripes() {
+            self.busy[i].store(tag, Ordering::Release);
+        }
+    }
+
+    /// Clears the busy marks of the stripes this thread holds.
+    pub fn end_busy(&self) {
+        if !MARKED.with(|m| m.replace(false)) {
+            return;
+        }
+        for i in held_stripes() {
+            self.busy[i].store(0, Ordering::Release);
         }
     }
 }
@@ -244,7 +358,6 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    use std::time::Duration;
 
     #[test]
     fn operations_inside_a_scope_skip_the_stripes_it_holds() {
@@ -291,5 +404,59 @@ mod tests {
             true
         });
         assert!(t.join().unwrap_or(false));
+    }
+
+    #[test]
+    fn a_busy_holder_turns_away_waiters_and_only_on_its_own_keys() {
+        let locks = Arc::new(KeyLocks::new());
+        let scope = locks.hold([(0, &b"k"[..])], true);
+        // A waiter that started before the holder declared itself busy.
+        let l2 = locks.clone();
+        let waiter = std::thread::spawn(move || {
+            let started = Instant::now();
+            let outcome = l2.hold_unless_busy([(0, &b"k"[..])], false).map(|_| ());
+            (outcome, started.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(30));
+        locks.declare_busy(7);
+        let (outcome, waited) = waiter.join().unwrap_or((Ok(()), Duration::ZERO));
+        assert_eq!(outcome, Err(Busy(7)));
+        assert!(waited < Duration::from_secs(2), "waited {waited:?}");
+        // Newcomers are turned away at once; other keys are served.
+        let l3 = locks.clone();
+        let (same, other, patient) = std::thread::spawn(move || {
+            let same = l3.hold_unless_busy([(0, &b"k"[..])], true).map(|_| ());
+            let other = l3.hold_unless_busy([(0, &b"other"[..])], true).map(|_| ());
+            let patient = l3
+                .hold_patiently([(0, &b"k"[..])], true, Duration::from_secs(5))
+                .map(|_| ());
+            (same, other, patient)
+        })
+        .join()
+        .unwrap_or((Ok(()), Err(Busy(0)), Ok(())));
+        assert_eq!(same, Err(Busy(7)));
+        assert_eq!(other, Ok(()));
+        assert_eq!(patient, Err(Busy(7)));
+        // Dropping the scope clears the mark: the key can be held again.
+        drop(scope);
+        locks.end_busy();
+        let l4 = locks.clone();
+        let again = std::thread::spawn(move || l4.hold_unless_busy([(0, &b"k"[..])], true).is_ok());
+        assert!(again.join().unwrap_or(false));
+    }
+
+    #[test]
+    fn ending_busy_clears_the_marks_but_keeps_the_stripes() {
+        let locks = Arc::new(KeyLocks::new());
+        let scope = locks.hold([(0, &b"k"[..])], true);
+        locks.declare_busy(1);
+        locks.end_busy();
+        // Not busy any more: a waiter waits for the release instead of giving up.
+        let l2 = locks.clone();
+        let waiter =
+            std::thread::spawn(move || l2.hold_unless_busy([(0, &b"k"[..])], true).is_ok());
+        std::thread::sleep(Duration::from_millis(3 * BUSY_POLL.as_millis() as u64));
+        drop(scope);
+        assert!(waiter.join().unwrap_or(false));
     }
 }

@@ -10,6 +10,8 @@ use std::sync::{Arc, RwLock};
 use bytes::Bytes;
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
 
+use crate::errors;
+
 /// One function of a library.
 #[derive(Clone, Debug)]
 pub struct FunctionInfo {
@@ -38,14 +40,6 @@ pub struct Library {
     /// The functions it registered.
     pub functions: Vec<FunctionInfo>,
 }
-
-const FLAGS: &[&str] = &[
-    "no-writes",
-    "allow-oom",
-    "allow-stale",
-    "no-cluster",
-    "allow-cross-slot-keys",
-];
 
 /// The loaded libraries.
 #[derive(Default)]
@@ -245,29 +239,46 @@ fn library_name_of(code: &[u8]) -> String {
     parse_shebang(code).map(|(n, _)| n).unwrap_or_default()
 }
 
-/// Reads `#!lua name=<name>`: the library name, and the code with that line blanked (so line
-/// numbers in errors count it, as Redis's do).
+/// Reads the metadata line `#!lua name=<name>` as Redis's `functionExtractLibMetaData` does (the
+/// line split like a config line, `name=` in any case, the engine named in any case): the
+/// library name, and the code after that line with its line feed (so line numbers in errors
+/// count the line, as Redis's do).
 fn parse_shebang(code: &[u8]) -> Result<(String, Vec<u8>), String> {
     if !code.starts_with(b"#!") {
-        return Err("ERR Missing library metadata".into());
+        return Err(errors::LIBRARY_METADATA_MISSING.into());
     }
-    let end = code.iter().position(|&b| b == b'\n').unwrap_or(code.len());
-    let line = String::from_utf8_lossy(&code[2..end]);
-    let mut parts = line.split(' ').filter(|p| !p.is_empty());
-    let invalid = || "ERR Invalid library metadata".to_string();
-    if parts.next() != Some("lua") {
-        return Err(invalid());
-    }
+    // Redis looks for the line feed with strchr, which stops at a NUL byte.
+    let text = code.split(|&b| b == 0).next().unwrap_or_default();
+    let Some(end) = text.iter().position(|&b| b == b'\n') else {
+        return Err(errors::LIBRARY_METADATA_INVALID.into());
+    };
+    let parts = match strata_resp::split_inline_args(&code[..end]) {
+        Some(parts) if !parts.is_empty() => parts,
+        _ => return Err(errors::LIBRARY_METADATA_INVALID.into()),
+    };
     let mut name = None;
-    for p in parts {
-        match p.strip_prefix("name=") {
-            Some(n) if name.is_none() => name = Some(n.to_string()),
-            _ => return Err(invalid()),
+    for part in &parts[1..] {
+        match part.get(..5) {
+            Some(key) if key.eq_ignore_ascii_case(b"name=") => {
+                if name.is_some() {
+                    return Err(errors::LIBRARY_NAME_TWICE.into());
+                }
+                name = Some(String::from_utf8_lossy(&part[5..]).into_owned());
+            }
+            _ => {
+                return Err(errors::library_metadata_value(&String::from_utf8_lossy(
+                    part,
+                )))
+            }
         }
     }
-    let name = name.ok_or_else(invalid)?;
+    let name = name.ok_or(errors::LIBRARY_NAME_MISSING)?;
     if !valid_name(&name) {
         return Err(NAME_RULE.into());
+    }
+    let engine = parts[0].get(2..).unwrap_or_default();
+    if !engine.eq_ignore_ascii_case(b"lua") {
+        return Err(errors::engine_not_found(&String::from_utf8_lossy(engine)));
     }
     Ok((name, code[end..].to_vec()))
 }
@@ -292,23 +303,24 @@ pub fn load_into(
 ) -> Result<Registered, String> {
     let (_, body) = parse_shebang(code)?;
     let env = lua.create_table().map_err(|e| format!("ERR {e}"))?;
+    // As in Redis, the library's top-level code sees nothing but the `redis` table (errors for
+    // every other name), and neither it nor its functions may create globals.
+    let protect = super::protection(lua).map_err(|e| format!("ERR {e}"))?;
     let setup = || -> mlua::Result<(Table, Function)> {
-        let meta = lua.create_table()?;
-        meta.raw_set("__index", globals.clone())?;
-        env.set_metatable(Some(meta))?;
+        env.set_metatable(Some(protect.clone()))?;
         let api = lua.create_table()?;
         api.set_metatable(Some(super::protection(lua)?))?;
-        for name in [
-            "log",
-            "LOG_DEBUG",
-            "LOG_VERBOSE",
-            "LOG_NOTICE",
-            "LOG_WARNING",
+        api.raw_set("log", lua.create_function(|_, _: mlua::MultiValue| Ok(()))?)?;
+        for (name, value) in [
+            ("LOG_DEBUG", 0),
+            ("LOG_VERBOSE", 1),
+            ("LOG_NOTICE", 2),
+            ("LOG_WARNING", 3),
         ] {
-            if let Some(redis) = full_redis {
-                api.raw_set(name, redis.raw_get::<Value>(name)?)?;
-            }
+            api.raw_set(name, value)?;
         }
+        api.raw_set("REDIS_VERSION", crate::REDIS_VERSION)?;
+        api.raw_set("REDIS_VERSION_NUM", super::redis_version_num())?;
         let f = lua
             .load(&body[..])
             .set_name("@user_function")
@@ -320,8 +332,8 @@ pub fn load_into(
         setup().map_err(|e| format!("ERR Error compiling function: {}", super::lua_message(&e)))?;
     let collected: std::cell::RefCell<Vec<(FunctionInfo, Function)>> = Default::default();
     let run = lua.scope(|scope| {
-        let register = scope.create_function(|_, args: mlua::MultiValue| {
-            let entry = register_args(args)
+        let register = scope.create_function(|lua, args: mlua::MultiValue| {
+            let entry = register_args(lua, args)
                 .map_err(|text| mlua::Error::external(super::CallError(text)))?;
             let mut list = collected.borrow_mut();
             if list.iter().any(|(f, _)| f.name == entry.0.name) {
@@ -350,48 +362,51 @@ pub fn load_into(
     if collected.is_empty() {
         return Err("ERR No functions registered".into());
     }
-    if let Some(redis) = full_redis {
-        env.raw_set("redis", redis.clone())
-            .map_err(|e| format!("ERR {e}"))?;
-    }
+    // From now on (the functions run), the other names resolve to the interpreter's globals.
+    let runtime = || -> mlua::Result<()> {
+        let meta = lua.create_table()?;
+        meta.raw_set("__index", globals.clone())?;
+        meta.raw_set("__newindex", protect.raw_get::<Value>("__newindex")?)?;
+        env.set_metatable(Some(meta))?;
+        if let Some(redis) = full_redis {
+            env.raw_set("redis", redis.clone())?;
+        }
+        Ok(())
+    };
+    runtime().map_err(|e| format!("ERR {e}"))?;
     let (infos, callbacks) = collected.into_iter().unzip();
     Ok(Registered { infos, callbacks })
 }
 
+/// A Lua string or number as text (Lua's `lua_isstring` / `lua_tostring`), as Redis reads
+/// names and flags.
+fn lua_text(lua: &Lua, v: &Value) -> Option<String> {
+    match v {
+        Value::String(_) | Value::Integer(_) | Value::Number(_) => lua
+            .coerce_string(v.clone())
+            .ok()
+            .flatten()
+            .map(|s| s.to_string_lossy()),
+        _ => None,
+    }
+}
+
 /// The arguments of redis.register_function: `(name, callback)` or a table with
-/// `function_name`, `callback`, `flags`, `description`.
-fn register_args(args: mlua::MultiValue) -> Result<(FunctionInfo, Function), String> {
+/// `function_name`, `callback`, `flags`, `description` (keys in any case), checked in Redis's
+/// order with its errors.
+fn register_args(lua: &Lua, args: mlua::MultiValue) -> Result<(FunctionInfo, Function), String> {
     let args: Vec<Value> = args.into_iter().collect();
     let (name, callback, flags, description) = match args.as_slice() {
-        [Value::String(n), Value::Function(f)] => (n.to_string_lossy(), f.clone(), vec![], None),
-        [Value::Table(t)] => {
-            let name = match t.raw_get::<Value>("function_name") {
-                Ok(Value::String(s)) => s.to_string_lossy(),
-                _ => return Err("ERR function_name argument given to redis.register_function must be a string".into()),
+        [name, callback] => {
+            let name = lua_text(lua, name).ok_or(errors::REGISTER_FIRST_ARG)?;
+            let Value::Function(f) = callback else {
+                return Err(errors::REGISTER_SECOND_ARG.into());
             };
-            let callback = match t.raw_get::<Value>("callback") {
-                Ok(Value::Function(f)) => f,
-                _ => return Err("ERR callback argument given to redis.register_function must be a function".into()),
-            };
-            let mut flags = Vec::new();
-            if let Ok(Value::Table(fl)) = t.raw_get::<Value>("flags") {
-                for v in fl.sequence_values::<Value>() {
-                    match v {
-                        Ok(Value::String(s)) if FLAGS.contains(&s.to_string_lossy().as_str()) => {
-                            flags.push(s.to_string_lossy())
-                        }
-                        _ => return Err("ERR unknown flag given".into()),
-                    }
-                }
-            }
-            let description = match t.raw_get::<Value>("description") {
-                Ok(Value::String(s)) => Some(s.to_string_lossy()),
-                _ => None,
-            };
-            (name, callback, flags, description)
+            (name, f.clone(), Vec::new(), None)
         }
-        [_] => return Err("ERR calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).".into()),
-        _ => return Err("ERR wrong number of arguments to redis.register_function".into()),
+        [Value::Table(t)] => named_register_args(lua, t)?,
+        [_] => return Err(errors::REGISTER_SINGLE_ARG.into()),
+        _ => return Err(errors::REGISTER_ARG_COUNT.into()),
     };
     if !valid_name(&name) {
         return Err(NAME_RULE.into());
@@ -404,6 +419,66 @@ fn register_args(args: mlua::MultiValue) -> Result<(FunctionInfo, Function), Str
         },
         callback,
     ))
+}
+
+/// What redis.register_function's table form names.
+type NamedArgs = (String, Function, Vec<String>, Option<String>);
+
+/// The table form of redis.register_function, walked in table order like Redis's
+/// `luaRegisterFunctionReadNamedArgs` (so the first bad entry met is the one reported).
+fn named_register_args(lua: &Lua, t: &Table) -> Result<NamedArgs, String> {
+    let (mut name, mut callback, mut flags, mut description) = (None, None, Vec::new(), None);
+    for pair in t.pairs::<Value, Value>() {
+        let (key, value) = pair.map_err(|e| format!("ERR {e}"))?;
+        let key = lua_text(lua, &key).ok_or(errors::REGISTER_KEY_NOT_STRING)?;
+        match key.to_ascii_lowercase().as_str() {
+            "function_name" => {
+                name = Some(lua_text(lua, &value).ok_or(errors::REGISTER_NAME_TYPE)?)
+            }
+            "description" => {
+                description = Some(lua_text(lua, &value).ok_or(errors::REGISTER_DESCRIPTION_TYPE)?)
+            }
+            "callback" => match value {
+                Value::Function(f) => callback = Some(f),
+                _ => return Err(errors::REGISTER_CALLBACK_TYPE.into()),
+            },
+            "flags" => {
+                let Value::Table(list) = value else {
+                    return Err(errors::REGISTER_FLAGS_TYPE.into());
+                };
+                flags = read_flags(lua, &list).ok_or(errors::REGISTER_UNKNOWN_FLAG)?;
+            }
+            _ => return Err(errors::REGISTER_UNKNOWN_ARG.into()),
+        }
+    }
+    let name = name.ok_or(errors::REGISTER_NO_NAME)?;
+    let callback = callback.ok_or(errors::REGISTER_NO_CALLBACK)?;
+    Ok((name, callback, flags, description))
+}
+
+/// The flags of a `flags` table (items 1, 2, ... up to the first nil, names in any case), in
+/// Redis's order and spelling ([`super::SCRIPT_FLAGS`]); None if one is not a known flag.
+fn read_flags(lua: &Lua, list: &Table) -> Option<Vec<String>> {
+    let mut given = [false; super::SCRIPT_FLAGS.len()];
+    for i in 1.. {
+        let item: Value = list.raw_get(i).ok()?;
+        if item == Value::Nil {
+            break;
+        }
+        let text = lua_text(lua, &item)?;
+        let at = super::SCRIPT_FLAGS
+            .iter()
+            .position(|f| f.eq_ignore_ascii_case(&text))?;
+        given[at] = true;
+    }
+    Some(
+        super::SCRIPT_FLAGS
+            .iter()
+            .zip(given)
+            .filter(|(_, on)| *on)
+            .map(|(f, _)| f.to_string())
+            .collect(),
+    )
 }
 
 /// Validates a library by loading it into a throw-away interpreter.

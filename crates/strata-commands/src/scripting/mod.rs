@@ -4,6 +4,15 @@
 //! any other key it reaches as it goes, patiently, without ever waiting while it could deadlock),
 //! so scripts on disjoint keys run in parallel on different threads, where Redis runs one at a
 //! time. Interpreters compile a script the first time they meet it and keep the function.
+//!
+//! A script may start with a shebang line, `#!lua flags=no-writes,allow-oom`, as in Redis 7: the
+//! flags are read once when the script enters the cache, the line is skipped when compiling (its
+//! line feed kept, so line numbers count it), and `no-writes` makes the run read-only.
+//!
+//! A script still running after `busy-reply-threshold` declares itself busy on the key locks it
+//! holds (`strata::Db::declare_busy`): from then on a client that needs one of those keys gets
+//! `-BUSY` (at once, or as soon as the threshold passes if it was already waiting) instead of
+//! waiting for the script, while clients on other keys go on being served.
 
 mod convert;
 pub mod functions;
@@ -23,13 +32,148 @@ use crate::table;
 use crate::{BlockMode, Ctx};
 
 /// The scripts loaded by EVAL and SCRIPT LOAD, by SHA1, shared by every connection.
-#[derive(Default)]
 pub struct ScriptCache {
-    bodies: RwLock<HashMap<String, Bytes>>,
+    bodies: RwLock<HashMap<String, CachedScript>>,
     /// Bumped by SCRIPT FLUSH: interpreters drop their compiled functions when it changes.
     generation: AtomicU64,
     /// The scripts and functions running right now, for SCRIPT KILL / FUNCTION KILL.
     running: Mutex<Vec<Arc<Running>>>,
+    /// `busy-reply-threshold` in milliseconds: a script running longer turns away the clients
+    /// that need its keys with -BUSY.
+    busy_threshold_ms: AtomicU64,
+}
+
+/// Redis's default `busy-reply-threshold`.
+const DEFAULT_BUSY_THRESHOLD_MS: u64 = 5000;
+
+impl Default for ScriptCache {
+    fn default() -> Self {
+        ScriptCache {
+            bodies: RwLock::default(),
+            generation: AtomicU64::new(0),
+            running: Mutex::default(),
+            busy_threshold_ms: AtomicU64::new(DEFAULT_BUSY_THRESHOLD_MS),
+        }
+    }
+}
+
+/// A script in the cache: its source and what its shebang line declares.
+#[derive(Clone, Debug)]
+pub struct CachedScript {
+    /// The source, shebang line included.
+    pub body: Bytes,
+    /// None: no shebang line (Redis's compatibility mode, where the run is read-only only for
+    /// EVAL_RO / EVALSHA_RO).
+    pub shebang: Option<Shebang>,
+}
+
+/// What an EVAL script's `#!lua flags=...` line declares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shebang {
+    /// Bytes of the line before its line feed: skipped when compiling.
+    pub len: usize,
+    /// `no-writes`: the script never writes, so it may run as EVAL_RO and its writes fail.
+    pub no_writes: bool,
+}
+
+/// The flags a script's shebang or a function's `flags` table may name, in Redis's order (FUNCTION
+/// LIST lists them so). Only `no-writes` changes anything in Strata: `allow-oom` (no `maxmemory`
+/// limit is enforced), `allow-stale` (no replication) and `no-cluster` /
+/// `allow-cross-slot-keys` (no cluster mode) are accepted and remembered.
+pub const SCRIPT_FLAGS: [&str; 5] = [
+    "no-writes",
+    "allow-oom",
+    "allow-stale",
+    "no-cluster",
+    "allow-cross-slot-keys",
+];
+
+/// Reads the shebang line of an EVAL script as Redis's `evalExtractShebangFlags` does: Ok(None)
+/// when the script does not start with `#!`; Err carries the error text.
+pub fn parse_shebang(body: &[u8]) -> Result<Option<Shebang>, String> {
+    if !body.starts_with(b"#!") {
+        return Ok(None);
+    }
+    // Redis looks for the line feed with strchr, which stops at a NUL byte.
+    let text = body.split(|&b| b == 0).next().unwrap_or_default();
+    let Some(len) = text.iter().position(|&b| b == b'\n') else {
+        return Err(errors::SHEBANG_INVALID.into());
+    };
+    let parts = match strata_resp::split_inline_args(&body[..len]) {
+        Some(parts) if !parts.is_empty() => parts,
+        _ => return Err(errors::SHEBANG_INVALID_ENGINE.into()),
+    };
+    if &parts[0][..] != b"#!lua" {
+        return Err(errors::shebang_unexpected_engine(&String::from_utf8_lossy(
+            &parts[0],
+        )));
+    }
+    let mut no_writes = false;
+    for part in &parts[1..] {
+        let Some(list) = part.strip_prefix(b"flags=") else {
+            return Err(errors::shebang_unknown_option(&String::from_utf8_lossy(
+                part,
+            )));
+        };
+        // Like sdssplitlen: nothing at all is no flag, but an empty item is an unknown one.
+        if list.is_empty() {
+            continue;
+        }
+        for flag in list.split(|&b| b == b',') {
+            if !SCRIPT_FLAGS.iter().any(|f| f.as_bytes() == flag) {
+                return Err(errors::shebang_unexpected_flag(&String::from_utf8_lossy(
+                    flag,
+                )));
+            }
+            no_writes |= flag == b"no-writes";
+        }
+    }
+    Ok(Some(Shebang { len, no_writes }))
+}
+
+/// Adds the script `body` to the cache unless it is there: its shebang is read and it is
+/// compiled in this thread's interpreter first, and a script that fails either is not cached
+/// (Redis's EVAL and SCRIPT LOAD). Returns its SHA1 and shebang.
+pub fn load_script(ctx: &Ctx<'_>, body: &Bytes) -> Result<(String, Option<Shebang>), Frame> {
+    let cache = ctx.server.scripts();
+    let sha = sha1_hex(body);
+    if let Some(cached) = cache.get(sha.as_bytes()) {
+        return Ok((sha, cached.shebang));
+    }
+    let shebang = parse_shebang(body).map_err(err)?;
+    let generation = cache.generation.load(Ordering::Acquire);
+    with_vm(generation, |vm| {
+        vm.script(&sha, body, shebang.map_or(0, |s| s.len))
+            .map(|_| ())
+    })??;
+    cache.insert(
+        sha.clone(),
+        CachedScript {
+            body: body.clone(),
+            shebang,
+        },
+    );
+    Ok((sha, shebang))
+}
+
+/// The tag a busy EVAL script marks its key locks with (see `strata::Db::declare_busy`).
+const BUSY_TAG_SCRIPT: u8 = 1;
+/// The tag of a busy function.
+const BUSY_TAG_FUNCTION: u8 = 2;
+
+/// The -BUSY error for a command that needs a key a busy script holds: Redis's text names the
+/// kill command of what holds it.
+pub fn busy_text(b: strata::Busy) -> &'static str {
+    if b.0 == BUSY_TAG_FUNCTION {
+        errors::BUSY_FUNCTION
+    } else {
+        errors::BUSY_SCRIPT
+    }
+}
+
+/// [`busy_text`] as a reply.
+pub fn busy_reply(b: strata::Busy) -> Frame {
+    err(busy_text(b))
 }
 
 /// A script or function being run.
@@ -42,6 +186,31 @@ pub struct Running {
     started: std::time::Instant,
     /// When (in microseconds of run time) to try handing the worker thread off next.
     next_hand_off_us: AtomicU64,
+    /// A function (FCALL) rather than an EVAL script.
+    function: bool,
+    /// A function's name and FCALL command, for FUNCTION STATS.
+    call: Option<(String, Vec<Bytes>)>,
+    /// Run time (microseconds) after which the script declares itself busy.
+    busy_after_us: u64,
+    /// It has declared itself busy (only its own thread reads and writes this).
+    busy: AtomicBool,
+    /// The database whose key locks it holds.
+    db: strata::Db,
+}
+
+impl Running {
+    /// Called from the interpreter's periodic check: past the threshold, marks the key locks
+    /// this thread holds as busy.
+    fn check_busy(&self, elapsed_us: u64) {
+        if elapsed_us >= self.busy_after_us && !self.busy.swap(true, Ordering::Relaxed) {
+            let tag = if self.function {
+                BUSY_TAG_FUNCTION
+            } else {
+                BUSY_TAG_SCRIPT
+            };
+            self.db.declare_busy(tag);
+        }
+    }
 }
 
 /// A script still running after this long hands its worker thread's other connections to
@@ -67,6 +236,9 @@ pub enum KillOutcome {
     NotBusy,
     /// The running script has written: it must finish.
     Unkillable,
+    /// Only scripts of the other kind run (SCRIPT KILL while a function runs, FUNCTION KILL
+    /// while an EVAL script runs).
+    OtherKind,
 }
 
 impl ScriptCache {
@@ -75,19 +247,17 @@ impl ScriptCache {
         ScriptCache::default()
     }
 
-    /// Adds a script; returns its SHA1 in lowercase hex.
-    pub fn load(&self, body: &Bytes) -> String {
-        let sha = sha1_hex(body);
+    /// Adds a script under its SHA1 (lowercase hex); see [`load_script`].
+    fn insert(&self, sha: String, script: CachedScript) {
         self.bodies
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .entry(sha.clone())
-            .or_insert_with(|| body.clone());
-        sha
+            .entry(sha)
+            .or_insert(script);
     }
 
     /// The script with this SHA1 (any case).
-    pub fn get(&self, sha: &[u8]) -> Option<Bytes> {
+    pub fn get(&self, sha: &[u8]) -> Option<CachedScript> {
         let sha = std::str::from_utf8(sha).ok()?.to_ascii_lowercase();
         self.bodies
             .read()
@@ -105,18 +275,29 @@ impl ScriptCache {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// SCRIPT KILL / FUNCTION KILL: stops the running scripts that have not written.
-    pub fn kill(&self) -> KillOutcome {
+    /// `busy-reply-threshold` changed (CONFIG SET, start-up): applies to scripts started later.
+    pub fn set_busy_threshold_ms(&self, ms: u64) {
+        self.busy_threshold_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// SCRIPT KILL (`function` false) / FUNCTION KILL (`function` true): stops the running
+    /// scripts of that kind that have not written. As in Redis, a script that has written
+    /// answers UNKILLABLE before the kind is looked at.
+    pub fn kill(&self, function: bool) -> KillOutcome {
         let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
         if running.is_empty() {
             return KillOutcome::NotBusy;
         }
         let killable: Vec<&Arc<Running>> = running
             .iter()
-            .filter(|r| !r.wrote.load(Ordering::Acquire))
+            .filter(|r| r.function == function && !r.wrote.load(Ordering::Acquire))
             .collect();
         if killable.is_empty() {
-            return KillOutcome::Unkillable;
+            return if running.iter().any(|r| r.wrote.load(Ordering::Acquire)) {
+                KillOutcome::Unkillable
+            } else {
+                KillOutcome::OtherKind
+            };
         }
         for r in killable {
             r.kill.store(true, Ordering::Release);
@@ -124,12 +305,28 @@ impl ScriptCache {
         KillOutcome::Killed
     }
 
-    fn start(&self) -> Arc<Running> {
+    /// FUNCTION STATS' `running_script`: the name, command and run time (ms) of the function
+    /// that has run longest, if one runs.
+    pub fn running_function(&self) -> Option<(String, Vec<Bytes>, u64)> {
+        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        running.iter().find_map(|r| {
+            let (name, command) = r.call.clone()?;
+            Some((name, command, r.started.elapsed().as_millis() as u64))
+        })
+    }
+
+    fn start(&self, call: Option<(String, Vec<Bytes>)>, db: strata::Db) -> Arc<Running> {
+        let threshold_ms = self.busy_threshold_ms.load(Ordering::Relaxed);
         let r = Arc::new(Running {
             kill: AtomicBool::new(false),
             wrote: AtomicBool::new(false),
             started: std::time::Instant::now(),
             next_hand_off_us: AtomicU64::new(HAND_OFF_AFTER_US),
+            function: call.is_some(),
+            call,
+            busy_after_us: threshold_ms.saturating_mul(1000),
+            busy: AtomicBool::new(false),
+            db,
         });
         self.running
             .lock()
@@ -148,7 +345,7 @@ impl ScriptCache {
     /// Number of cached scripts and their total size in bytes (INFO memory).
     pub fn usage(&self) -> (usize, usize) {
         let bodies = self.bodies.read().unwrap_or_else(|p| p.into_inner());
-        (bodies.len(), bodies.values().map(|b| b.len()).sum())
+        (bodies.len(), bodies.values().map(|s| s.body.len()).sum())
     }
 }
 
@@ -165,11 +362,15 @@ pub enum Target<'a> {
         sha: &'a str,
         /// The source.
         body: &'a Bytes,
+        /// Bytes of its shebang line (0 without one), skipped when compiling.
+        skip: usize,
     },
     /// A function of a loaded library (FCALL).
     Function {
         /// Its name.
         name: &'a str,
+        /// The FCALL / FCALL_RO command as the client sent it (FUNCTION STATS shows it).
+        command: &'a [Bytes],
     },
 }
 
@@ -211,7 +412,12 @@ const KILL_CHECK_INSTRUCTIONS: u32 = 10_000;
 pub fn run_script(ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
     let db = ctx.session.db.clone();
     let index = db.index();
-    let scope = db.hold(inv.keys.iter().map(|k| (index, &k[..])), true);
+    // A read-only run cannot write its keys: holding them shared lets readers in.
+    let keys = inv.keys.iter().map(|k| (index, &k[..]));
+    let scope = match db.hold_unless_busy(keys, !inv.read_only) {
+        Ok(scope) => scope,
+        Err(busy) => return busy_reply(busy),
+    };
     // Blocked clients are woken once the script is over (unless an EXEC around it does that).
     let outermost = ctx.session.ready_keys.is_none();
     if outermost {
@@ -222,25 +428,21 @@ pub fn run_script(ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
     let generation = ctx.server.scripts().generation.load(Ordering::Acquire);
     let registry = ctx.server.functions().clone();
     let cache = ctx.server.scripts().clone();
-    let running = cache.start();
+    let call = match inv.target {
+        Target::Function { name, command } => Some((name.to_string(), command.to_vec())),
+        Target::Script { .. } => None,
+    };
+    let running = cache.start(call, db.clone());
     let outer = CURRENT.with(|c| c.replace(Some(running.clone())));
-    let reply = VM.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.as_ref().is_none_or(|vm| vm.generation != generation) {
-            match Vm::new(generation) {
-                Ok(vm) => *slot = Some(vm),
-                Err(e) => return err(format!("ERR could not start the Lua interpreter: {e}")),
-            }
-        }
-        match slot.as_mut() {
-            Some(vm) => {
-                vm.refresh_functions(&registry);
-                vm.run(ctx, inv)
-            }
-            None => err("ERR could not start the Lua interpreter"),
-        }
-    });
+    let reply = with_vm(generation, |vm| {
+        vm.refresh_functions(&registry);
+        vm.run(ctx, inv)
+    })
+    .unwrap_or_else(|e| e);
     CURRENT.with(|c| *c.borrow_mut() = outer);
+    if running.busy.load(Ordering::Relaxed) {
+        db.end_busy();
+    }
     cache.finish(&running);
     ctx.session.in_script = was_in_script;
     ctx.session.block_mode = mode;
@@ -251,6 +453,23 @@ pub fn run_script(ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
         }
     }
     reply
+}
+
+/// Runs `f` with this thread's interpreter, made anew when SCRIPT FLUSH moved the generation.
+fn with_vm<R>(generation: u64, f: impl FnOnce(&mut Vm) -> R) -> Result<R, Frame> {
+    VM.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.as_ref().is_none_or(|vm| vm.generation != generation) {
+            match Vm::new(generation) {
+                Ok(vm) => *slot = Some(vm),
+                Err(e) => return Err(err(format!("ERR could not start the Lua interpreter: {e}"))),
+            }
+        }
+        match slot.as_mut() {
+            Some(vm) => Ok(f(vm)),
+            None => Err(err("ERR could not start the Lua interpreter")),
+        }
+    })
 }
 
 /// The metatable that makes a table (the globals, the `redis` table of a library being loaded)
@@ -392,11 +611,13 @@ impl Vm {
                 let Some(r) = CURRENT.with(|c| c.borrow().clone()) else {
                     return Ok(mlua::VmState::Continue);
                 };
+                let elapsed_us = r.started.elapsed().as_micros() as u64;
                 let next = r.next_hand_off_us.load(Ordering::Relaxed);
-                if r.started.elapsed().as_micros() as u64 >= next {
+                if elapsed_us >= next {
                     r.next_hand_off_us.store(next * 4, Ordering::Relaxed);
                     hand_off_worker();
                 }
+                r.check_busy(elapsed_us);
                 if r.kill.load(Ordering::Acquire) {
                     Err(mlua::Error::RuntimeError(errors::SCRIPT_KILLED.into()))
                 } else {
@@ -437,13 +658,15 @@ impl Vm {
         self.fn_generation = Some(generation);
     }
 
-    fn script(&mut self, sha: &str, body: &Bytes) -> Result<Function, Frame> {
+    /// The compiled script `sha` (compiling `body` after its first `skip` bytes, the shebang
+    /// line, the first time).
+    fn script(&mut self, sha: &str, body: &Bytes, skip: usize) -> Result<Function, Frame> {
         if let Some(f) = self.functions.get(sha) {
             return Ok(f.clone());
         }
         let f = self
             .lua
-            .load(&body[..])
+            .load(&body[skip..])
             .set_name("@user_script")
             .into_function()
             .map_err(|e| {
@@ -458,11 +681,11 @@ impl Vm {
 
     fn run(&mut self, ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
         let (f, name, is_function) = match inv.target {
-            Target::Script { sha, body } => match self.script(sha, body) {
+            Target::Script { sha, body, skip } => match self.script(sha, body, skip) {
                 Ok(f) => (f, sha, false),
                 Err(frame) => return frame,
             },
-            Target::Function { name } => match self.fcalls.get(name) {
+            Target::Function { name, .. } => match self.fcalls.get(name) {
                 Some(f) => (f.clone(), name, true),
                 None => return err(errors::FUNCTION_NOT_FOUND),
             },
@@ -592,7 +815,8 @@ fn redis_call(
     if spec.has_flag("noscript") {
         return fail(errors::SCRIPT_NOT_ALLOWED.into());
     }
-    if read_only && spec.has_flag("write") {
+    // PUBLISH and SPUBLISH count as writes for read-only scripts (Redis's may-replicate flag).
+    if read_only && (spec.has_flag("write") || matches!(spec.name, "publish" | "spublish")) {
         return fail(errors::SCRIPT_WRITE_IN_RO.into());
     }
     if spec.has_flag("write") {
@@ -749,4 +973,47 @@ fn bit_library(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     Ok(bit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shebang_flags_and_errors_follow_redis() {
+        assert_eq!(parse_shebang(b"return 1"), Ok(None));
+        assert_eq!(
+            parse_shebang(b"#!lua flags=no-writes,allow-oom\nreturn 1"),
+            Ok(Some(Shebang {
+                len: 31,
+                no_writes: true
+            }))
+        );
+        assert_eq!(
+            parse_shebang(b"#!lua\nreturn 1"),
+            Ok(Some(Shebang {
+                len: 5,
+                no_writes: false
+            }))
+        );
+        let error = |body: &[u8]| parse_shebang(body).err().unwrap_or_default();
+        assert_eq!(error(b"#!lua"), "ERR Invalid script shebang");
+        assert_eq!(error(b"#!lua\0\nreturn 1"), "ERR Invalid script shebang");
+        assert_eq!(
+            error(b"#!lua \"flags\n"),
+            "ERR Invalid engine in script shebang"
+        );
+        assert_eq!(
+            error(b"#!LUA\n"),
+            "ERR Unexpected engine in script shebang: #!LUA"
+        );
+        assert_eq!(
+            error(b"#!lua flags=no-writes,\n"),
+            "ERR Unexpected flag in script shebang: "
+        );
+        assert_eq!(
+            error(b"#!lua name=x\n"),
+            "ERR Unknown lua shebang option: name=x"
+        );
+    }
 }

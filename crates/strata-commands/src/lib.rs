@@ -387,7 +387,18 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         return refuse(ctx, errors::err(errors::only_pubsub_allowed(name)));
     }
     if let Some(refused) = ctx.server.refusal(spec) {
-        return refuse(ctx, refused);
+        // A container (CONFIG, CLIENT...) is judged by the flags of its subcommand.
+        let sub = argv
+            .get(1)
+            .filter(|_| !table::subcommands_of(spec.name).is_empty())
+            .and_then(|s| table::lookup(&[spec.name.as_bytes(), b"|", s].concat()));
+        let refused = match sub {
+            Some(sub) => ctx.server.refusal(sub),
+            None => Some(refused),
+        };
+        if let Some(refused) = refused {
+            return refuse(ctx, refused);
+        }
     }
     if let Some(multi) = ctx.session.multi.as_mut() {
         if !transaction_family::runs_inside_multi(spec) {

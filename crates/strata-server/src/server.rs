@@ -202,6 +202,7 @@ impl Server {
         };
         server.sample_memory();
         server.mirror_settings(&server.config());
+        server.replication.refresh_gate(&server.config());
         server
     }
 

@@ -238,9 +238,10 @@ impl Replication {
         let mut slot = repl.link.lock().unwrap_or_else(|p| p.into_inner());
         match leader {
             None => {
-                if let Some(old) = slot.take() {
+                let old = slot.take();
+                drop(slot);
+                if let Some(old) = old {
                     old.stop();
-                    drop(slot);
                     repl.new_history();
                     server.db.set_active_expire(true);
                     notice!("MASTER MODE enabled (user request from REPLICAOF NO ONE)");

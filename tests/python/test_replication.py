@@ -376,3 +376,41 @@ def test_replicaof_is_kept_by_config_rewrite(start_strata, tmp_path):
     replica.execute_command("REPLICAOF", "NO", "ONE")
     replica.config_rewrite()
     assert "replicaof" not in conf.read_text()
+
+
+def test_replica_readers_never_see_half_a_transaction_or_script(pair):
+    leader_server, _, leader, replica = pair
+    leader.mset({"acct:a": 0, "acct:b": 0})
+    stop = threading.Event()
+    problems = []
+
+    def transactions(n):
+        c = redis.Redis(port=leader_server.port)
+        script = c.register_script(
+            "redis.call('incr', KEYS[1]); redis.call('incr', KEYS[2]); return 1")
+        for i in range(n):
+            if i % 2:
+                t = c.pipeline(transaction=True)
+                t.incr("acct:a").incr("acct:b")
+                t.execute()
+            else:
+                script(keys=["acct:a", "acct:b"])
+
+    def reader():
+        while not stop.is_set():
+            a, b = replica.mget("acct:a", "acct:b")
+            if a != b:
+                problems.append((a, b))
+
+    r = threading.Thread(target=reader)
+    r.start()
+    writers = [threading.Thread(target=transactions, args=(300,)) for _ in range(3)]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join(60)
+    wait_for(lambda: caught_up(leader, replica), what="the transactions")
+    stop.set()
+    r.join(10)
+    assert problems == []
+    assert replica.mget("acct:a", "acct:b") == [b"900", b"900"]

@@ -142,7 +142,7 @@ fn wait(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn replconf(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if argv.len() % 2 == 0 {
+    if argv.len().is_multiple_of(2) {
         return err(errors::SYNTAX);
     }
     for pair in argv[1..].chunks(2) {

@@ -181,14 +181,17 @@ fn exec(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
     // Blocking commands answer at once inside a transaction, as a timeout would.
     let mode = std::mem::replace(&mut ctx.session.block_mode, BlockMode::NoBlock);
     ctx.session.ready_keys = Some(Vec::new());
-    let replies = multi
-        .queue
-        .iter()
-        .map(|argv| match table::lookup(&argv[0]) {
-            Some(spec) => crate::run(ctx, spec, argv),
-            None => errors::unknown_command(argv),
-        })
-        .collect();
+    // Replicas apply the whole transaction at once (see `strata::Db::group`).
+    let replies = db.group(|| {
+        multi
+            .queue
+            .iter()
+            .map(|argv| match table::lookup(&argv[0]) {
+                Some(spec) => crate::run(ctx, spec, argv),
+                None => errors::unknown_command(argv),
+            })
+            .collect()
+    });
     ctx.session.block_mode = mode;
     drop(scope);
     for (d, key) in ctx.session.ready_keys.take().unwrap_or_default() {

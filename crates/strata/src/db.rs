@@ -120,6 +120,9 @@ pub(crate) struct Inner {
     stop: AtomicBool,
     /// Whether the housekeeping thread runs the active expiry cycle (see `Db::set_active_expire`).
     pub(crate) active_expire: AtomicBool,
+    /// Whether writes of transactions and scripts are tagged as groups (see [`Db::group`]).
+    pub(crate) tag_groups: AtomicBool,
+    pub(crate) next_group: AtomicU64,
     /// Called for every key the active expiry cycle deletes (see [`Db::on_expired`]).
     pub(crate) expired_hook: RwLock<Option<ExpiredHook>>,
 }
@@ -216,6 +219,9 @@ impl Db {
             path: path.as_ref().to_path_buf(),
             stop: AtomicBool::new(false),
             active_expire: AtomicBool::new(opts.active_expire),
+            tag_groups: AtomicBool::new(false),
+            // Unique across restarts: a replica may hold an unfinished group of a previous run.
+            next_group: AtomicU64::new(now_ms() << 20),
             expired_hook: RwLock::new(None),
         });
         if !opts.read_only {

@@ -11,7 +11,8 @@ use rocksdb::{IteratorMode, ReadOptions, WriteBatch, WriteOptions};
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::storage::{
-    CF_DATA, CF_EXPIRE, CF_META, CF_ZSCORE, DB_MAP_KEY, FORMAT_KEY, FORMAT_VERSION,
+    self, CF_DATA, CF_EXPIRE, CF_META, CF_ZSCORE, DB_MAP_KEY, FORMAT_KEY, FORMAT_VERSION,
+    GROUP_END_KEY, GROUP_TAG,
 };
 
 /// The column families in the order replication numbers them (the wire format names a family
@@ -125,6 +126,41 @@ pub(crate) fn parse_batch(data: &[u8]) -> Result<Vec<BatchOp<'_>>> {
         ops.push(op);
     }
     Ok(ops)
+}
+
+/// Where a log batch stands with respect to groups (see [`Db::group`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupMark {
+    /// An ordinary batch.
+    None,
+    /// One of the batches of group `id`; more follow.
+    Member(u64),
+    /// The record that closes group `id`: apply its batches, and this one, together.
+    End(u64),
+}
+
+/// Reads a log batch's group mark.
+pub fn group_mark(data: &[u8]) -> Result<GroupMark> {
+    for op in parse_batch(data)? {
+        match op {
+            BatchOp::LogData(blob) if blob.starts_with(GROUP_TAG) => {
+                let id = blob[GROUP_TAG.len()..]
+                    .try_into()
+                    .map(u64::from_le_bytes)
+                    .map_err(|_| Error::Corrupt("bad group tag".into()))?;
+                return Ok(GroupMark::Member(id));
+            }
+            BatchOp::Put { cf: 0, key, value } if key == GROUP_END_KEY => {
+                let id = value
+                    .try_into()
+                    .map(u64::from_le_bytes)
+                    .map_err(|_| Error::Corrupt("bad group end".into()))?;
+                return Ok(GroupMark::End(id));
+            }
+            _ => {}
+        }
+    }
+    Ok(GroupMark::None)
 }
 
 fn varint32(buf: &mut &[u8]) -> Option<u32> {
@@ -324,13 +360,43 @@ impl Db {
         Ok(())
     }
 
-    /// Applies one of the leader's log batches (`leader_ids`: the leader's [`Db::family_ids`])
-    /// atomically together with the progress record `state`, with this directory's sync policy,
-    /// and brings what the server caches in memory up to date.
+    /// Turns on tagging of groups (see [`Db::group`]); a leader does once a replica attaches.
+    pub fn set_group_tagging(&self, on: bool) {
+        self.inner
+            .tag_groups
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Runs `f` (a transaction or script, with its keys' locks held) so that a replica applies
+    /// all it writes at once: while tagging is on, each of its write batches carries the group's
+    /// tag in the log, and a last record closes the group. Nested calls join the outer group.
+    pub fn group<T>(&self, f: impl FnOnce() -> T) -> T {
+        use std::sync::atomic::Ordering;
+        if !self.inner.tag_groups.load(Ordering::Relaxed) {
+            return f();
+        }
+        let id = self.inner.next_group.fetch_add(1, Ordering::Relaxed);
+        if !storage::open_group(id) {
+            return f();
+        }
+        let out = f();
+        if storage::close_group() > 0 {
+            let mut end = WriteBatch::default();
+            end.put(GROUP_END_KEY, id.to_le_bytes());
+            // A failed end record leaves the group open on replicas until the next full copy
+            // or their safety limit; the writes themselves succeeded.
+            let _ = self.storage().write(end);
+        }
+        out
+    }
+
+    /// Applies the leader's log batches `batches` (`leader_ids`: the leader's
+    /// [`Db::family_ids`]) as one atomic write together with the progress record `state`, with
+    /// this directory's sync policy, and brings what the server caches in memory up to date.
     pub fn apply_replicated(
         &self,
         leader_ids: &[u32; 5],
-        data: &[u8],
+        batches: &[&[u8]],
         state: &[u8],
     ) -> Result<Applied> {
         let s = self.storage();
@@ -345,7 +411,13 @@ impl Db {
         let mut applied = Applied::default();
         let mut map_changed = false;
         let mut batch = WriteBatch::default();
-        for op in parse_batch(data)? {
+        for op in batches
+            .iter()
+            .map(|data| parse_batch(data))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+        {
             match op {
                 BatchOp::Put { cf, key, value } => {
                     self.note_replicated(cf, meta_id, key, &mut applied, &mut map_changed);
@@ -389,7 +461,7 @@ impl Db {
         } else if cf == 0 {
             if key == DB_MAP_KEY {
                 *map_changed = true;
-            } else if key.starts_with(b"strata:aux:") {
+            } else if key.starts_with(b"strata:aux:") && key != b"strata:aux:replication" {
                 applied.aux_changed = true;
             }
         }
@@ -445,7 +517,9 @@ mod tests {
         assert!(batches.len() >= 8);
         let ids = leader.family_ids();
         for b in &batches {
-            replica.apply_replicated(&ids, &b.data, b"state").unwrap();
+            replica
+                .apply_replicated(&ids, &[&b.data], b"state")
+                .unwrap();
         }
         assert_eq!(replica.get(b"after").unwrap(), Some(b"flush".to_vec()));
         assert_eq!(
@@ -501,6 +575,46 @@ mod tests {
             replica.aux_get(REPLICATION_STATE).unwrap(),
             Some(b"progress".to_vec())
         );
+    }
+
+    #[test]
+    fn a_group_of_writes_is_tagged_and_closed_in_the_log() {
+        let a = tempfile::tempdir().unwrap();
+        let leader = Db::open(a.path()).unwrap();
+        leader.set_group_tagging(true);
+        let start = leader.last_seq() + 1;
+        leader.group(|| {
+            leader.set(b"x", b"1", SetOptions::default()).unwrap();
+            leader.group(|| leader.hset(b"h", &[(b"f", b"v")]).unwrap());
+        });
+        leader.group(|| leader.get(b"x").unwrap()); // reads only: no end record
+        leader.set(b"plain", b"1", SetOptions::default()).unwrap();
+        let WalRead::Batches(batches) = leader.wal_read(start, usize::MAX).unwrap() else {
+            panic!("log");
+        };
+        let marks: Vec<GroupMark> = batches
+            .iter()
+            .map(|b| group_mark(&b.data).unwrap())
+            .collect();
+        let GroupMark::Member(id) = marks[0] else {
+            panic!("first write tagged: {marks:?}");
+        };
+        assert_eq!(
+            marks,
+            vec![
+                GroupMark::Member(id),
+                GroupMark::Member(id),
+                GroupMark::End(id),
+                GroupMark::None
+            ]
+        );
+        let b = tempfile::tempdir().unwrap();
+        let replica = Db::open(b.path()).unwrap();
+        let ids = leader.family_ids();
+        let group: Vec<&[u8]> = batches[..3].iter().map(|b| &b.data[..]).collect();
+        replica.apply_replicated(&ids, &group, b"s").unwrap();
+        assert_eq!(replica.get(b"x").unwrap(), Some(b"1".to_vec()));
+        assert_eq!(replica.hget(b"h", b"f").unwrap(), Some(b"v".to_vec()));
     }
 
     #[test]

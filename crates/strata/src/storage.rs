@@ -32,6 +32,33 @@ pub const FORMAT_KEY: &[u8] = b"strata:format";
 /// The on-disk format version this build writes and reads.
 pub const FORMAT_VERSION: u8 = 1;
 
+/// The key of the record that ends a group of batches (see `Db::group`).
+pub const GROUP_END_KEY: &[u8] = b"strata:group-end";
+/// The log-data prefix that tags a batch as part of a group (followed by the group id, u64 LE).
+pub const GROUP_TAG: &[u8] = b"strata-group:";
+
+thread_local! {
+    /// The group this thread's writes belong to (id, batches written so far), if any.
+    static GROUP: std::cell::Cell<Option<(u64, u64)>> = const { std::cell::Cell::new(None) };
+}
+
+/// Starts tagging this thread's writes with group `id`; returns false when a group is open.
+pub(crate) fn open_group(id: u64) -> bool {
+    GROUP.with(|g| {
+        if g.get().is_some() {
+            false
+        } else {
+            g.set(Some((id, 0)));
+            true
+        }
+    })
+}
+
+/// Stops tagging; returns how many batches the group wrote.
+pub(crate) fn close_group() -> u64 {
+    GROUP.with(|g| g.take().map_or(0, |(_, n)| n))
+}
+
 /// When writes reach stable storage, as Redis's `appendfsync`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncPolicy {
@@ -322,6 +349,15 @@ impl Storage {
             return Err(Error::ReadOnly);
         }
         self.guard_disk(batch.size_in_bytes() as u64)?;
+        let mut batch = batch;
+        GROUP.with(|g| {
+            if let Some((id, n)) = g.get() {
+                let mut tag = GROUP_TAG.to_vec();
+                tag.extend_from_slice(&id.to_le_bytes());
+                batch.put_log_data(tag);
+                g.set(Some((id, n + 1)));
+            }
+        });
         let mut wo = WriteOptions::default();
         wo.set_sync(self.sync_policy() == SyncPolicy::Always);
         self.db.write_opt(batch, &wo)?;

@@ -434,11 +434,15 @@ pub fn run_script(ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
     };
     let running = cache.start(call, db.clone());
     let outer = CURRENT.with(|c| c.replace(Some(running.clone())));
-    let reply = with_vm(generation, |vm| {
-        vm.refresh_functions(&registry);
-        vm.run(ctx, inv)
-    })
-    .unwrap_or_else(|e| e);
+    // Replicas apply all the script writes at once (see `strata::Db::group`).
+    let reply = db
+        .group(|| {
+            with_vm(generation, |vm| {
+                vm.refresh_functions(&registry);
+                vm.run(ctx, inv)
+            })
+        })
+        .unwrap_or_else(|e| e);
     CURRENT.with(|c| *c.borrow_mut() = outer);
     if running.busy.load(Ordering::Relaxed) {
         db.end_busy();

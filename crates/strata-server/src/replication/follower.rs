@@ -11,12 +11,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use strata::replication::REPLICATION_STATE;
+use std::collections::HashMap;
+
+use strata::replication::{GroupMark, REPLICATION_STATE};
 use strata_commands::ChannelKind;
 
 use super::wire;
 use crate::log::{notice, warning};
 use crate::server::Server;
+
+/// Bytes of one open transaction or script a replica holds before applying it in parts.
+const GROUP_LIMIT: usize = 512 << 20;
 
 /// Not connected (ROLE's `connect`).
 pub const CONNECT: u8 = 0;
@@ -318,39 +323,77 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
     notice!("MASTER <-> REPLICA sync: Finished with success");
     send_ack(&mut stream, link)?;
 
+    // Batches of transactions and scripts still open, by group id (see `strata::Db::group`).
+    let mut pending: HashMap<u64, Vec<(u64, Vec<u8>)>> = HashMap::new();
+    let mut pending_bytes = 0usize;
+    let mut received = link.applied.load(Ordering::Acquire);
     loop {
         let (kind, payload) = wire::read_frame(&mut input)?;
         link.last_io_ms.store(strata::now_ms(), Ordering::Relaxed);
         match kind {
             wire::BATCH => {
                 let seq = wire::u64_at(&payload, 0)?;
-                let data = &payload[8..];
-                let count = u64::from(wire::u32_at(data, 8)?).max(1);
-                let expected = link.applied.load(Ordering::Acquire) + 1;
-                if seq != expected {
+                let count = u64::from(wire::u32_at(&payload[8..], 8)?).max(1);
+                if seq != received + 1 {
                     return Err(wire::invalid(format!(
-                        "log batch at offset {seq}, expected {expected}"
+                        "log batch at offset {seq}, expected {}",
+                        received + 1
                     )));
                 }
-                let last = seq + count - 1;
-                let state = encode_state(&leader_replid, last);
-                let applied = {
-                    let _guard = link.apply_guard.lock().unwrap_or_else(|p| p.into_inner());
-                    if link.stopped() {
-                        return Ok(());
+                received = seq + count - 1;
+                let mark = strata::replication::group_mark(&payload[8..])
+                    .map_err(|e| io::Error::other(format!("reading the leader's write: {e}")))?;
+                let mut batches: Vec<(u64, Vec<u8>)> = Vec::new();
+                match mark {
+                    GroupMark::Member(id) => {
+                        pending_bytes += payload.len();
+                        pending.entry(id).or_default().push((seq, payload));
+                        if pending_bytes > GROUP_LIMIT {
+                            warning!("A transaction or script of the leader exceeds {GROUP_LIMIT} bytes: applying it in parts");
+                            let mut all: Vec<(u64, Vec<u8>)> =
+                                pending.drain().flat_map(|(_, v)| v).collect();
+                            all.sort_by_key(|(s, _)| *s);
+                            batches = all;
+                            pending_bytes = 0;
+                        }
                     }
-                    let applied = server
-                        .db
-                        .apply_replicated(&leader_ids, data, &state)
-                        .map_err(|e| {
-                            io::Error::other(format!("applying the leader's write: {e}"))
-                        })?;
-                    link.applied.store(last, Ordering::Release);
-                    applied
-                };
-                if applied.aux_changed {
-                    if let Err(e) = server.reload_functions() {
-                        warning!("Can't load the leader's function libraries: {e}");
+                    GroupMark::End(id) => {
+                        if let Some(members) = pending.remove(&id) {
+                            pending_bytes -= members.iter().map(|(_, p)| p.len()).sum::<usize>();
+                            batches = members;
+                        }
+                        batches.push((seq, payload));
+                    }
+                    GroupMark::None => batches.push((seq, payload)),
+                }
+                if !batches.is_empty() {
+                    // Progress stops before the oldest group still open: after a restart the
+                    // leader sends it again (replaying its log in order is harmless).
+                    let safe = pending
+                        .values()
+                        .filter_map(|v| v.first().map(|(s, _)| s - 1))
+                        .min()
+                        .unwrap_or(received);
+                    let state = encode_state(&leader_replid, safe);
+                    let data: Vec<&[u8]> = batches.iter().map(|(_, p)| &p[8..]).collect();
+                    let applied = {
+                        let _guard = link.apply_guard.lock().unwrap_or_else(|p| p.into_inner());
+                        if link.stopped() {
+                            return Ok(());
+                        }
+                        let applied = server
+                            .db
+                            .apply_replicated(&leader_ids, &data, &state)
+                            .map_err(|e| {
+                                io::Error::other(format!("applying the leader's write: {e}"))
+                            })?;
+                        link.applied.store(safe, Ordering::Release);
+                        applied
+                    };
+                    if applied.aux_changed {
+                        if let Err(e) = server.reload_functions() {
+                            warning!("Can't load the leader's function libraries: {e}");
+                        }
                     }
                 }
             }

@@ -27,6 +27,9 @@ const COPY_CHUNK: usize = 1 << 20;
 /// Log batches read per round.
 const WAL_READ_BYTES: usize = 4 << 20;
 
+/// A PUBLISH waiting to be sent: kind tag, channel, message.
+type Published = (u8, Bytes, Bytes);
+
 /// Where an attached replica is (INFO's `state=`).
 pub const WAIT_BGSAVE: u8 = 0;
 /// Receiving the copy.
@@ -48,7 +51,7 @@ pub struct Attached {
     pub last_ack_ms: AtomicU64,
     /// Set to end the stream (the replica went away, or this server drops it).
     pub closed: AtomicBool,
-    publishes: Mutex<(VecDeque<(u8, Bytes, Bytes)>, usize)>,
+    publishes: Mutex<(VecDeque<Published>, usize)>,
     socket: TcpStream,
 }
 
@@ -89,7 +92,7 @@ impl Attached {
         q.0.push_back((tag, channel.clone(), message.clone()));
     }
 
-    fn take_publishes(&self) -> VecDeque<(u8, Bytes, Bytes)> {
+    fn take_publishes(&self) -> VecDeque<Published> {
         let mut q = self.publishes.lock().unwrap_or_else(|p| p.into_inner());
         q.1 = 0;
         std::mem::take(&mut q.0)
@@ -115,6 +118,8 @@ pub fn attach(server: Arc<Server>, stream: TcpStream, ip: String, req: PsyncRequ
         publishes: Mutex::new((VecDeque::new(), 0)),
         socket,
     });
+    // From now on transactions and scripts mark their writes, so replicas apply each at once.
+    server.db.set_group_tagging(true);
     server.replication.add_attached(replica.clone());
     let spawned = std::thread::Builder::new()
         .name("strata-repl-send".into())

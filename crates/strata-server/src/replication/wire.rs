@@ -80,8 +80,11 @@ pub fn push_record(buf: &mut Vec<u8>, family: usize, key: &[u8], value: &[u8]) {
     buf.extend_from_slice(value);
 }
 
+/// One record of the copy: family index, key, value.
+pub type Record<'a> = (usize, &'a [u8], &'a [u8]);
+
 /// The records of a COPY payload.
-pub fn records(payload: &[u8]) -> io::Result<Vec<(usize, &[u8], &[u8])>> {
+pub fn records(payload: &[u8]) -> io::Result<Vec<Record<'_>>> {
     let mut out = Vec::new();
     let mut at = 0;
     while at < payload.len() {

@@ -2035,7 +2035,10 @@ mod tests {
         assert_eq!(names, args(&["busy-reply-threshold"]));
         let names: Vec<String> = c.get(b"*read-only").into_iter().map(|(n, _)| n).collect();
         assert_eq!(names, args(&["replica-read-only", "slave-read-only"]));
-        assert_eq!(c.get(b"*").len(), DIRECTIVES.len() + 2);
+        // Every name and every alias once.
+        let aliases: usize = DIRECTIVES.iter().map(|d| d.aliases.len()).sum();
+        assert_eq!(aliases, 7);
+        assert_eq!(c.get(b"*").len(), DIRECTIVES.len() + aliases);
         assert_eq!(
             c.get(b"p?rt"),
             vec![("port".to_string(), "6379".to_string())]

@@ -23,6 +23,9 @@ use crate::server::Server;
 /// Bytes of one open transaction or script a replica holds before applying it in parts.
 const GROUP_LIMIT: usize = 512 << 20;
 
+/// Batches already received are applied together, up to this many bytes per write.
+const COALESCE_BYTES: usize = 4 << 20;
+
 /// Not connected (ROLE's `connect`).
 pub const CONNECT: u8 = 0;
 /// Connecting and shaking hands (`connecting`).
@@ -327,6 +330,9 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
     let mut pending: HashMap<u64, Vec<(u64, Vec<u8>)>> = HashMap::new();
     let mut pending_bytes = 0usize;
     let mut received = link.applied.load(Ordering::Acquire);
+    // Batches received and not yet applied (see COALESCE_BYTES).
+    let mut ready: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut ready_bytes = 0usize;
     loop {
         let (kind, payload) = wire::read_frame(&mut input)?;
         link.last_io_ms.store(strata::now_ms(), Ordering::Relaxed);
@@ -366,36 +372,8 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
                     }
                     GroupMark::None => batches.push((seq, payload)),
                 }
-                if !batches.is_empty() {
-                    // Progress stops before the oldest group still open: after a restart the
-                    // leader sends it again (replaying its log in order is harmless).
-                    let safe = pending
-                        .values()
-                        .filter_map(|v| v.first().map(|(s, _)| s - 1))
-                        .min()
-                        .unwrap_or(received);
-                    let state = encode_state(&leader_replid, safe);
-                    let data: Vec<&[u8]> = batches.iter().map(|(_, p)| &p[8..]).collect();
-                    let applied = {
-                        let _guard = link.apply_guard.lock().unwrap_or_else(|p| p.into_inner());
-                        if link.stopped() {
-                            return Ok(());
-                        }
-                        let applied = server
-                            .db
-                            .apply_replicated(&leader_ids, &data, &state)
-                            .map_err(|e| {
-                                io::Error::other(format!("applying the leader's write: {e}"))
-                            })?;
-                        link.applied.store(safe, Ordering::Release);
-                        applied
-                    };
-                    if applied.aux_changed {
-                        if let Err(e) = server.reload_functions() {
-                            warning!("Can't load the leader's function libraries: {e}");
-                        }
-                    }
-                }
+                ready_bytes += batches.iter().map(|(_, p)| p.len()).sum::<usize>();
+                ready.extend(batches);
             }
             wire::PUBLISH => {
                 let tag = *payload
@@ -425,6 +403,39 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
                 return Err(wire::invalid(format!(
                     "unexpected replication frame {other:#x}"
                 )))
+            }
+        }
+        // Consecutive batches already received are applied as one write.
+        if !ready.is_empty()
+            && (kind != wire::BATCH || input.buffer().is_empty() || ready_bytes >= COALESCE_BYTES)
+        {
+            // Progress stops before the oldest group still open: after a restart the leader
+            // sends it again (replaying its log in order is harmless).
+            let safe = pending
+                .values()
+                .filter_map(|v| v.first().map(|(s, _)| s - 1))
+                .min()
+                .unwrap_or(received);
+            let state = encode_state(&leader_replid, safe);
+            let data: Vec<&[u8]> = ready.iter().map(|(_, p)| &p[8..]).collect();
+            let applied = {
+                let _guard = link.apply_guard.lock().unwrap_or_else(|p| p.into_inner());
+                if link.stopped() {
+                    return Ok(());
+                }
+                let applied = server
+                    .db
+                    .apply_replicated(&leader_ids, &data, &state)
+                    .map_err(|e| io::Error::other(format!("applying the leader's write: {e}")))?;
+                link.applied.store(safe, Ordering::Release);
+                applied
+            };
+            ready.clear();
+            ready_bytes = 0;
+            if applied.aux_changed {
+                if let Err(e) = server.reload_functions() {
+                    warning!("Can't load the leader's function libraries: {e}");
+                }
             }
         }
         // Acknowledge once everything received so far is applied.

@@ -295,6 +295,7 @@ def test_full_copy_while_the_leader_keeps_taking_writes(start_strata):
         t.join(10)
     wait_for(lambda: caught_up(leader, replica), what="the stream after the copy")
     assert replica.dbsize() == leader.dbsize()
+    assert info(leader, "stats")["sync_full"] == 1, "sustained writes forced no second full copy"
     assert replica.get("live-counter") == leader.get("live-counter")
     assert replica.lrange("live-list", 0, -1) == leader.lrange("live-list", 0, -1)
 
@@ -414,3 +415,17 @@ def test_replica_readers_never_see_half_a_transaction_or_script(pair):
     r.join(10)
     assert problems == []
     assert replica.mget("acct:a", "acct:b") == [b"900", b"900"]
+
+
+def test_replica_authenticates_with_masterauth(start_strata):
+    leader_server = start_strata(requirepass="s3cret")
+    replica_server = start_strata()
+    leader = leader_server.client(password="s3cret")
+    replica = replica_server.client()
+    leader.set("guarded", "1")
+    follow(replica, leader_server)
+    time.sleep(1.0)
+    assert info(replica)["master_link_status"] == "down", "no password: the leader refuses it"
+    replica.config_set("masterauth", "s3cret")
+    wait_for(lambda: replica.get("guarded") == b"1", what="the authenticated link")
+    assert info(replica)["master_link_status"] == "up"

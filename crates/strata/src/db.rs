@@ -296,6 +296,79 @@ impl Db {
         (KeyScope(scope), complete)
     }
 
+    /// Runs `f` in an atomic scope: the writes it makes on this thread, through this handle or
+    /// any other on the same directory, are held back and written as one RocksDB write batch
+    /// (one write-ahead-log record, synced as the sync policy says) when it returns. A crash or
+    /// a power cut therefore keeps all of them or none, and other threads see all of them or
+    /// none; reads inside `f` see its own writes. Scopes nest: an inner one joins the outer,
+    /// which commits. Returns `f`'s result and the commit's; when the commit fails (for example
+    /// [`Error::DiskFull`]) none of `f`'s writes happened, whatever `f` returned. If `f` panics,
+    /// its writes are dropped.
+    ///
+    /// Other threads read the last committed state meanwhile, so hold the locks of the keys `f`
+    /// writes ([`Db::hold`]) around the scope, as a transaction does.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let db = strata::Db::open(dir.path())?;
+    /// let (total, committed) = db.atomically(|| -> strata::Result<i64> {
+    ///     db.incr_by(b"a", 10)?;
+    ///     db.incr_by(b"b", 20)?;
+    ///     Ok(db.incr_by(b"a", 1)? + db.incr_by(b"b", 0)?) // sees its own writes
+    /// });
+    /// committed?;
+    /// assert_eq!(total?, 31);
+    /// assert_eq!(db.get(b"a")?.as_deref(), Some(&b"11"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn atomically<T>(&self, f: impl FnOnce() -> T) -> (T, Result<()>) {
+        struct Open<'a>(&'a Storage, bool);
+        impl Drop for Open<'_> {
+            fn drop(&mut self) {
+                if self.1 {
+                    let _ = self.0.end_scope(false); // f panicked: drop its writes
+                }
+            }
+        }
+        let storage = &self.inner.storage;
+        let outermost = storage.begin_scope();
+        let mut open = Open(storage, true);
+        let out = f();
+        open.1 = false;
+        let committed = storage.end_scope(true);
+        if committed.is_err() && outermost {
+            // SWAPDB changed the map in memory before its write was committed.
+            if let Err(e) = self.reload_db_map() {
+                return (out, Err(e));
+            }
+        }
+        (out, committed)
+    }
+
+    /// Reads the logical → physical database map from disk again.
+    fn reload_db_map(&self) -> Result<()> {
+        let mut map = [0u8; 256];
+        for (i, slot) in map.iter_mut().enumerate() {
+            *slot = i as u8;
+        }
+        if let Some(saved) = self.inner.storage.get("default", DB_MAP_KEY)? {
+            if saved.len() != 256 {
+                return Err(Error::Corrupt("database map is not 256 bytes".into()));
+            }
+            map.copy_from_slice(&saved);
+        }
+        *self.inner.db_map.write().unwrap_or_else(|p| p.into_inner()) = map;
+        Ok(())
+    }
+
+    /// Remembers a string value just written in the hot cache, unless it was written in an
+    /// atomic scope (not committed yet: it could still be dropped).
+    pub(crate) fn cache_hot(&self, meta_key: &[u8], value: &[u8], expire_ms: u64) {
+        if !self.inner.storage.in_scope() {
+            self.inner.hot.put(meta_key, value, expire_ms);
+        }
+    }
+
     /// Holds every key lock of every database exclusively until the scope is dropped (a
     /// transaction that empties or swaps whole databases).
     pub fn hold_all(&self) -> KeyScope<'_> {

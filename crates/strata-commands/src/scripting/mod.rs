@@ -224,22 +224,29 @@ pub fn run_script(ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
     let cache = ctx.server.scripts().clone();
     let running = cache.start();
     let outer = CURRENT.with(|c| c.replace(Some(running.clone())));
-    let reply = VM.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.as_ref().is_none_or(|vm| vm.generation != generation) {
-            match Vm::new(generation) {
-                Ok(vm) => *slot = Some(vm),
-                Err(e) => return err(format!("ERR could not start the Lua interpreter: {e}")),
+    // The script's writes reach the disk as one write batch, all or nothing (see `exec`).
+    let (reply, committed) = db.atomically(|| {
+        VM.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            if slot.as_ref().is_none_or(|vm| vm.generation != generation) {
+                match Vm::new(generation) {
+                    Ok(vm) => *slot = Some(vm),
+                    Err(e) => return err(format!("ERR could not start the Lua interpreter: {e}")),
+                }
             }
-        }
-        match slot.as_mut() {
-            Some(vm) => {
-                vm.refresh_functions(&registry);
-                vm.run(ctx, inv)
+            match slot.as_mut() {
+                Some(vm) => {
+                    vm.refresh_functions(&registry);
+                    vm.run(ctx, inv)
+                }
+                None => err("ERR could not start the Lua interpreter"),
             }
-            None => err("ERR could not start the Lua interpreter"),
-        }
+        })
     });
+    let reply = match committed {
+        Ok(()) => reply,
+        Err(e) => crate::errors::from_db(e),
+    };
     CURRENT.with(|c| *c.borrow_mut() = outer);
     cache.finish(&running);
     ctx.session.in_script = was_in_script;

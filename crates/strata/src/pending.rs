@@ -172,15 +172,59 @@ enum Mask {
 struct Family {
     /// Point writes, latest per key: `Some(value)` a put, `None` a delete.
     points: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
-    /// Ranges deleted (`from..to`); point writes made after a range deletion are in `points`.
-    ranges: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Ranges deleted, `from` → `to` (`from..to`), kept disjoint: overlapping and touching
+    /// ranges are merged, so a lookup is one search however many ranges a scope deletes. Point
+    /// writes made after a range deletion are in `points`.
+    ranges: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
 impl Family {
-    fn range_of(&self, key: &[u8]) -> Option<&(Vec<u8>, Vec<u8>)> {
-        self.ranges
-            .iter()
-            .find(|(from, to)| from.as_slice() <= key && key < to.as_slice())
+    /// The deleted range holding `key`, as `(from, to)`.
+    fn range_of(&self, key: &[u8]) -> Option<(&[u8], &[u8])> {
+        let (from, to) = self
+            .ranges
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
+            .next_back()?;
+        (key < to.as_slice()).then_some((from.as_slice(), to.as_slice()))
+    }
+
+    /// Records the deletion of `from..to` (non-empty).
+    fn delete_range(&mut self, from: &[u8], to: &[u8]) {
+        let inside: Vec<Vec<u8>> = self
+            .points
+            .range::<[u8], _>((Bound::Included(from), Bound::Excluded(to)))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in inside {
+            self.points.remove(&k);
+        }
+        let (mut from, mut to) = (from.to_vec(), to.to_vec());
+        // A range starting before `from` that reaches it joins in.
+        if let Some((f, t)) = self
+            .ranges
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(from.as_slice())))
+            .next_back()
+        {
+            if t.as_slice() >= from.as_slice() {
+                from = f.clone();
+                to = to.max(t.clone());
+            }
+        }
+        // So do those starting inside `from..=to`.
+        let joined: Vec<Vec<u8>> = self
+            .ranges
+            .range::<[u8], _>((
+                Bound::Included(from.as_slice()),
+                Bound::Included(to.as_slice()),
+            ))
+            .map(|(f, _)| f.clone())
+            .collect();
+        for f in joined {
+            if let Some(t) = self.ranges.remove(&f) {
+                to = to.max(t);
+            }
+        }
+        self.ranges.insert(from, to);
     }
 }
 
@@ -208,19 +252,9 @@ impl Pending {
                     f.points.insert(key.to_vec(), None);
                 }
                 BatchOp::DeleteRange { cf, from, to } => {
-                    if from >= to {
-                        continue;
+                    if from < to {
+                        self.families.entry(cf).or_default().delete_range(from, to);
                     }
-                    let f = self.families.entry(cf).or_default();
-                    let inside: Vec<Vec<u8>> = f
-                        .points
-                        .range::<[u8], _>((Bound::Included(from), Bound::Excluded(to)))
-                        .map(|(k, _)| k.clone())
-                        .collect();
-                    for k in inside {
-                        f.points.remove(&k);
-                    }
-                    f.ranges.push((from.to_vec(), to.to_vec()));
                 }
             }
         }
@@ -275,7 +309,7 @@ impl Pending {
             return Mask::Point;
         }
         match f.range_of(key) {
-            Some((from, to)) => Mask::Range(from.clone(), to.clone()),
+            Some((from, to)) => Mask::Range(from.to_vec(), to.to_vec()),
             None => Mask::Visible,
         }
     }
@@ -721,6 +755,33 @@ mod tests {
         );
         assert_eq!(WriteBatch::from_data(&data).len(), 3);
         Ok(())
+    }
+
+    #[test]
+    fn deleted_ranges_merge_when_they_overlap_or_touch() {
+        let mut f = super::Family::default();
+        f.points.insert(b"c1".to_vec(), Some(b"v".to_vec()));
+        f.delete_range(b"b", b"d");
+        f.delete_range(b"c", b"f");
+        f.delete_range(b"a", b"b");
+        f.delete_range(b"x", b"z");
+        f.delete_range(b"e", b"e5");
+        let ranges: Vec<(&[u8], &[u8])> = f
+            .ranges
+            .iter()
+            .map(|(a, b)| (a.as_slice(), b.as_slice()))
+            .collect();
+        assert_eq!(ranges, vec![(&b"a"[..], &b"f"[..]), (&b"x"[..], &b"z"[..])]);
+        assert!(
+            f.points.is_empty(),
+            "a point inside a deleted range is gone"
+        );
+        assert_eq!(f.range_of(b"a"), Some((&b"a"[..], &b"f"[..])));
+        assert_eq!(f.range_of(b"e9"), Some((&b"a"[..], &b"f"[..])));
+        assert_eq!(f.range_of(b"f"), None);
+        assert_eq!(f.range_of(b"w"), None);
+        assert_eq!(f.range_of(b"y"), Some((&b"x"[..], &b"z"[..])));
+        assert_eq!(f.range_of(b"0"), None);
     }
 
     /// What an iteration within bounds must visit, from a model of the family's contents.

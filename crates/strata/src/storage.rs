@@ -13,8 +13,8 @@ use std::sync::{Arc, OnceLock, Weak};
 use rocksdb::compaction_filter::Decision;
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType,
-    DBRecoveryMode, DataBlockIndexType, MemtableFactory, Options as RocksOptions, ReadOptions, SliceTransform,
-    WriteBatch, WriteOptions, DB,
+    DBRecoveryMode, DataBlockIndexType, MemtableFactory, Options as RocksOptions, ReadOptions,
+    SliceTransform, WriteBatch, WriteOptions, DB,
 };
 
 use crate::error::{Error, Result};

@@ -480,8 +480,10 @@ impl Merge {
 }
 
 /// An iterator over one column family as this thread sees it: the database, overlaid with the
-/// writes of the thread's open scope if it has written to that family (a plain RocksDB
-/// iterator otherwise). The subset of `DBRawIterator` that Strata uses.
+/// writes of the thread's open scope if it has written to that family when the iterator is made
+/// (a plain RocksDB iterator otherwise). The subset of `DBRawIterator` that Strata uses. Unlike
+/// the database side, which is a snapshot, the scope's side is read live at each step, so code
+/// that iterates in a scope collects its writes and writes after the walk (as it all does).
 pub(crate) struct StorageIter<'a> {
     db: RawIter<'a>,
     merge: Option<Merge>,

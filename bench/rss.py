@@ -10,12 +10,15 @@ The budget is block cache + hot cache + 4 column families x 3 memtables x write 
 rest of RSS (RocksDB's table readers, index/filter blocks of open files, allocator slack, the
 binary) is reported as overhead. Values are random (incompressible) so the data set really is
 N GB on disk. Uses $STRATA_SERVER, else ${CARGO_TARGET_DIR:-target}/release/strata-server;
-the data dir is a temp dir under --tmp (default /tmp), removed afterwards unless --keep.
+the data dir is a temp dir under --tmp (default /tmp), removed afterwards unless --keep (and on
+SIGTERM or Ctrl-C). On a shared disk, loading stops early, and the figures say so, when the
+filesystem's free space falls below --min-free-gb (default 10).
 """
 
 import argparse
 import os
 import shutil
+import signal
 import socket
 import sys
 import threading
@@ -44,6 +47,17 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
+def dir_bytes(path) -> int:
+    """Bytes in the files of `path`; files compaction deletes while we look count as gone."""
+    total = 0
+    for name in os.listdir(path):
+        try:
+            total += os.path.getsize(os.path.join(path, name))
+        except FileNotFoundError:
+            pass
+    return total
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gb", type=float, default=20.0)
@@ -54,7 +68,13 @@ def main():
     ap.add_argument("--hot-cache", default="32mb")
     ap.add_argument("--tmp", default=None, help="where the data dir goes")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--min-free-gb", type=float, default=10.0,
+                    help="stop loading when the data dir's filesystem has less free space")
     args = ap.parse_args()
+    # SIGTERM ends the run like Ctrl-C: the harness's exit handler kills the server and deletes
+    # the data dir.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if args.tmp:
         os.environ["TMPDIR"] = args.tmp
     budget = size(args.block_cache) + size(args.hot_cache) + 4 * 3 * size(args.write_buffer)
@@ -80,6 +100,7 @@ def main():
     start = time.monotonic()
     value = os.urandom(args.value_size)
     last_report = start
+    stopped_early = None
     i = 0
     while i < n:
         batch = min(args.pipeline, n - i)
@@ -96,7 +117,13 @@ def main():
         now = time.monotonic()
         if now - last_report > 10:
             last_report = now
-            du = sum(os.path.getsize(os.path.join(server.dir, f)) for f in os.listdir(server.dir))
+            st = os.statvfs(server.dir)
+            free = st.f_bavail * st.f_frsize
+            if free < args.min_free_gb * (1 << 30):
+                stopped_early = f"free disk space fell to {free / (1 << 30):.1f} GB (< --min-free-gb {args.min_free_gb})"
+                print(f"  stopping early: {stopped_early}", flush=True)
+                break
+            du = dir_bytes(server.dir)
             print(f"  {i * args.value_size / (1 << 30):.2f} GB in {now - start:.0f}s, RSS {rss_kb(pid) >> 10} MB, "
                   f"peak {peak[0] >> 10} MB, on disk {du >> 20} MB", flush=True)
     elapsed = time.monotonic() - start
@@ -108,8 +135,12 @@ def main():
                  if k in ("strata_memtables", "strata_table_readers") and v.strip().isdigit()}
     stop.set()
     final = rss_kb(pid)
-    du = sum(os.path.getsize(os.path.join(server.dir, f)) for f in os.listdir(server.dir))
-    print(f"loaded {args.gb} GB ({n} keys) in {elapsed:.0f}s ({n / elapsed:.0f} SET/s); on disk {du >> 20} MB")
+    du = dir_bytes(server.dir)
+    loaded = i * args.value_size / (1 << 30)
+    if stopped_early:
+        print(f"STOPPED EARLY at {loaded:.2f} of {args.gb} GB: {stopped_early}")
+    print(f"loaded {loaded:.2f} GB ({i} keys) in {elapsed:.0f}s ({i / elapsed:.0f} SET/s, "
+          f"{loaded * 1024 / elapsed:.1f} MB/s); on disk {du >> 20} MB")
     print(f"RSS: peak {peak[0] >> 10} MB, final {final >> 10} MB; budget {budget >> 20} MB; "
           f"overhead over budget {(peak[0] * 1024 - budget) >> 20} MB")
     print("at the end: " + ", ".join(f"{k} {v >> 20} MB" for k, v in breakdown.items()))

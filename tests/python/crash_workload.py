@@ -1,21 +1,24 @@
-"""The crash-safety harness shared by ``test_crash.py`` (a few cycles in CI) and
-``bench/crash.py`` (long runs): writer threads run a mixed workload over every data type, the
-server is killed with SIGKILL at a random moment, restarted, and every writer's keys are
-checked against its model of what was acknowledged.
+"""The crash-safety harness shared by ``test_crash.py`` and ``test_power_loss.py`` (a few
+cycles in CI) and ``bench/crash.py`` (long runs): writer threads run a mixed workload over every
+data type, the server is killed with SIGKILL at a random moment (or suffers a simulated power
+cut, ``powerloss.py``), restarted, and every writer's keys are checked against its model of what
+was acknowledged.
 
 Each writer owns its keys (prefix ``c<writer>:``), so its model is exact. A command is recorded
 in the model only after its reply arrived; the one command in flight when the server died may or
-may not have been applied, but never partly: after restart a writer's whole key space must equal
-either its model or its model with that command applied. Multi-key and multi-member commands
-(MSET, MSETNX, DEL of several keys, HSET/SADD/ZADD/RPUSH of several members) write the same
-generation value everywhere, so a half-applied one shows up as a mismatch.
+may not have been applied, but never partly. Multi-key and multi-member commands (MSET, MSETNX,
+DEL of several keys, HSET/SADD/ZADD/RPUSH of several members) and transactions (MULTI ... EXEC
+of 2-4 writes over several types) write the same generation value everywhere, so a half-applied
+one shows up as a mismatch.
 
-With ``appendfsync always`` nothing acknowledged may be lost. With ``everysec`` the harness
-accepts the state after any acknowledged prefix of the last ``EVERYSEC_WINDOW`` seconds and
-reports how much was lost (a kill -9 is a process crash: Strata hands every write to the OS
-before replying, so in practice nothing is lost there either).
-
-Transactions plug in at ``transaction_op`` (MULTI/EXEC is being built on another branch).
+With ``appendfsync always`` a writer's whole key space must equal its model, or its model with
+the command in flight applied: nothing acknowledged may be lost. With ``everysec`` (and ``no``)
+it may equal the state after any acknowledged prefix of the cycle, so a loss is a suffix in time
+per writer, and across writers no write sent after another writer's lost write was acknowledged
+may have survived (the log is one sequence: no holes). The report gives, per cycle, how long
+before the crash the oldest lost acknowledged write was acknowledged: the loss window. A kill -9
+is a process crash, and Strata hands every write to the OS before replying, so only a power cut
+loses anything.
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from harness import ConnectionClosed, RespConn, RespError, Server
+from harness import ConnectionClosed, RespConn, RespError, Server, encode_command
+from powerloss import Dropped, PowerLoss
 
-EVERYSEC_WINDOW = 1.5  # seconds of acknowledged writes everysec may lose (Redis: "about one second")
+EVERYSEC_WINDOW = 1.5  # seconds of acknowledged writes everysec may lose to a kill -9 (Redis: "about one second")
 
 # Key names per writer; the type of each name is fixed (kind letter first).
 STRINGS = [f"s{i}" for i in range(4)]
@@ -56,15 +60,25 @@ def copy_model(m: dict) -> dict:
 
 @dataclass
 class Op:
-    cmd: tuple
+    cmd: tuple  # one command, or for a transaction a tuple of commands sent as MULTI ... EXEC
     apply: callable  # model -> None (mutates)
-    reply_ok: callable = None  # reply -> bool (sanity check of the reply)
+    multi: bool = False
+
+
+TRANSACTION_SHARE = 0.08  # of all operations
 
 
 def transaction_op(rng: random.Random, model: dict, key, gen: str) -> Op | None:
-    """Where MULTI/EXEC plugs in: return an Op whose ``cmd`` is a list of commands to send as
-    MULTI ... EXEC, applying all of them to the model. None until transactions exist."""
-    return None
+    """Now and then (None otherwise) a MULTI ... EXEC of 2-4 random writes over several types;
+    it must survive a crash whole or not at all, like a multi-key command."""
+    if rng.random() >= TRANSACTION_SHARE:
+        return None
+    ops = [make_op(rng, model, key, f"{gen}.t{i}") for i in range(rng.randint(2, 4))]
+
+    def a(m):
+        for op in ops:
+            op.apply(m)
+    return Op(tuple(op.cmd for op in ops), a, multi=True)
 
 
 def make_op(rng: random.Random, model: dict, key, gen: str) -> Op:
@@ -252,18 +266,58 @@ def read_state(conn: RespConn, key) -> dict:
     return out
 
 
+def call_op(conn: RespConn, op: Op):
+    """Sends ``op`` (a transaction as one pipelined MULTI ... EXEC); returns an error text or None."""
+    if not op.multi:
+        reply = conn.call(*op.cmd)
+        return f"{op.cmd} answered {reply!r}" if isinstance(reply, RespError) else None
+    conn.send(b"".join([encode_command("MULTI"), *(encode_command(*c) for c in op.cmd), encode_command("EXEC")]))
+    replies = [conn.read_reply() for _ in range(len(op.cmd) + 2)]
+    exec_reply = replies[-1]
+    if (replies[0] != b"OK" or any(r != b"QUEUED" for r in replies[1:-1]) or not isinstance(exec_reply, list)
+            or len(exec_reply) != len(op.cmd) or any(isinstance(r, RespError) for r in exec_reply)):
+        return f"MULTI {op.cmd} EXEC answered {replies!r}"
+    return None
+
+
+@dataclass
+class Step:
+    """One acknowledged write of a cycle: when it was sent and acknowledged, and the writer's
+    whole key space after it."""
+
+    sent: float | None  # None: the state the cycle started from
+    acked: float | None
+    state: dict
+
+
+@dataclass
+class Verdict:
+    """What survived of one writer's cycle.
+
+    ``lost_age``: seconds between the crash and the acknowledgement of the oldest acknowledged
+    write that is missing (0.0 when none is). ``oldest_lost_ack`` and ``newest_seen_sent`` are
+    facts that hold however an ambiguous state (two prefixes with equal contents) is read: the
+    acknowledgement time of a write that is certainly lost, and the send time of a write that is
+    certainly there; ``run_crash_cycles`` checks them across writers."""
+
+    lost_age: float = 0.0
+    lost_writes: int = 0
+    oldest_lost_ack: float | None = None
+    newest_seen_sent: float | None = None
+
+
 @dataclass
 class Writer:
-    """One writer thread's keys, model, and recent history."""
+    """One writer thread's keys, model, and (when writes may be lost) this cycle's history."""
 
     index: int
     seed: int
-    window: float  # seconds of history kept (0: only the last acknowledged state)
+    keep_history: bool  # False: only the last acknowledged state may be found after a crash
     model: dict = field(default_factory=dict)
-    history: list = field(default_factory=list)  # [(ack time, model copy)] newest last
+    history: list = field(default_factory=list)  # [Step] oldest first; [0] is the cycle's start
     pending: Op | None = None
+    pending_sent: float = 0.0
     acked: int = 0
-    last_ack: float = 0.0
     error: str | None = None
 
     def key(self, name: str) -> str:
@@ -272,6 +326,7 @@ class Writer:
     def run(self, port: int, stop: threading.Event, gen_prefix: str):
         rng = random.Random(self.seed)
         self.seed = rng.randrange(1 << 62)  # next cycle continues the sequence
+        self.history = [Step(None, None, copy_model(self.model))] if self.keep_history else []
         try:
             conn = RespConn(port, timeout=10)
         except OSError:
@@ -283,71 +338,116 @@ class Writer:
                 gen = f"{gen_prefix}.{self.index}.{i}"
                 op = transaction_op(rng, self.model, self.key, gen) or make_op(rng, self.model, self.key, gen)
                 self.pending = op
-                reply = conn.call(*op.cmd)
-                if isinstance(reply, RespError):
-                    self.error = f"{op.cmd} answered {reply!r}"
+                self.pending_sent = time.monotonic()
+                error = call_op(conn, op)
+                if error:
+                    self.error = error
                     return
+                acked = time.monotonic()
                 op.apply(self.model)
                 self.pending = None
                 self.acked += 1
-                self.last_ack = time.monotonic()
-                if self.window > 0:
-                    self.history.append((self.last_ack, copy_model(self.model)))
-                    cutoff = self.last_ack - self.window - 1.0
-                    while self.history and self.history[0][0] < cutoff:
-                        self.history.pop(0)
+                if self.keep_history:
+                    self.history.append(Step(self.pending_sent, acked, copy_model(self.model)))
         except (ConnectionClosed, ConnectionError, OSError):
             pass  # the server was killed: the command in flight stays pending
         finally:
             conn.close()
 
-    def verify(self, conn: RespConn, killed_at: float) -> float:
-        """Checks the server's state after restart; returns the seconds of acknowledged writes
-        lost (0.0 when the latest acknowledged state, or it plus the pending command, is there).
-        Adopts what was found as the model for the next cycle."""
+    def verify(self, conn: RespConn, crashed_at: float) -> Verdict:
+        """Checks the server's state after restart against what this writer was acknowledged,
+        and adopts it as the model of the next cycle. Without history the state must be the last
+        acknowledged one (or it plus the command in flight); with history it may be the state
+        after any acknowledged prefix of this cycle."""
         actual = read_state(conn, self.key)
-        candidates = [copy_model(self.model)]
-        if self.pending is not None:
-            after = copy_model(self.model)
-            self.pending.apply(after)
-            candidates.append(after)
-        for c in candidates:
-            if c == actual:
-                self._adopt(actual)
-                return 0.0
-        if self.window > 0:
-            for t, snap in reversed(self.history):
-                if snap == actual:
-                    lost = self.last_ack - t
-                    self._adopt(actual)
-                    return lost
-            if actual == {} and self.history and self.history[0][0] > self.last_ack - self.window:
-                self._adopt(actual)  # everything of this writer was in the window
-                return self.last_ack - self.history[0][0]
-        raise AssertionError(
-            f"writer {self.index}: state after kill -9 matches no acknowledged prefix\n"
-            f"  pending: {self.pending.cmd if self.pending else None}\n"
-            f"  model:   {sorted(self.model.items())}\n  actual:  {sorted(actual.items())}")
+        try:
+            if actual == self.model:
+                return Verdict(newest_seen_sent=self._first_sent_of(actual))
+            if self.pending is not None:
+                after = copy_model(self.model)
+                self.pending.apply(after)
+                if actual == after:
+                    return Verdict(newest_seen_sent=self.pending_sent)
+            matches = [j for j, step in enumerate(self.history) if step.state == actual]
+            if not matches:
+                raise AssertionError(
+                    f"writer {self.index}: state after the crash matches no acknowledged prefix\n"
+                    f"  pending: {self.pending.cmd if self.pending else None}\n"
+                    f"  model:   {sorted(self.model.items())}\n  actual:  {sorted(actual.items())}")
+            # The latest matching prefix is the most favourable reading of what was lost.
+            first_lost = self.history[max(matches) + 1]
+            return Verdict(lost_age=crashed_at - first_lost.acked,
+                           lost_writes=len(self.history) - 1 - max(matches),
+                           oldest_lost_ack=first_lost.acked,
+                           newest_seen_sent=self.history[min(matches)].sent)
+        finally:
+            self.model = actual
+            self.pending = None
+            self.history = []
 
-    def _adopt(self, actual: dict):
-        self.model = actual
-        self.pending = None
-        self.history = []
+    def _first_sent_of(self, state: dict) -> float | None:
+        """Send time of the write that first produced ``state`` in the unbroken run of equal
+        states at the end of the history (None: the cycle's start state, or no history)."""
+        j = len(self.history) - 1
+        if j < 0:
+            return None
+        while j > 0 and self.history[j - 1].state == state:
+            j -= 1
+        return self.history[j].sent
 
 
 @dataclass
 class CrashReport:
     cycles: int = 0
     acked_writes: int = 0
-    max_lost_seconds: float = 0.0
+    max_lost_seconds: float = 0.0  # the largest lost_age of any writer in any cycle
+    loss_ages: list = field(default_factory=list)  # per cycle, the largest lost_age of its writers
+    lost_writes: int = 0  # acknowledged writes lost, all cycles
+    cycles_with_loss: int = 0
+    dropped: Dropped = field(default_factory=Dropped)  # what the simulated power cuts threw away
+
+    def percentile(self, p: float) -> float:
+        """The p-th percentile (0-100) of loss_ages, nearest rank."""
+        if not self.loss_ages:
+            return 0.0
+        ages = sorted(self.loss_ages)
+        return ages[min(len(ages) - 1, max(0, round(p / 100 * len(ages) + 0.5) - 1))]
+
+    def summary(self) -> str:
+        text = (f"{self.cycles} cycles, {self.acked_writes} acknowledged writes, "
+                f"{self.lost_writes} lost in {self.cycles_with_loss} cycles; loss window "
+                f"p50 {self.percentile(50) * 1000:.0f} ms, p99 {self.percentile(99) * 1000:.0f} ms, "
+                f"max {self.max_lost_seconds * 1000:.0f} ms")
+        if self.dropped.truncated or self.dropped.deleted:
+            text += (f"; unsynced bytes dropped {self.dropped.bytes} ({self.dropped.truncated} files cut, "
+                     f"{self.dropped.deleted} deleted)")
+        return text
+
+
+def check_no_holes(verdicts: list, where: str):
+    """Across writers: no write that was sent after another writer's lost write was acknowledged
+    may have survived. The log is one sequence, so a power cut keeps a prefix of it."""
+    lost = [(v.oldest_lost_ack, i) for i, v in enumerate(verdicts) if v.oldest_lost_ack is not None]
+    seen = [(v.newest_seen_sent, i) for i, v in enumerate(verdicts) if v.newest_seen_sent is not None]
+    if not lost or not seen:
+        return
+    lost_ack, lost_writer = min(lost)
+    seen_sent, seen_writer = max(seen)
+    assert seen_sent <= lost_ack, (
+        f"{where}: hole in the log: writer {seen_writer} has a write sent {seen_sent - lost_ack:.3f}s after "
+        f"writer {lost_writer}'s lost write was acknowledged")
 
 
 def run_crash_cycles(server: Server, cycles: int, writers: int = 4, seed: int = 1,
-                     min_run: float = 0.2, max_run: float = 1.0, log=None) -> CrashReport:
-    """Runs ``cycles`` kill -9 / restart / verify rounds on a started ``server``."""
-    everysec = server.directives.get("appendfsync", "everysec") != "always"
+                     min_run: float = 0.2, max_run: float = 1.0, log=None,
+                     power_loss: PowerLoss | None = None) -> CrashReport:
+    """Runs ``cycles`` crash / restart / verify rounds on a started ``server``: kill -9, or a
+    simulated power cut when ``power_loss`` is given (``PowerLoss(server)``)."""
+    always = server.directives.get("appendfsync", "everysec") == "always"
+    # Without a power cut every policy keeps what reached the OS; the history is kept anyway
+    # for everysec and no, so a loss there is measured instead of only reported as a failure.
     rng = random.Random(seed)
-    ws = [Writer(i, rng.randrange(1 << 62), EVERYSEC_WINDOW if everysec else 0.0) for i in range(writers)]
+    ws = [Writer(i, rng.randrange(1 << 62), keep_history=not always) for i in range(writers)]
     report = CrashReport()
     for cycle in range(cycles):
         stop = threading.Event()
@@ -355,24 +455,38 @@ def run_crash_cycles(server: Server, cycles: int, writers: int = 4, seed: int = 
         for t in threads:
             t.start()
         time.sleep(rng.uniform(min_run, max_run))
-        server.kill9()
-        killed_at = time.monotonic()
+        crashed_at = time.monotonic()
+        if power_loss is not None:
+            dropped = power_loss.crash()
+            report.dropped.add(dropped)
+        else:
+            server.kill9()
         stop.set()
         for t in threads:
             t.join(15)
         for w in ws:
             assert w.error is None, f"seed {seed} cycle {cycle}: {w.error}"
+        if power_loss is not None:
+            power_loss.arm()
         server.start()  # the database must open after every crash
+        where = f"seed {seed} cycle {cycle}"
         with RespConn(server.port, timeout=30) as conn:
+            verdicts = []
             for w in ws:
                 try:
-                    lost = w.verify(conn, killed_at)
+                    verdicts.append(w.verify(conn, crashed_at))
                 except AssertionError as e:
-                    raise AssertionError(f"seed {seed} cycle {cycle}: {e}") from None
-                report.max_lost_seconds = max(report.max_lost_seconds, lost)
+                    raise AssertionError(f"{where}: {e}") from None
+        check_no_holes(verdicts, where)
+        age = max(v.lost_age for v in verdicts)
+        report.loss_ages.append(age)
+        report.max_lost_seconds = max(report.max_lost_seconds, age)
+        lost = sum(v.lost_writes for v in verdicts)
+        report.lost_writes += lost
+        report.cycles_with_loss += lost > 0
         report.cycles += 1
         report.acked_writes = sum(w.acked for w in ws)
         if log:
-            log(f"cycle {cycle + 1}/{cycles}: ok, {report.acked_writes} acknowledged writes so far, "
-                f"max loss {report.max_lost_seconds:.3f}s")
+            log(f"cycle {cycle + 1}/{cycles}: ok, lost {lost} acknowledged writes (oldest "
+                f"{age * 1000:.0f} ms before the crash); {report.summary()}")
     return report

@@ -346,6 +346,7 @@ class Server:
         self.dir = self.workdir / "data"
         self.dir.mkdir()
         self.log_path = self.workdir / "server.log"
+        self.env: dict[str, str] = {}  # extra environment of the server process
         self.port: int | None = None
         self.proc: subprocess.Popen | None = None
         self._clients: list = []
@@ -402,7 +403,7 @@ class Server:
             log.flush()
             self.proc = subprocess.Popen(
                 self.argv(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                cwd=self.workdir, start_new_session=True)
+                cwd=self.workdir, start_new_session=True, env={**os.environ, **self.env} if self.env else None)
         self._wait_ready()
 
     def _wait_ready(self):

@@ -79,6 +79,15 @@ def test_disk_full_refuses_writes_keeps_reads_and_recovers_when_space_is_freed(s
     for cmd in (("SET", "x", "1"), ("HSET", "h", "f", "v"), ("RPUSH", "l", "a"), ("DEL", "fill:0")):
         reply = c.call(*cmd)
         assert isinstance(reply, RespError) and reply.message.startswith(b"MISCONF"), (cmd, reply)
+    # A transaction and a script are refused whole: their writes reach the disk as one batch.
+    assert c.call("MULTI") == b"OK"
+    assert c.call("SET", "tx", "1") == b"QUEUED"
+    assert c.call("RPUSH", "txl", "a") == b"QUEUED"
+    reply = c.call("EXEC")
+    assert isinstance(reply, RespError) and reply.message.startswith(b"MISCONF"), reply
+    reply = c.call("EVAL", "redis.call('SET', KEYS[1], '1') return redis.call('INCR', KEYS[2])", 2, "sx", "sn")
+    assert isinstance(reply, RespError) and reply.message.startswith(b"MISCONF"), reply
+    assert c.call("EXISTS", "tx", "txl", "sx", "sn") == 0
     for key in list(acked)[:: max(1, len(acked) // 50)]:
         assert c.call("GET", key) == acked[key]
     assert c.call("PING") == b"PONG"

@@ -2,9 +2,11 @@
 //! [`crate::execute`] queues its commands (answering `+QUEUED`) after the checks Redis makes at
 //! queue time; an error there marks the transaction so EXEC answers `-EXECABORT`. EXEC holds the
 //! locks of every key the queued commands and the watched keys name (every lock when a command
-//! empties or swaps whole databases), checks WATCH, then runs the commands one after another:
-//! other connections see all of the transaction or none of it, and transactions on disjoint keys
-//! run in parallel.
+//! empties or swaps whole databases), checks WATCH, then runs the commands one after another in
+//! one atomic scope of the storage (`strata::Db::atomically`): their writes reach the disk as one
+//! write batch, so a crash or power cut keeps the whole transaction or none of it, as Redis's
+//! AOF does. Other connections see all of the transaction or none of it, and transactions on
+//! disjoint keys run in parallel.
 
 use bytes::Bytes;
 use strata_resp::Frame;
@@ -181,8 +183,7 @@ fn exec(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
     // Blocking commands answer at once inside a transaction, as a timeout would.
     let mode = std::mem::replace(&mut ctx.session.block_mode, BlockMode::NoBlock);
     ctx.session.ready_keys = Some(Vec::new());
-    // Replicas apply the whole transaction at once (see `strata::Db::group`).
-    let replies = db.group(|| {
+    let (replies, committed) = db.atomically(|| {
         multi
             .queue
             .iter()
@@ -197,7 +198,11 @@ fn exec(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
     for (d, key) in ctx.session.ready_keys.take().unwrap_or_default() {
         ctx.server.key_ready(d, &key);
     }
-    Frame::Array(replies)
+    match committed {
+        Ok(()) => Frame::Array(replies),
+        // Nothing of the transaction was written (the disk is full, say).
+        Err(e) => errors::from_db(e),
+    }
 }
 
 /// Takes the locks of every key the queued commands and the watched keys name, following SELECT

@@ -2,13 +2,14 @@
 //! (`[version u64][len u64][extra]` after the common header) and streaming iteration over the
 //! sub-keys of one version. Each type module builds its commands from these pieces.
 
-use rocksdb::{ReadOptions, WriteBatch};
+use rocksdb::WriteBatch;
 
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::keyspace::prefix_successor;
 use crate::meta::{KeyType, Meta};
+use crate::storage::IterOptions;
 
 /// The decoded metadata of a collection.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,13 +148,13 @@ impl Db {
     ) -> Result<()> {
         let prefix = keys::data_prefix(self.phys(), key, c.version);
         let s = self.storage();
-        let mut ro = ReadOptions::default();
+        let mut ro = IterOptions::default();
         if reverse {
-            ro.set_iterate_lower_bound(prefix.clone());
+            ro.lower = Some(prefix.clone());
         } else {
-            ro.set_iterate_upper_bound(prefix_successor(&prefix));
+            ro.upper = Some(prefix_successor(&prefix));
         }
-        let mut it = s.raw().raw_iterator_cf_opt(s.cf(cf), ro);
+        let mut it = s.iter(cf, ro);
         let start = match from {
             Some(sub) => [&prefix[..], sub].concat(),
             None if reverse => prefix_successor(&prefix),

@@ -120,9 +120,6 @@ pub(crate) struct Inner {
     stop: AtomicBool,
     /// Whether the housekeeping thread runs the active expiry cycle (see `Db::set_active_expire`).
     pub(crate) active_expire: AtomicBool,
-    /// Whether writes of transactions and scripts are tagged as groups (see [`Db::group`]).
-    pub(crate) tag_groups: AtomicBool,
-    pub(crate) next_group: AtomicU64,
     /// Called for every key the active expiry cycle deletes (see [`Db::on_expired`]).
     pub(crate) expired_hook: RwLock<Option<ExpiredHook>>,
 }
@@ -219,9 +216,6 @@ impl Db {
             path: path.as_ref().to_path_buf(),
             stop: AtomicBool::new(false),
             active_expire: AtomicBool::new(opts.active_expire),
-            tag_groups: AtomicBool::new(false),
-            // Unique across restarts: a replica may hold an unfinished group of a previous run.
-            next_group: AtomicU64::new(now_ms() << 20),
             expired_hook: RwLock::new(None),
         });
         if !opts.read_only {
@@ -320,6 +314,63 @@ impl Db {
             patience,
         )?;
         Ok((KeyScope(scope), complete))
+    }
+
+    /// Runs `f` in an atomic scope: the writes it makes on this thread, through this handle or
+    /// any other on the same directory, are held back and written as one RocksDB write batch
+    /// (one write-ahead-log record, synced as the sync policy says) when it returns. A crash or
+    /// a power cut therefore keeps all of them or none, and other threads see all of them or
+    /// none; reads inside `f` see its own writes. Scopes nest: an inner one joins the outer,
+    /// which commits. Returns `f`'s result and the commit's; when the commit fails (for example
+    /// [`Error::DiskFull`]) none of `f`'s writes happened, whatever `f` returned. If `f` panics,
+    /// its writes are dropped.
+    ///
+    /// Other threads read the last committed state meanwhile, so hold the locks of the keys `f`
+    /// writes ([`Db::hold`]) around the scope, as a transaction does.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let db = strata::Db::open(dir.path())?;
+    /// let (total, committed) = db.atomically(|| -> strata::Result<i64> {
+    ///     db.incr_by(b"a", 10)?;
+    ///     db.incr_by(b"b", 20)?;
+    ///     Ok(db.incr_by(b"a", 1)? + db.incr_by(b"b", 0)?) // sees its own writes
+    /// });
+    /// committed?;
+    /// assert_eq!(total?, 31);
+    /// assert_eq!(db.get(b"a")?.as_deref(), Some(&b"11"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn atomically<T>(&self, f: impl FnOnce() -> T) -> (T, Result<()>) {
+        struct Open<'a>(&'a Storage, bool);
+        impl Drop for Open<'_> {
+            fn drop(&mut self) {
+                if self.1 {
+                    let _ = self.0.end_scope(false); // f panicked: drop its writes
+                }
+            }
+        }
+        let storage = &self.inner.storage;
+        let outermost = storage.begin_scope();
+        let mut open = Open(storage, true);
+        let out = f();
+        open.1 = false;
+        let committed = storage.end_scope(true);
+        if committed.is_err() && outermost {
+            // SWAPDB changed the map in memory before its write was committed.
+            if let Err(e) = self.reload_db_map() {
+                return (out, Err(e));
+            }
+        }
+        (out, committed)
+    }
+
+    /// Remembers a string value just written in the hot cache, unless it was written in an
+    /// atomic scope (not committed yet: it could still be dropped).
+    pub(crate) fn cache_hot(&self, meta_key: &[u8], value: &[u8], expire_ms: u64) {
+        if !self.inner.storage.in_scope() {
+            self.inner.hot.put(meta_key, value, expire_ms);
+        }
     }
 
     /// Holds every key lock of every database exclusively until the scope is dropped (a
@@ -578,7 +629,8 @@ impl Db {
         &self.inner.storage
     }
 
-    /// Reads the database map again from disk (a replica after applying its leader's SWAPDB).
+    /// Reads the database map again from disk (after a failed atomic commit, and on a replica
+    /// after applying its leader's SWAPDB).
     pub(crate) fn reload_db_map(&self) -> Result<()> {
         let map = load_db_map(&self.inner.storage)?;
         *self.inner.db_map.write().unwrap_or_else(|p| p.into_inner()) = map;

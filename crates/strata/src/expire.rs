@@ -6,13 +6,13 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use rocksdb::{ReadOptions, WriteBatch};
+use rocksdb::WriteBatch;
 
 use crate::db::{now_ms, Db};
 use crate::error::Result;
 use crate::keys;
 use crate::meta;
-use crate::storage::{CF_EXPIRE, CF_META};
+use crate::storage::{IterOptions, CF_EXPIRE, CF_META};
 
 /// Entries handled per batch; the cycle re-checks its time budget between batches.
 const BATCH: usize = 256;
@@ -38,9 +38,11 @@ pub fn active_cycle(db: &Db, budget: Duration) -> Result<u64> {
 /// Up to BATCH index entries with a deadline at or before `now`.
 fn due_entries(db: &Db, now: u64) -> Result<Vec<Vec<u8>>> {
     let s = db.storage();
-    let mut ro = ReadOptions::default();
-    ro.set_iterate_upper_bound((now + 1).to_be_bytes().to_vec());
-    let mut it = s.raw().raw_iterator_cf_opt(s.cf(CF_EXPIRE), ro);
+    let ro = IterOptions {
+        upper: Some((now + 1).to_be_bytes().to_vec()),
+        ..IterOptions::default()
+    };
+    let mut it = s.iter(CF_EXPIRE, ro);
     it.seek_to_first();
     let mut out = Vec::new();
     while it.valid() && out.len() < BATCH {

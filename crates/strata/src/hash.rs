@@ -108,14 +108,8 @@ impl Db {
         let Some(c) = self.read_hash(key)? else {
             return Ok(vec![None; fields.len()]);
         };
-        let s = self.storage();
-        let cf = s.cf(CF_DATA);
         let sub_keys: Vec<Vec<u8>> = fields.iter().map(|f| self.sub_key(key, &c, f)).collect();
-        s.raw()
-            .multi_get_cf(sub_keys.iter().map(|k| (cf, k)))
-            .into_iter()
-            .map(|r| r.map_err(Error::from))
-            .collect()
+        self.storage().multi_get(CF_DATA, &sub_keys)
     }
 
     /// HDEL: removes the fields; returns how many existed. The key goes away with its last field.

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use rocksdb::{ReadOptions, WriteBatch};
+use rocksdb::WriteBatch;
 
 use crate::db::{now_ms, Db};
 use crate::error::{Error, Result};
@@ -12,7 +12,7 @@ use crate::glob::glob_match;
 use crate::keys;
 use crate::meta::{self, KeyType, Meta};
 use crate::num;
-use crate::storage::{CF_DATA, CF_EXPIRE, CF_META, CF_ZSCORE};
+use crate::storage::{IterOptions, CF_DATA, CF_EXPIRE, CF_META, CF_ZSCORE};
 
 /// The time to live of a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,9 +145,11 @@ impl Db {
     ) -> Result<Option<Vec<u8>>> {
         let phys = self.phys();
         let s = self.storage();
-        let mut ro = ReadOptions::default();
-        ro.set_prefix_same_as_start(true);
-        let mut it = s.raw().raw_iterator_cf_opt(s.cf(CF_META), ro);
+        let ro = IterOptions {
+            prefix_same_as_start: true,
+            ..IterOptions::default()
+        };
+        let mut it = s.iter(CF_META, ro);
         let now = now_ms();
         let mut last = None;
         let first_slot = after.map(keys::slot).unwrap_or(0);
@@ -306,9 +308,11 @@ impl Db {
         let s = self.storage();
         for cf in [CF_DATA, CF_ZSCORE] {
             let prefix = keys::data_prefix(src_phys, src_key, old_version);
-            let mut ro = ReadOptions::default();
-            ro.set_iterate_upper_bound(prefix_successor(&prefix));
-            let mut it = s.raw().raw_iterator_cf_opt(s.cf(cf), ro);
+            let ro = IterOptions {
+                upper: Some(prefix_successor(&prefix)),
+                ..IterOptions::default()
+            };
+            let mut it = s.iter(cf, ro);
             it.seek(&prefix);
             while it.valid() {
                 let (Some(k), Some(v)) = (it.key(), it.value()) else {
@@ -462,9 +466,11 @@ impl Db {
         let start = (random_u64() % keys::SLOTS as u64) as u16;
         let phys = self.phys();
         let s = self.storage();
-        let mut ro = ReadOptions::default();
-        ro.set_prefix_same_as_start(true);
-        let mut it = s.raw().raw_iterator_cf_opt(s.cf(CF_META), ro);
+        let ro = IterOptions {
+            prefix_same_as_start: true,
+            ..IterOptions::default()
+        };
+        let mut it = s.iter(CF_META, ro);
         let now = now_ms();
         for step in 0..keys::SLOTS {
             let slot = (start + step) % keys::SLOTS;

@@ -81,6 +81,7 @@ mod locks;
 mod members;
 pub mod meta;
 pub mod num;
+mod pending;
 pub mod replication;
 mod set;
 mod sort;

@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 
-use rocksdb::{ReadOptions, WriteBatch};
+use rocksdb::WriteBatch;
 
 use crate::collection::CollectionMeta;
 use crate::db::Db;
@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::keys;
 use crate::keyspace::prefix_successor;
 use crate::meta::KeyType;
-use crate::storage::CF_DATA;
+use crate::storage::{IterOptions, CF_DATA};
 use crate::zset::Rng;
 
 /// Collections up to this size are always sampled exactly.
@@ -75,11 +75,7 @@ impl Db {
         }
         let s = self.storage();
         let sub_keys: Vec<Vec<u8>> = subs.iter().map(|m| self.sub_key(key, c, m)).collect();
-        s.raw()
-            .batched_multi_get_cf(s.cf(CF_DATA), &sub_keys, false)
-            .into_iter()
-            .map(|r| r.map(|v| v.is_some()).map_err(Into::into))
-            .collect()
+        s.multi_exists(CF_DATA, &sub_keys)
     }
 
     /// One page of a collection scan: visits up to `count` sub-keys after the position cursor
@@ -210,10 +206,12 @@ impl Db {
     ) -> Result<Vec<Entry>> {
         let base = keys::data_prefix(self.phys(), key, c.version);
         let s = self.storage();
-        let mut ro = ReadOptions::default();
-        ro.set_iterate_lower_bound(base.clone());
-        ro.set_iterate_upper_bound(prefix_successor(&base));
-        let mut it = s.raw().raw_iterator_cf_opt(s.cf(CF_DATA), ro);
+        let ro = IterOptions {
+            lower: Some(base.clone()),
+            upper: Some(prefix_successor(&base)),
+            ..IterOptions::default()
+        };
+        let mut it = s.iter(CF_DATA, ro);
         let skip = base.len();
         let mut out = Vec::with_capacity(count.min(1 << 20) as usize);
         let mut taken: HashSet<Vec<u8>> = HashSet::new();
@@ -333,10 +331,7 @@ impl Db {
 }
 
 /// The sub-key the iterator stands on (its key without the first `skip` bytes), if valid.
-fn sub_of(
-    it: &rocksdb::DBRawIteratorWithThreadMode<'_, rocksdb::DB>,
-    skip: usize,
-) -> Option<Vec<u8>> {
+fn sub_of(it: &crate::pending::StorageIter<'_>, skip: usize) -> Option<Vec<u8>> {
     if it.valid() {
         it.key().map(|k| k[skip..].to_vec())
     } else {
@@ -347,7 +342,7 @@ fn sub_of(
 /// Seeks `it` to the first member at or after `prefix` (followed by `next`, if given); `probe`
 /// holds the collection's key prefix in its first `skip` bytes.
 fn seek_to(
-    it: &mut rocksdb::DBRawIteratorWithThreadMode<'_, rocksdb::DB>,
+    it: &mut crate::pending::StorageIter<'_>,
     probe: &mut Vec<u8>,
     skip: usize,
     prefix: &[u8],

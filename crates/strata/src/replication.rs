@@ -11,8 +11,7 @@ use rocksdb::{IteratorMode, ReadOptions, WriteBatch, WriteOptions};
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::storage::{
-    self, CF_DATA, CF_EXPIRE, CF_META, CF_ZSCORE, DB_MAP_KEY, FORMAT_KEY, FORMAT_VERSION,
-    GROUP_END_KEY, GROUP_TAG,
+    CF_DATA, CF_EXPIRE, CF_META, CF_ZSCORE, DB_MAP_KEY, FORMAT_KEY, FORMAT_VERSION,
 };
 
 /// The column families in the order replication numbers them (the wire format names a family
@@ -126,41 +125,6 @@ pub(crate) fn parse_batch(data: &[u8]) -> Result<Vec<BatchOp<'_>>> {
         ops.push(op);
     }
     Ok(ops)
-}
-
-/// Where a log batch stands with respect to groups (see [`Db::group`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GroupMark {
-    /// An ordinary batch.
-    None,
-    /// One of the batches of group `id`; more follow.
-    Member(u64),
-    /// The record that closes group `id`: apply its batches, and this one, together.
-    End(u64),
-}
-
-/// Reads a log batch's group mark.
-pub fn group_mark(data: &[u8]) -> Result<GroupMark> {
-    for op in parse_batch(data)? {
-        match op {
-            BatchOp::LogData(blob) if blob.starts_with(GROUP_TAG) => {
-                let id = blob[GROUP_TAG.len()..]
-                    .try_into()
-                    .map(u64::from_le_bytes)
-                    .map_err(|_| Error::Corrupt("bad group tag".into()))?;
-                return Ok(GroupMark::Member(id));
-            }
-            BatchOp::Put { cf: 0, key, value } if key == GROUP_END_KEY => {
-                let id = value
-                    .try_into()
-                    .map(u64::from_le_bytes)
-                    .map_err(|_| Error::Corrupt("bad group end".into()))?;
-                return Ok(GroupMark::End(id));
-            }
-            _ => {}
-        }
-    }
-    Ok(GroupMark::None)
 }
 
 fn varint32(buf: &mut &[u8]) -> Option<u32> {
@@ -360,36 +324,6 @@ impl Db {
         Ok(())
     }
 
-    /// Turns on tagging of groups (see [`Db::group`]); a leader does once a replica attaches.
-    pub fn set_group_tagging(&self, on: bool) {
-        self.inner
-            .tag_groups
-            .store(on, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Runs `f` (a transaction or script, with its keys' locks held) so that a replica applies
-    /// all it writes at once: while tagging is on, each of its write batches carries the group's
-    /// tag in the log, and a last record closes the group. Nested calls join the outer group.
-    pub fn group<T>(&self, f: impl FnOnce() -> T) -> T {
-        use std::sync::atomic::Ordering;
-        if !self.inner.tag_groups.load(Ordering::Relaxed) {
-            return f();
-        }
-        let id = self.inner.next_group.fetch_add(1, Ordering::Relaxed);
-        if !storage::open_group(id) {
-            return f();
-        }
-        let out = f();
-        if storage::close_group() > 0 {
-            let mut end = WriteBatch::default();
-            end.put(GROUP_END_KEY, id.to_le_bytes());
-            // A failed end record leaves the group open on replicas until the next full copy
-            // or their safety limit; the writes themselves succeeded.
-            let _ = self.storage().write(end);
-        }
-        out
-    }
-
     /// Applies the leader's log batches `batches` (`leader_ids`: the leader's
     /// [`Db::family_ids`]) as one atomic write together with the progress record `state`, with
     /// this directory's sync policy, and brings what the server caches in memory up to date.
@@ -575,46 +509,6 @@ mod tests {
             replica.aux_get(REPLICATION_STATE).unwrap(),
             Some(b"progress".to_vec())
         );
-    }
-
-    #[test]
-    fn a_group_of_writes_is_tagged_and_closed_in_the_log() {
-        let a = tempfile::tempdir().unwrap();
-        let leader = Db::open(a.path()).unwrap();
-        leader.set_group_tagging(true);
-        let start = leader.last_seq() + 1;
-        leader.group(|| {
-            leader.set(b"x", b"1", SetOptions::default()).unwrap();
-            leader.group(|| leader.hset(b"h", &[(b"f", b"v")]).unwrap());
-        });
-        leader.group(|| leader.get(b"x").unwrap()); // reads only: no end record
-        leader.set(b"plain", b"1", SetOptions::default()).unwrap();
-        let WalRead::Batches(batches) = leader.wal_read(start, usize::MAX).unwrap() else {
-            panic!("log");
-        };
-        let marks: Vec<GroupMark> = batches
-            .iter()
-            .map(|b| group_mark(&b.data).unwrap())
-            .collect();
-        let GroupMark::Member(id) = marks[0] else {
-            panic!("first write tagged: {marks:?}");
-        };
-        assert_eq!(
-            marks,
-            vec![
-                GroupMark::Member(id),
-                GroupMark::Member(id),
-                GroupMark::End(id),
-                GroupMark::None
-            ]
-        );
-        let b = tempfile::tempdir().unwrap();
-        let replica = Db::open(b.path()).unwrap();
-        let ids = leader.family_ids();
-        let group: Vec<&[u8]> = batches[..3].iter().map(|b| &b.data[..]).collect();
-        replica.apply_replicated(&ids, &group, b"s").unwrap();
-        assert_eq!(replica.get(b"x").unwrap(), Some(b"1".to_vec()));
-        assert_eq!(replica.hget(b"h", b"f").unwrap(), Some(b"v".to_vec()));
     }
 
     #[test]

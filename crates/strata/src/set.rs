@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 
-use rocksdb::{ReadOptions, WriteBatch};
+use rocksdb::WriteBatch;
 
 use crate::collection::CollectionMeta;
 use crate::db::Db;
@@ -18,7 +18,7 @@ use crate::keys;
 use crate::keyspace::prefix_successor;
 use crate::meta::KeyType;
 use crate::num;
-use crate::storage::CF_DATA;
+use crate::storage::{IterOptions, CF_DATA};
 
 /// Redis 7.0's default `set-max-intset-entries`: up to this many integers a set is an intset.
 pub(crate) const SET_MAX_INTSET_ENTRIES: u64 = 512;
@@ -60,7 +60,7 @@ pub(crate) fn intset_order(members: &mut [Vec<u8>]) -> bool {
 
 /// A streaming cursor over the members of one set version.
 struct MemberIter<'a> {
-    it: rocksdb::DBRawIteratorWithThreadMode<'a, rocksdb::DB>,
+    it: crate::pending::StorageIter<'a>,
     skip: usize,
 }
 
@@ -554,9 +554,11 @@ impl Db {
         for (key, c) in keys.iter().zip(sources) {
             let Some(c) = c else { continue };
             let prefix = keys::data_prefix(self.phys(), key, c.version);
-            let mut ro = ReadOptions::default();
-            ro.set_iterate_upper_bound(prefix_successor(&prefix));
-            let mut it = s.raw().raw_iterator_cf_opt(s.cf(CF_DATA), ro);
+            let ro = IterOptions {
+                upper: Some(prefix_successor(&prefix)),
+                ..IterOptions::default()
+            };
+            let mut it = s.iter(CF_DATA, ro);
             it.seek(&prefix);
             iters.push(MemberIter {
                 it,

@@ -1,21 +1,26 @@
 //! The RocksDB wrapper: opening a data directory with Strata's column families and tuning, the
-//! compaction filters that reclaim expired and orphaned records, and the write path with its sync
-//! policy. Everything that names a RocksDB type lives here; the rest of the crate sees `Storage`.
+//! compaction filters that reclaim expired and orphaned records, the write path with its sync
+//! policy, and the atomic scopes of `pending.rs` (a thread's writes held back and committed as one
+//! batch; every read of that thread sees them). Everything that names a RocksDB type lives here
+//! or in `pending.rs`; the rest of the crate sees `Storage`.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
 use rocksdb::compaction_filter::Decision;
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType,
-    DataBlockIndexType, MemtableFactory, Options as RocksOptions, SliceTransform, WriteBatch,
-    WriteOptions, DB,
+    DBRecoveryMode, DataBlockIndexType, MemtableFactory, Options as RocksOptions, ReadOptions,
+    SliceTransform, WriteBatch, WriteOptions, DB,
 };
 
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::meta;
+use crate::pending::{self, BatchOp, IterBounds, Lookup, Pending, StorageIter};
 
 /// Column family holding one metadata record per user key.
 pub const CF_META: &str = "meta";
@@ -31,32 +36,32 @@ pub const DB_MAP_KEY: &[u8] = b"strata:dbmap";
 pub const FORMAT_KEY: &[u8] = b"strata:format";
 /// The on-disk format version this build writes and reads.
 pub const FORMAT_VERSION: u8 = 1;
+/// Length of the prefix the `meta` family's prefix extractor takes (`[db][slot]`).
+const META_PREFIX_LEN: usize = 3;
 
-/// The key of the record that ends a group of batches (see `Db::group`).
-pub const GROUP_END_KEY: &[u8] = b"strata:group-end";
-/// The log-data prefix that tags a batch as part of a group (followed by the group id, u64 LE).
-pub const GROUP_TAG: &[u8] = b"strata-group:";
+/// Bounds of an iteration over one column family ([`Storage::iter`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct IterOptions {
+    /// Keys before this are not returned.
+    pub lower: Option<Vec<u8>>,
+    /// Keys at or after this are not returned.
+    pub upper: Option<Vec<u8>>,
+    /// Only keys sharing the seek target's `[db][slot]` prefix (`meta` only).
+    pub prefix_same_as_start: bool,
+}
+
+/// An atomic scope open on this thread (see `pending.rs`).
+struct OpenScope {
+    /// The `Storage` it belongs to (its address).
+    storage: usize,
+    /// Scopes nest: only the outermost one commits.
+    depth: u32,
+    pending: Rc<RefCell<Pending>>,
+}
 
 thread_local! {
-    /// The group this thread's writes belong to (id, batches written so far), if any.
-    static GROUP: std::cell::Cell<Option<(u64, u64)>> = const { std::cell::Cell::new(None) };
-}
-
-/// Starts tagging this thread's writes with group `id`; returns false when a group is open.
-pub(crate) fn open_group(id: u64) -> bool {
-    GROUP.with(|g| {
-        if g.get().is_some() {
-            false
-        } else {
-            g.set(Some((id, 0)));
-            true
-        }
-    })
-}
-
-/// Stops tagging; returns how many batches the group wrote.
-pub(crate) fn close_group() -> u64 {
-    GROUP.with(|g| g.take().map_or(0, |(_, n)| n))
+    /// The atomic scopes open on this thread, one per `Storage` at most.
+    static SCOPES: RefCell<Vec<OpenScope>> = const { RefCell::new(Vec::new()) };
 }
 
 /// When writes reach stable storage, as Redis's `appendfsync`.
@@ -138,6 +143,8 @@ pub struct Storage {
     disk_full: AtomicBool,
     /// Bytes of write batches applied since free space was last checked.
     written_since_check: AtomicU64,
+    /// Column family ids as write batches encode them: meta, data, zscore, expire.
+    cf_ids: [u32; 4],
 }
 
 fn now_ms() -> u64 {
@@ -210,6 +217,12 @@ impl Storage {
         // Obsolete log files move to `archive/` and stay there for replicas to read.
         db_opts.set_wal_ttl_seconds(opts.wal_ttl_seconds);
         db_opts.set_wal_size_limit_mb(opts.wal_size_limit_mb);
+        // A power cut leaves the log's unsynced tail cut short, torn or zeroed (everysec, no).
+        // Point-in-time recovery replays every intact record up to the first bad one and opens:
+        // what survives is a prefix of the acknowledged writes. (Absolute consistency would
+        // refuse to open; skipping bad records could replay later ones and leave holes.) It is
+        // RocksDB's default, set here so it cannot change under us; docs/reliability.md.
+        db_opts.set_wal_recovery_mode(DBRecoveryMode::PointInTime);
 
         // The data/zscore filters look up the metadata of the key a sub-key belongs to; they get the
         // database handle once it is open.
@@ -269,6 +282,7 @@ impl Storage {
         };
         let db = Arc::new(opened.map_err(|e| open_error(path, e))?);
         let _ = handle.set(Arc::downgrade(&db));
+        let cf_ids = learn_cf_ids(&db)?;
         let storage = Storage {
             db,
             read_only: opts.read_only,
@@ -279,6 +293,7 @@ impl Storage {
             min_free_disk: opts.min_free_disk,
             disk_full: AtomicBool::new(false),
             written_since_check: AtomicU64::new(0),
+            cf_ids,
         };
         storage.check_disk();
         storage.check_format(path, writable)?;
@@ -344,25 +359,105 @@ impl Storage {
 
     /// Applies a batch atomically, honouring the sync policy. Refused with [`Error::DiskFull`]
     /// (nothing applied) while the disk is short of space.
+    /// Inside an atomic scope of this thread the batch is only added to the scope (see
+    /// [`Storage::begin_scope`]).
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         if self.read_only {
             return Err(Error::ReadOnly);
         }
+        if let Some(p) = self.pending() {
+            return p.borrow_mut().add(batch.data());
+        }
+        self.write_now(batch)
+    }
+
+    fn write_now(&self, batch: WriteBatch) -> Result<()> {
         self.guard_disk(batch.size_in_bytes() as u64)?;
-        let mut batch = batch;
-        GROUP.with(|g| {
-            if let Some((id, n)) = g.get() {
-                let mut tag = GROUP_TAG.to_vec();
-                tag.extend_from_slice(&id.to_le_bytes());
-                batch.put_log_data(tag);
-                g.set(Some((id, n + 1)));
-            }
-        });
         let mut wo = WriteOptions::default();
         wo.set_sync(self.sync_policy() == SyncPolicy::Always);
         self.db.write_opt(batch, &wo)?;
         self.writes.fetch_add(1, Ordering::Release);
         Ok(())
+    }
+
+    /// Opens an atomic scope on this thread (or enters the one already open, scopes nest): until
+    /// the matching [`Storage::end_scope`], this thread's writes are held back, and its reads see
+    /// them. Returns whether this is the outermost scope.
+    pub(crate) fn begin_scope(&self) -> bool {
+        let me = self.id();
+        SCOPES.with(|s| {
+            let mut scopes = s.borrow_mut();
+            if let Some(open) = scopes.iter_mut().find(|o| o.storage == me) {
+                open.depth += 1;
+                return false;
+            }
+            scopes.push(OpenScope {
+                storage: me,
+                depth: 1,
+                pending: Rc::new(RefCell::new(Pending::default())),
+            });
+            true
+        })
+    }
+
+    /// Leaves the scope [`Storage::begin_scope`] opened. Leaving the outermost one writes
+    /// everything written in it as one batch (one write-ahead-log record) when `commit`, and
+    /// drops it otherwise. A failed commit writes nothing.
+    pub(crate) fn end_scope(&self, commit: bool) -> Result<()> {
+        let me = self.id();
+        let finished = SCOPES.with(|s| {
+            let mut scopes = s.borrow_mut();
+            let at = scopes.iter().position(|o| o.storage == me)?;
+            scopes[at].depth -= 1;
+            if scopes[at].depth > 0 {
+                return None;
+            }
+            Some(scopes.swap_remove(at).pending)
+        });
+        let Some(pending) = finished else {
+            return Ok(());
+        };
+        // An iterator that outlives its scope keeps the Rc; it sees an empty scope from now on.
+        let pending = std::mem::take(&mut *pending.borrow_mut());
+        if !commit || pending.is_empty() {
+            return Ok(());
+        }
+        self.write_now(WriteBatch::from_data(&pending.into_batch_data()))
+    }
+
+    /// Whether this thread has an atomic scope open on this storage.
+    pub(crate) fn in_scope(&self) -> bool {
+        self.pending().is_some()
+    }
+
+    fn id(&self) -> usize {
+        self as *const Storage as usize
+    }
+
+    /// The writes of this thread's open scope, if one is open.
+    fn pending(&self) -> Option<Rc<RefCell<Pending>>> {
+        let me = self.id();
+        SCOPES.with(|s| {
+            let scopes = s.borrow();
+            if scopes.is_empty() {
+                return None;
+            }
+            scopes
+                .iter()
+                .find(|o| o.storage == me)
+                .map(|o| o.pending.clone())
+        })
+    }
+
+    /// The id write batches give column family `name`.
+    pub(crate) fn cf_id(&self, name: &str) -> u32 {
+        match name {
+            CF_META => self.cf_ids[0],
+            CF_DATA => self.cf_ids[1],
+            CF_ZSCORE => self.cf_ids[2],
+            CF_EXPIRE => self.cf_ids[3],
+            _ => 0,
+        }
     }
 
     /// Refuses a write of about `bytes` while free space is short. Free space is looked up again
@@ -439,9 +534,9 @@ impl Storage {
         Ok(())
     }
 
-    /// Reads one record of family `cf`.
+    /// Reads one record of family `cf` (as this thread sees it: with its open scope's writes).
     pub fn get(&self, cf: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.db.get_pinned_cf(self.cf(cf), key)?.map(|v| v.to_vec()))
+        self.with_pinned(cf, key, <[u8]>::to_vec)
     }
 
     /// Reads one record of family `cf` and hands the pinned bytes to `f` without copying them.
@@ -451,7 +546,81 @@ impl Storage {
         key: &[u8],
         f: impl FnOnce(&[u8]) -> T,
     ) -> Result<Option<T>> {
+        if let Some(p) = self.pending() {
+            match p.borrow().lookup(self.cf_id(cf), key) {
+                Lookup::Value(v) => return Ok(Some(f(v))),
+                Lookup::Deleted => return Ok(None),
+                Lookup::Untouched => {}
+            }
+        }
         Ok(self.db.get_pinned_cf(self.cf(cf), key)?.map(|v| f(&v)))
+    }
+
+    /// Reads several records of family `cf`, in the order of `keys`.
+    pub(crate) fn multi_get(&self, cf: &str, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        let handle = self.cf(cf);
+        let Some(p) = self.pending() else {
+            return self
+                .db
+                .multi_get_cf(keys.iter().map(|k| (handle, k)))
+                .into_iter()
+                .map(|r| r.map_err(Error::from))
+                .collect();
+        };
+        let id = self.cf_id(cf);
+        let p = p.borrow();
+        keys.iter()
+            .map(|k| match p.lookup(id, k) {
+                Lookup::Value(v) => Ok(Some(v.to_vec())),
+                Lookup::Deleted => Ok(None),
+                Lookup::Untouched => Ok(self.db.get_pinned_cf(handle, k)?.map(|v| v.to_vec())),
+            })
+            .collect()
+    }
+
+    /// Whether each of `keys` has a record in family `cf`.
+    pub(crate) fn multi_exists(&self, cf: &str, keys: &[Vec<u8>]) -> Result<Vec<bool>> {
+        let handle = self.cf(cf);
+        let Some(p) = self.pending() else {
+            return self
+                .db
+                .batched_multi_get_cf(handle, keys, false)
+                .into_iter()
+                .map(|r| r.map(|v| v.is_some()).map_err(Error::from))
+                .collect();
+        };
+        let id = self.cf_id(cf);
+        let p = p.borrow();
+        keys.iter()
+            .map(|k| match p.lookup(id, k) {
+                Lookup::Value(_) => Ok(true),
+                Lookup::Deleted => Ok(false),
+                Lookup::Untouched => Ok(self.db.get_pinned_cf(handle, k)?.is_some()),
+            })
+            .collect()
+    }
+
+    /// An iterator over family `cf` within `opts`' bounds, as this thread sees it (merged with
+    /// its open scope's writes to that family).
+    pub(crate) fn iter(&self, cf: &str, opts: IterOptions) -> StorageIter<'_> {
+        let mut ro = ReadOptions::default();
+        if let Some(lower) = &opts.lower {
+            ro.set_iterate_lower_bound(lower.clone());
+        }
+        if let Some(upper) = &opts.upper {
+            ro.set_iterate_upper_bound(upper.clone());
+        }
+        let prefix_len = (opts.prefix_same_as_start && cf == CF_META).then_some(META_PREFIX_LEN);
+        if prefix_len.is_some() {
+            ro.set_prefix_same_as_start(true);
+        }
+        let raw = self.db.raw_iterator_cf_opt(self.cf(cf), ro);
+        let bounds = IterBounds {
+            lower: opts.lower,
+            upper: opts.upper,
+            prefix_len,
+        };
+        StorageIter::new(raw, self.pending(), self.cf_id(cf), bounds)
     }
 
     /// fsyncs the write-ahead log.
@@ -505,6 +674,28 @@ impl Storage {
             })
             .sum()
     }
+}
+
+/// The ids RocksDB's write batches give Strata's column families (meta, data, zscore,
+/// expire), read off a batch that names each of them (nothing is written).
+fn learn_cf_ids(db: &DB) -> Result<[u32; 4]> {
+    let mut ids = [0u32; 4];
+    for (slot, name) in [CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE].iter().enumerate() {
+        let cf = db
+            .cf_handle(name)
+            .ok_or_else(|| Error::Storage(format!("column family {name} missing after open")))?;
+        let mut probe = WriteBatch::default();
+        probe.put_cf(cf, b"", b"");
+        match pending::decode_batch(probe.data())?.1.first() {
+            Some(BatchOp::Put { cf, .. }) => ids[slot] = *cf,
+            _ => {
+                return Err(Error::Storage(
+                    "cannot read a write batch's column family".into(),
+                ))
+            }
+        }
+    }
+    Ok(ids)
 }
 
 /// Turns an engine error at open into a data-model error that names the directory.

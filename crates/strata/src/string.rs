@@ -119,7 +119,6 @@ impl Db {
     /// MGET: values of several keys; missing keys and keys of other types read as `None`.
     pub fn mget(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         let s = self.storage();
-        let cf = s.cf(crate::storage::CF_META);
         let phys = self.phys();
         let raw_keys: Vec<Vec<u8>> = keys
             .iter()
@@ -127,8 +126,8 @@ impl Db {
             .collect();
         let now = now_ms();
         let mut out = Vec::with_capacity(keys.len());
-        for r in s.raw().multi_get_cf(raw_keys.iter().map(|k| (cf, k))) {
-            let value = match r? {
+        for r in s.multi_get(crate::storage::CF_META, &raw_keys)? {
+            let value = match r {
                 Some(raw) => match Meta::decode(&raw) {
                     Ok(m) if m.kind == KeyType::String && !m.is_expired(now) => Some(m.body),
                     _ => None,
@@ -216,7 +215,7 @@ impl Db {
         }
         self.write(batch)?;
         if live {
-            self.inner.hot.put(&self.meta_key(key), value, expire_ms);
+            self.cache_hot(&self.meta_key(key), value, expire_ms);
         }
         Ok(())
     }
@@ -238,7 +237,7 @@ impl Db {
         }
         self.write(batch)?;
         for (k, v) in pairs {
-            self.inner.hot.put(&keys::meta_key(phys, k), v, 0);
+            self.cache_hot(&keys::meta_key(phys, k), v, 0);
         }
         Ok(())
     }

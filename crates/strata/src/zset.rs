@@ -646,11 +646,10 @@ impl Db {
             return Ok(vec![None; members.len()]);
         };
         let s = self.storage();
-        let cf = s.cf(CF_DATA);
         let raw: Vec<Vec<u8>> = members.iter().map(|m| self.sub_key(key, &c, m)).collect();
         let mut out = Vec::with_capacity(members.len());
-        for r in s.raw().multi_get_cf(raw.iter().map(|k| (cf, k))) {
-            out.push(match r? {
+        for r in s.multi_get(CF_DATA, &raw)? {
+            out.push(match r {
                 Some(v) => Some(score_from_value(&v)?),
                 None => None,
             });

@@ -434,15 +434,19 @@ pub fn run_script(ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
     };
     let running = cache.start(call, db.clone());
     let outer = CURRENT.with(|c| c.replace(Some(running.clone())));
-    // Replicas apply all the script writes at once (see `strata::Db::group`).
-    let reply = db
-        .group(|| {
-            with_vm(generation, |vm| {
-                vm.refresh_functions(&registry);
-                vm.run(ctx, inv)
-            })
+    // The script's writes reach the disk, and replicas, as one write batch: all or nothing
+    // (see `exec`).
+    let (reply, committed) = db.atomically(|| {
+        with_vm(generation, |vm| {
+            vm.refresh_functions(&registry);
+            vm.run(ctx, inv)
         })
-        .unwrap_or_else(|e| e);
+        .unwrap_or_else(|e| e)
+    });
+    let reply = match committed {
+        Ok(()) => reply,
+        Err(e) => crate::errors::from_db(e),
+    };
     CURRENT.with(|c| *c.borrow_mut() = outer);
     if running.busy.load(Ordering::Relaxed) {
         db.end_busy();

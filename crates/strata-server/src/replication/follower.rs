@@ -11,17 +11,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use std::collections::HashMap;
 
-use strata::replication::{GroupMark, REPLICATION_STATE};
+use strata::replication::REPLICATION_STATE;
 use strata_commands::ChannelKind;
 
 use super::wire;
 use crate::log::{notice, warning};
 use crate::server::Server;
-
-/// Bytes of one open transaction or script a replica holds before applying it in parts.
-const GROUP_LIMIT: usize = 512 << 20;
 
 /// Batches already received are applied together, up to this many bytes per write.
 const COALESCE_BYTES: usize = 4 << 20;
@@ -326,12 +322,9 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
     notice!("MASTER <-> REPLICA sync: Finished with success");
     send_ack(&mut stream, link)?;
 
-    // Batches of transactions and scripts still open, by group id (see `strata::Db::group`).
-    let mut pending: HashMap<u64, Vec<(u64, Vec<u8>)>> = HashMap::new();
-    let mut pending_bytes = 0usize;
     let mut received = link.applied.load(Ordering::Acquire);
     // Batches received and not yet applied (see COALESCE_BYTES).
-    let mut ready: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut ready: Vec<Vec<u8>> = Vec::new();
     let mut ready_bytes = 0usize;
     loop {
         let (kind, payload) = wire::read_frame(&mut input)?;
@@ -347,33 +340,8 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
                     )));
                 }
                 received = seq + count - 1;
-                let mark = strata::replication::group_mark(&payload[8..])
-                    .map_err(|e| io::Error::other(format!("reading the leader's write: {e}")))?;
-                let mut batches: Vec<(u64, Vec<u8>)> = Vec::new();
-                match mark {
-                    GroupMark::Member(id) => {
-                        pending_bytes += payload.len();
-                        pending.entry(id).or_default().push((seq, payload));
-                        if pending_bytes > GROUP_LIMIT {
-                            warning!("A transaction or script of the leader exceeds {GROUP_LIMIT} bytes: applying it in parts");
-                            let mut all: Vec<(u64, Vec<u8>)> =
-                                pending.drain().flat_map(|(_, v)| v).collect();
-                            all.sort_by_key(|(s, _)| *s);
-                            batches = all;
-                            pending_bytes = 0;
-                        }
-                    }
-                    GroupMark::End(id) => {
-                        if let Some(members) = pending.remove(&id) {
-                            pending_bytes -= members.iter().map(|(_, p)| p.len()).sum::<usize>();
-                            batches = members;
-                        }
-                        batches.push((seq, payload));
-                    }
-                    GroupMark::None => batches.push((seq, payload)),
-                }
-                ready_bytes += batches.iter().map(|(_, p)| p.len()).sum::<usize>();
-                ready.extend(batches);
+                ready_bytes += payload.len();
+                ready.push(payload);
             }
             wire::PUBLISH => {
                 let tag = *payload
@@ -409,15 +377,8 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
         if !ready.is_empty()
             && (kind != wire::BATCH || input.buffer().is_empty() || ready_bytes >= COALESCE_BYTES)
         {
-            // Progress stops before the oldest group still open: after a restart the leader
-            // sends it again (replaying its log in order is harmless).
-            let safe = pending
-                .values()
-                .filter_map(|v| v.first().map(|(s, _)| s - 1))
-                .min()
-                .unwrap_or(received);
-            let state = encode_state(&leader_replid, safe);
-            let data: Vec<&[u8]> = ready.iter().map(|(_, p)| &p[8..]).collect();
+            let state = encode_state(&leader_replid, received);
+            let data: Vec<&[u8]> = ready.iter().map(|p| &p[8..]).collect();
             let applied = {
                 let _guard = link.apply_guard.lock().unwrap_or_else(|p| p.into_inner());
                 if link.stopped() {
@@ -427,7 +388,7 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
                     .db
                     .apply_replicated(&leader_ids, &data, &state)
                     .map_err(|e| io::Error::other(format!("applying the leader's write: {e}")))?;
-                link.applied.store(safe, Ordering::Release);
+                link.applied.store(received, Ordering::Release);
                 applied
             };
             ready.clear();

@@ -118,8 +118,6 @@ pub fn attach(server: Arc<Server>, stream: TcpStream, ip: String, req: PsyncRequ
         publishes: Mutex::new((VecDeque::new(), 0)),
         socket,
     });
-    // From now on transactions and scripts mark their writes, so replicas apply each at once.
-    server.db.set_group_tagging(true);
     server.replication.add_attached(replica.clone());
     let spawned = std::thread::Builder::new()
         .name("strata-repl-send".into())

@@ -1,0 +1,988 @@
+//! Atomic scopes: the writes a transaction or a script makes on one thread, held back and then
+//! committed as one RocksDB write batch (one write-ahead-log record), so that a crash or a power
+//! cut keeps all of them or none, and other threads see them all at once. While a scope is open,
+//! [`Pending`] keeps its writes twice: as the concatenated records of the write batches the data
+//! model built (what the commit writes), and as an index by column family and key (point writes
+//! and range deletions), through which every read of that thread goes first — point reads here,
+//! iterators through [`StorageIter`], which merges the index with a RocksDB iterator in both
+//! directions — so the scope sees its own writes. `storage.rs` opens, reads and commits scopes;
+//! this module knows RocksDB's write-batch encoding and iterators, and nothing of the data model.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+use std::rc::Rc;
+
+use rocksdb::DBRawIteratorWithThreadMode;
+
+use crate::error::{Error, Result};
+
+/// A RocksDB raw iterator over a plain `DB`.
+pub(crate) type RawIter<'a> = DBRawIteratorWithThreadMode<'a, rocksdb::DB>;
+
+/// Size of a write batch's header: sequence number (8 bytes), record count (4 bytes).
+const HEADER: usize = 12;
+
+// Record tags of RocksDB's write-batch encoding (db/dbformat.h, `ValueType`); the same bytes are
+// the write-ahead log's records, so they never change meaning.
+const TAG_DELETION: u8 = 0x0;
+const TAG_VALUE: u8 = 0x1;
+const TAG_LOG_DATA: u8 = 0x3;
+const TAG_CF_DELETION: u8 = 0x4;
+const TAG_CF_VALUE: u8 = 0x5;
+const TAG_SINGLE_DELETION: u8 = 0x7;
+const TAG_CF_SINGLE_DELETION: u8 = 0x8;
+const TAG_NOOP: u8 = 0xD;
+const TAG_CF_RANGE_DELETION: u8 = 0xE;
+const TAG_RANGE_DELETION: u8 = 0xF;
+
+/// One operation of a write batch.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum BatchOp<'a> {
+    /// `key` := `value` in column family `cf` (by id; the default family is 0).
+    Put {
+        cf: u32,
+        key: &'a [u8],
+        value: &'a [u8],
+    },
+    /// `key` removed.
+    Delete { cf: u32, key: &'a [u8] },
+    /// Every key in `from..to` removed.
+    DeleteRange {
+        cf: u32,
+        from: &'a [u8],
+        to: &'a [u8],
+    },
+}
+
+fn malformed(what: &str) -> Error {
+    Error::Storage(format!("unexpected write batch encoding: {what}"))
+}
+
+struct Reader<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn byte(&mut self) -> Result<u8> {
+        let b = *self
+            .data
+            .get(self.at)
+            .ok_or_else(|| malformed("truncated record"))?;
+        self.at += 1;
+        Ok(b)
+    }
+
+    fn varint32(&mut self) -> Result<u32> {
+        let mut v: u32 = 0;
+        for shift in (0..35).step_by(7) {
+            let b = self.byte()?;
+            v |= ((b & 0x7f) as u32) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(malformed("varint longer than 5 bytes"))
+    }
+
+    fn slice(&mut self) -> Result<&'a [u8]> {
+        let len = self.varint32()? as usize;
+        let end = self
+            .at
+            .checked_add(len)
+            .ok_or_else(|| malformed("length"))?;
+        let s = self
+            .data
+            .get(self.at..end)
+            .ok_or_else(|| malformed("truncated slice"))?;
+        self.at = end;
+        Ok(s)
+    }
+}
+
+/// The record count and operations of a write batch's encoding (`WriteBatch::data`). Only what
+/// Strata writes is understood: puts, deletes and range deletes (log data and no-ops are
+/// skipped); anything else (merges, prepared transactions) is an error.
+pub(crate) fn decode_batch(data: &[u8]) -> Result<(u32, Vec<BatchOp<'_>>)> {
+    let Some(count) = data.get(8..HEADER) else {
+        return Err(malformed("shorter than its header"));
+    };
+    let count = u32::from_le_bytes([count[0], count[1], count[2], count[3]]);
+    let mut r = Reader { data, at: HEADER };
+    let mut ops = Vec::with_capacity(count as usize);
+    while r.at < data.len() {
+        let tag = r.byte()?;
+        let cf = match tag {
+            TAG_CF_VALUE | TAG_CF_DELETION | TAG_CF_SINGLE_DELETION | TAG_CF_RANGE_DELETION => {
+                r.varint32()?
+            }
+            _ => 0,
+        };
+        match tag {
+            TAG_VALUE | TAG_CF_VALUE => {
+                let key = r.slice()?;
+                let value = r.slice()?;
+                ops.push(BatchOp::Put { cf, key, value });
+            }
+            TAG_DELETION | TAG_CF_DELETION | TAG_SINGLE_DELETION | TAG_CF_SINGLE_DELETION => {
+                ops.push(BatchOp::Delete {
+                    cf,
+                    key: r.slice()?,
+                });
+            }
+            TAG_RANGE_DELETION | TAG_CF_RANGE_DELETION => {
+                let from = r.slice()?;
+                let to = r.slice()?;
+                ops.push(BatchOp::DeleteRange { cf, from, to });
+            }
+            TAG_LOG_DATA => {
+                r.slice()?;
+            }
+            TAG_NOOP => {}
+            other => return Err(malformed(&format!("record type {other:#x}"))),
+        }
+    }
+    Ok((count, ops))
+}
+
+/// What a scope's writes say about one key.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Lookup<'a> {
+    /// The scope wrote this value.
+    Value(&'a [u8]),
+    /// The scope deleted the key (or a range holding it).
+    Deleted,
+    /// The scope did not touch the key: read the database.
+    Untouched,
+}
+
+/// Whether a scope's writes hide a database entry from an iterator.
+enum Mask {
+    /// Not touched by the scope.
+    Visible,
+    /// Written or deleted by the scope (an iterator takes the scope's entry instead).
+    Point,
+    /// In a range the scope deleted: `from..to`.
+    Range(Vec<u8>, Vec<u8>),
+}
+
+/// A scope's writes to one column family.
+#[derive(Default)]
+struct Family {
+    /// Point writes, latest per key: `Some(value)` a put, `None` a delete.
+    points: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Ranges deleted, `from` → `to` (`from..to`), kept disjoint: overlapping and touching
+    /// ranges are merged, so a lookup is one search however many ranges a scope deletes. Point
+    /// writes made after a range deletion are in `points`.
+    ranges: BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+impl Family {
+    /// The deleted range holding `key`, as `(from, to)`.
+    fn range_of(&self, key: &[u8]) -> Option<(&[u8], &[u8])> {
+        let (from, to) = self
+            .ranges
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
+            .next_back()?;
+        (key < to.as_slice()).then_some((from.as_slice(), to.as_slice()))
+    }
+
+    /// Records the deletion of `from..to` (non-empty).
+    fn delete_range(&mut self, from: &[u8], to: &[u8]) {
+        let inside: Vec<Vec<u8>> = self
+            .points
+            .range::<[u8], _>((Bound::Included(from), Bound::Excluded(to)))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in inside {
+            self.points.remove(&k);
+        }
+        let (mut from, mut to) = (from.to_vec(), to.to_vec());
+        // A range starting before `from` that reaches it joins in.
+        if let Some((f, t)) = self
+            .ranges
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(from.as_slice())))
+            .next_back()
+        {
+            if t.as_slice() >= from.as_slice() {
+                from = f.clone();
+                to = to.max(t.clone());
+            }
+        }
+        // So do those starting inside `from..=to`.
+        let joined: Vec<Vec<u8>> = self
+            .ranges
+            .range::<[u8], _>((
+                Bound::Included(from.as_slice()),
+                Bound::Included(to.as_slice()),
+            ))
+            .map(|(f, _)| f.clone())
+            .collect();
+        for f in joined {
+            if let Some(t) = self.ranges.remove(&f) {
+                to = to.max(t);
+            }
+        }
+        self.ranges.insert(from, to);
+    }
+}
+
+/// The writes of an open atomic scope.
+#[derive(Default)]
+pub(crate) struct Pending {
+    families: HashMap<u32, Family>,
+    /// The records of every batch written in the scope, in order (after a header slot).
+    records: Vec<u8>,
+    count: u32,
+}
+
+impl Pending {
+    /// Takes in a write batch's encoding: indexes its operations and keeps its records.
+    pub(crate) fn add(&mut self, data: &[u8]) -> Result<()> {
+        let (count, ops) = decode_batch(data)?;
+        for op in ops {
+            match op {
+                BatchOp::Put { cf, key, value } => {
+                    let f = self.families.entry(cf).or_default();
+                    f.points.insert(key.to_vec(), Some(value.to_vec()));
+                }
+                BatchOp::Delete { cf, key } => {
+                    let f = self.families.entry(cf).or_default();
+                    f.points.insert(key.to_vec(), None);
+                }
+                BatchOp::DeleteRange { cf, from, to } => {
+                    if from < to {
+                        self.families.entry(cf).or_default().delete_range(from, to);
+                    }
+                }
+            }
+        }
+        if self.records.is_empty() {
+            self.records.resize(HEADER, 0);
+        }
+        self.records.extend_from_slice(&data[HEADER..]);
+        self.count = self
+            .count
+            .checked_add(count)
+            .ok_or_else(|| malformed("more than 2^32 records in one scope"))?;
+        Ok(())
+    }
+
+    /// Whether nothing was written.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The encoding of one write batch holding every write of the scope, in order.
+    pub(crate) fn into_batch_data(mut self) -> Vec<u8> {
+        if self.records.len() < HEADER {
+            self.records.resize(HEADER, 0);
+        }
+        self.records[8..HEADER].copy_from_slice(&self.count.to_le_bytes());
+        self.records
+    }
+
+    /// What the scope wrote at `key` of family `cf`.
+    pub(crate) fn lookup(&self, cf: u32, key: &[u8]) -> Lookup<'_> {
+        let Some(f) = self.families.get(&cf) else {
+            return Lookup::Untouched;
+        };
+        match f.points.get(key) {
+            Some(Some(v)) => Lookup::Value(v),
+            Some(None) => Lookup::Deleted,
+            None if f.range_of(key).is_some() => Lookup::Deleted,
+            None => Lookup::Untouched,
+        }
+    }
+
+    /// Whether the scope wrote anything to family `cf`.
+    pub(crate) fn touches(&self, cf: u32) -> bool {
+        self.families.contains_key(&cf)
+    }
+
+    fn mask(&self, cf: u32, key: &[u8]) -> Mask {
+        let Some(f) = self.families.get(&cf) else {
+            return Mask::Visible;
+        };
+        if f.points.contains_key(key) {
+            return Mask::Point;
+        }
+        match f.range_of(key) {
+            Some((from, to)) => Mask::Range(from.to_vec(), to.to_vec()),
+            None => Mask::Visible,
+        }
+    }
+
+    /// The first put of family `cf` after `from` (in key order) that `ok` accepts, stopping at
+    /// the first key `stop` rejects.
+    fn put_after(
+        &self,
+        cf: u32,
+        from: Bound<&[u8]>,
+        ok: impl Fn(&[u8]) -> bool,
+        stop: impl Fn(&[u8]) -> bool,
+    ) -> Option<(Vec<u8>, Vec<u8>)> {
+        let f = self.families.get(&cf)?;
+        for (k, v) in f.points.range::<[u8], _>((from, Bound::Unbounded)) {
+            if stop(k) {
+                return None;
+            }
+            if let (Some(v), true) = (v, ok(k)) {
+                return Some((k.clone(), v.clone()));
+            }
+        }
+        None
+    }
+
+    /// The last put of family `cf` before `to` that `ok` accepts, stopping at the first key
+    /// `stop` rejects.
+    fn put_before(
+        &self,
+        cf: u32,
+        to: Bound<&[u8]>,
+        ok: impl Fn(&[u8]) -> bool,
+        stop: impl Fn(&[u8]) -> bool,
+    ) -> Option<(Vec<u8>, Vec<u8>)> {
+        let f = self.families.get(&cf)?;
+        for (k, v) in f.points.range::<[u8], _>((Bound::Unbounded, to)).rev() {
+            if stop(k) {
+                return None;
+            }
+            if let (Some(v), true) = (v, ok(k)) {
+                return Some((k.clone(), v.clone()));
+            }
+        }
+        None
+    }
+}
+
+/// Bounds of an iteration, as RocksDB's read options give them.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct IterBounds {
+    /// Keys before this are not returned.
+    pub lower: Option<Vec<u8>>,
+    /// Keys at or after this are not returned.
+    pub upper: Option<Vec<u8>>,
+    /// Only keys sharing the first `n` bytes of the last seek target (RocksDB's
+    /// `prefix_same_as_start` with a fixed-length prefix extractor of `n` bytes).
+    pub prefix_len: Option<usize>,
+}
+
+/// Which side the merged iterator's current entry comes from.
+enum Current {
+    None,
+    Db,
+    Pending,
+}
+
+/// A RocksDB iterator merged with the writes of this thread's open scope.
+struct Merge {
+    pending: Rc<RefCell<Pending>>,
+    cf: u32,
+    bounds: IterBounds,
+    /// The prefix of the last seek target, when iterating in prefix mode.
+    prefix: Option<Vec<u8>>,
+    forward: bool,
+    /// The scope's next put in the iteration's direction (the current entry when `current` is
+    /// `Pending`).
+    next_put: Option<(Vec<u8>, Vec<u8>)>,
+    current: Current,
+}
+
+impl Merge {
+    fn in_bounds(&self, k: &[u8]) -> bool {
+        self.bounds.lower.as_deref().is_none_or(|l| k >= l)
+            && self.bounds.upper.as_deref().is_none_or(|u| k < u)
+            && self.prefix.as_deref().is_none_or(|p| k.starts_with(p))
+    }
+
+    /// Whether, going forward, `k` and everything after it are out of the iteration.
+    fn past_end(&self, k: &[u8]) -> bool {
+        self.bounds.upper.as_deref().is_some_and(|u| k >= u)
+            || self
+                .prefix
+                .as_deref()
+                .is_some_and(|p| k > p && !k.starts_with(p))
+    }
+
+    /// Whether, going backward, `k` and everything before it are out of the iteration.
+    fn before_start(&self, k: &[u8]) -> bool {
+        self.bounds.lower.as_deref().is_some_and(|l| k < l)
+            || self.prefix.as_deref().is_some_and(|p| k < p)
+    }
+
+    fn find_put(&mut self, from: Bound<&[u8]>) {
+        let pending = self.pending.borrow();
+        self.next_put = if self.forward {
+            pending.put_after(self.cf, from, |k| self.in_bounds(k), |k| self.past_end(k))
+        } else {
+            pending.put_before(
+                self.cf,
+                from,
+                |k| self.in_bounds(k),
+                |k| self.before_start(k),
+            )
+        };
+    }
+
+    /// Moves the database iterator off entries the scope hides, in the current direction.
+    fn settle(&self, db: &mut RawIter<'_>) {
+        loop {
+            let mask = match db.key() {
+                Some(k) if db.valid() && self.in_bounds(k) => {
+                    self.pending.borrow().mask(self.cf, k)
+                }
+                _ => return,
+            };
+            match (mask, self.forward) {
+                (Mask::Visible, _) => return,
+                (Mask::Point, true) => db.next(),
+                (Mask::Point, false) => db.prev(),
+                (Mask::Range(_, to), true) => db.seek(&to),
+                (Mask::Range(from, _), false) => {
+                    db.seek_for_prev(&from);
+                    if db.valid() && db.key() == Some(from.as_slice()) {
+                        db.prev();
+                    }
+                }
+            }
+        }
+    }
+
+    /// The database iterator's key, if it stands on an entry of this iteration.
+    fn db_key<'i>(&self, db: &'i RawIter<'_>) -> Option<&'i [u8]> {
+        db.key().filter(|k| db.valid() && self.in_bounds(k))
+    }
+
+    fn pick(&mut self, db: &RawIter<'_>) {
+        let put = self.next_put.as_ref().map(|(k, _)| k.as_slice());
+        self.current = match (self.db_key(db), put) {
+            (None, None) => Current::None,
+            (Some(_), None) => Current::Db,
+            (None, Some(_)) => Current::Pending,
+            (Some(d), Some(p)) => {
+                if (d < p) == self.forward {
+                    Current::Db
+                } else {
+                    Current::Pending
+                }
+            }
+        };
+    }
+
+    fn set_prefix(&mut self, target: &[u8]) {
+        self.prefix = self
+            .bounds
+            .prefix_len
+            .map(|n| target[..n.min(target.len())].to_vec());
+    }
+}
+
+/// An iterator over one column family as this thread sees it: the database, overlaid with the
+/// writes of the thread's open scope if it has written to that family when the iterator is made
+/// (a plain RocksDB iterator otherwise). The subset of `DBRawIterator` that Strata uses. Unlike
+/// the database side, which is a snapshot, the scope's side is read live at each step, so code
+/// that iterates in a scope collects its writes and writes after the walk (as it all does).
+pub(crate) struct StorageIter<'a> {
+    db: RawIter<'a>,
+    merge: Option<Merge>,
+}
+
+impl<'a> StorageIter<'a> {
+    pub(crate) fn new(
+        db: RawIter<'a>,
+        pending: Option<Rc<RefCell<Pending>>>,
+        cf: u32,
+        bounds: IterBounds,
+    ) -> StorageIter<'a> {
+        let merge = pending
+            .filter(|p| p.borrow().touches(cf))
+            .map(|pending| Merge {
+                pending,
+                cf,
+                bounds,
+                prefix: None,
+                forward: true,
+                next_put: None,
+                current: Current::None,
+            });
+        StorageIter { db, merge }
+    }
+
+    pub(crate) fn seek(&mut self, target: impl AsRef<[u8]>) {
+        let target = target.as_ref();
+        self.db.seek(target);
+        if let Some(m) = &mut self.merge {
+            m.forward = true;
+            m.set_prefix(target);
+            m.settle(&mut self.db);
+            m.find_put(Bound::Included(target));
+            m.pick(&self.db);
+        }
+    }
+
+    pub(crate) fn seek_for_prev(&mut self, target: impl AsRef<[u8]>) {
+        let target = target.as_ref();
+        self.db.seek_for_prev(target);
+        if let Some(m) = &mut self.merge {
+            m.forward = false;
+            m.set_prefix(target);
+            m.settle(&mut self.db);
+            m.find_put(Bound::Included(target));
+            m.pick(&self.db);
+        }
+    }
+
+    pub(crate) fn seek_to_first(&mut self) {
+        self.db.seek_to_first();
+        if let Some(m) = &mut self.merge {
+            m.forward = true;
+            m.prefix = None;
+            m.settle(&mut self.db);
+            m.find_put(Bound::Unbounded);
+            m.pick(&self.db);
+        }
+    }
+
+    pub(crate) fn next(&mut self) {
+        let Some(m) = &mut self.merge else {
+            return self.db.next();
+        };
+        let Some(at) = current_key(m, &self.db) else {
+            return;
+        };
+        if !m.forward {
+            // Turn around: everything after the current key, from both sides.
+            m.forward = true;
+            self.db.seek(&at);
+            if self.db.valid() && self.db.key() == Some(at.as_slice()) {
+                self.db.next();
+            }
+            m.settle(&mut self.db);
+            m.find_put(Bound::Excluded(&at));
+        } else if matches!(m.current, Current::Db) {
+            self.db.next();
+            m.settle(&mut self.db);
+        } else {
+            m.find_put(Bound::Excluded(&at));
+        }
+        m.pick(&self.db);
+    }
+
+    pub(crate) fn prev(&mut self) {
+        let Some(m) = &mut self.merge else {
+            return self.db.prev();
+        };
+        let Some(at) = current_key(m, &self.db) else {
+            return;
+        };
+        if m.forward {
+            m.forward = false;
+            self.db.seek_for_prev(&at);
+            if self.db.valid() && self.db.key() == Some(at.as_slice()) {
+                self.db.prev();
+            }
+            m.settle(&mut self.db);
+            m.find_put(Bound::Excluded(&at));
+        } else if matches!(m.current, Current::Db) {
+            self.db.prev();
+            m.settle(&mut self.db);
+        } else {
+            m.find_put(Bound::Excluded(&at));
+        }
+        m.pick(&self.db);
+    }
+
+    pub(crate) fn valid(&self) -> bool {
+        match &self.merge {
+            None => self.db.valid(),
+            Some(m) => !matches!(m.current, Current::None),
+        }
+    }
+
+    pub(crate) fn key(&self) -> Option<&[u8]> {
+        match &self.merge {
+            None => self.db.key(),
+            Some(m) => match m.current {
+                Current::None => None,
+                Current::Db => self.db.key(),
+                Current::Pending => m.next_put.as_ref().map(|(k, _)| k.as_slice()),
+            },
+        }
+    }
+
+    pub(crate) fn value(&self) -> Option<&[u8]> {
+        match &self.merge {
+            None => self.db.value(),
+            Some(m) => match m.current {
+                Current::None => None,
+                Current::Db => self.db.value(),
+                Current::Pending => m.next_put.as_ref().map(|(_, v)| v.as_slice()),
+            },
+        }
+    }
+
+    pub(crate) fn status(&self) -> Result<()> {
+        self.db.status().map_err(Error::from)
+    }
+}
+
+fn current_key(m: &Merge, db: &RawIter<'_>) -> Option<Vec<u8>> {
+    match m.current {
+        Current::None => None,
+        Current::Db => db.key().map(<[u8]>::to_vec),
+        Current::Pending => m.next_put.as_ref().map(|(k, _)| k.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::ops::Bound;
+
+    use rocksdb::WriteBatch;
+
+    use super::{decode_batch, BatchOp, Pending};
+    use crate::storage::{
+        Compression, IterOptions, Storage, StorageOptions, SyncPolicy, CF_DATA, CF_META,
+    };
+
+    type R = std::result::Result<(), Box<dyn std::error::Error>>;
+
+    fn open(dir: &std::path::Path) -> crate::error::Result<Storage> {
+        let opts = StorageOptions {
+            block_cache_size: 8 << 20,
+            write_buffer_size: 4 << 20,
+            compression: Compression::None,
+            sync: SyncPolicy::No,
+            batch_wal_writes: false,
+            read_only: false,
+            create_if_missing: true,
+            min_free_disk: 0,
+        };
+        Storage::open(dir, &opts)
+    }
+
+    /// xorshift64*: deterministic test randomness.
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+        }
+        fn key(&mut self) -> Vec<u8> {
+            // Short keys over a small alphabet, so puts, deletes and ranges collide a lot.
+            let len = 1 + self.below(3) as usize;
+            (0..len).map(|_| b'a' + self.below(5) as u8).collect()
+        }
+    }
+
+    #[test]
+    fn decoded_batch_has_every_operation_in_order() -> R {
+        let dir = tempfile::tempdir()?;
+        let s = open(dir.path())?;
+        let mut b = WriteBatch::default();
+        b.put(b"d", b"default");
+        b.put_cf(s.cf(CF_DATA), b"k", b"v");
+        b.delete_cf(s.cf(CF_META), b"gone");
+        b.put_log_data(b"ignored");
+        b.delete_range_cf(s.cf(CF_DATA), b"a", b"c");
+        b.delete(b"x");
+        let (count, ops) = decode_batch(b.data())?;
+        assert_eq!(count, 5);
+        let data = s.cf_id(CF_DATA);
+        let meta = s.cf_id(CF_META);
+        assert_ne!(data, meta);
+        assert_eq!(
+            ops,
+            vec![
+                BatchOp::Put {
+                    cf: 0,
+                    key: b"d",
+                    value: b"default"
+                },
+                BatchOp::Put {
+                    cf: data,
+                    key: b"k",
+                    value: b"v"
+                },
+                BatchOp::Delete {
+                    cf: meta,
+                    key: b"gone"
+                },
+                BatchOp::DeleteRange {
+                    cf: data,
+                    from: b"a",
+                    to: b"c"
+                },
+                BatchOp::Delete { cf: 0, key: b"x" },
+            ]
+        );
+        assert!(decode_batch(&b.data()[..b.data().len() - 1]).is_err());
+        assert!(decode_batch(&[0u8; 5]).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn pending_batches_concatenate_into_one_batch_with_every_record() -> R {
+        let mut p = Pending::default();
+        let mut one = WriteBatch::default();
+        one.put(b"a", b"1");
+        let mut two = WriteBatch::default();
+        two.delete(b"a");
+        two.put(b"b", b"2");
+        p.add(one.data())?;
+        p.add(two.data())?;
+        let data = p.into_batch_data();
+        let (count, ops) = decode_batch(&data)?;
+        assert_eq!(count, 3);
+        assert_eq!(
+            ops,
+            vec![
+                BatchOp::Put {
+                    cf: 0,
+                    key: b"a",
+                    value: b"1"
+                },
+                BatchOp::Delete { cf: 0, key: b"a" },
+                BatchOp::Put {
+                    cf: 0,
+                    key: b"b",
+                    value: b"2"
+                },
+            ]
+        );
+        assert_eq!(WriteBatch::from_data(&data).len(), 3);
+        Ok(())
+    }
+
+    #[test]
+    fn deleted_ranges_merge_when_they_overlap_or_touch() {
+        let mut f = super::Family::default();
+        f.points.insert(b"c1".to_vec(), Some(b"v".to_vec()));
+        f.delete_range(b"b", b"d");
+        f.delete_range(b"c", b"f");
+        f.delete_range(b"a", b"b");
+        f.delete_range(b"x", b"z");
+        f.delete_range(b"e", b"e5");
+        let ranges: Vec<(&[u8], &[u8])> = f
+            .ranges
+            .iter()
+            .map(|(a, b)| (a.as_slice(), b.as_slice()))
+            .collect();
+        assert_eq!(ranges, vec![(&b"a"[..], &b"f"[..]), (&b"x"[..], &b"z"[..])]);
+        assert!(
+            f.points.is_empty(),
+            "a point inside a deleted range is gone"
+        );
+        assert_eq!(f.range_of(b"a"), Some((&b"a"[..], &b"f"[..])));
+        assert_eq!(f.range_of(b"e9"), Some((&b"a"[..], &b"f"[..])));
+        assert_eq!(f.range_of(b"f"), None);
+        assert_eq!(f.range_of(b"w"), None);
+        assert_eq!(f.range_of(b"y"), Some((&b"x"[..], &b"z"[..])));
+        assert_eq!(f.range_of(b"0"), None);
+    }
+
+    /// What an iteration within bounds must visit, from a model of the family's contents.
+    struct Model<'m> {
+        map: &'m BTreeMap<Vec<u8>, Vec<u8>>,
+        lower: Option<Vec<u8>>,
+        upper: Option<Vec<u8>>,
+    }
+
+    impl Model<'_> {
+        fn ok(&self, k: &[u8]) -> bool {
+            self.lower.as_deref().is_none_or(|l| k >= l)
+                && self.upper.as_deref().is_none_or(|u| k < u)
+        }
+        fn after(&self, from: Bound<&[u8]>) -> Option<Vec<u8>> {
+            self.map
+                .range::<[u8], _>((from, Bound::Unbounded))
+                .map(|(k, _)| k.clone())
+                .find(|k| self.ok(k))
+        }
+        fn before(&self, to: Bound<&[u8]>) -> Option<Vec<u8>> {
+            self.map
+                .range::<[u8], _>((Bound::Unbounded, to))
+                .rev()
+                .map(|(k, _)| k.clone())
+                .find(|k| self.ok(k))
+        }
+    }
+
+    /// Random writes (puts, deletes, range deletes) in an atomic scope over random committed
+    /// data; random seeks and walks in both directions must see exactly what a model of
+    /// "committed state, then the scope's writes in order" holds, before and after the commit.
+    #[test]
+    fn merged_iterator_walks_committed_data_overlaid_with_scope_writes_both_ways() -> R {
+        let dir = tempfile::tempdir()?;
+        let s = open(dir.path())?;
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for round in 0..40 {
+            // Committed state.
+            let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+            let mut b = WriteBatch::default();
+            b.delete_range_cf(s.cf(CF_DATA), &b""[..], &b"\xff\xff\xff\xff"[..]);
+            for _ in 0..rng.below(40) {
+                let (k, v) = (rng.key(), format!("c{round}.{}", rng.below(1000)));
+                b.put_cf(s.cf(CF_DATA), &k, &v);
+                model.insert(k, v.into_bytes());
+            }
+            s.write(b)?;
+            // The scope's writes, in several batches.
+            assert!(s.begin_scope());
+            for step in 0..1 + rng.below(8) {
+                let mut b = WriteBatch::default();
+                for _ in 0..1 + rng.below(6) {
+                    match rng.below(10) {
+                        0..=4 => {
+                            let (k, v) = (rng.key(), format!("p{round}.{step}"));
+                            b.put_cf(s.cf(CF_DATA), &k, &v);
+                            model.insert(k, v.into_bytes());
+                        }
+                        5..=7 => {
+                            let k = rng.key();
+                            b.delete_cf(s.cf(CF_DATA), &k);
+                            model.remove(&k);
+                        }
+                        _ => {
+                            let (mut from, mut to) = (rng.key(), rng.key());
+                            if from > to {
+                                std::mem::swap(&mut from, &mut to);
+                            }
+                            b.delete_range_cf(s.cf(CF_DATA), &from, &to);
+                            model.retain(|k, _| !(k >= &from && k < &to));
+                        }
+                    }
+                }
+                s.write(b)?;
+            }
+            check_walks(&s, &model, &mut rng, round)?;
+            for k in model.keys() {
+                assert_eq!(s.get(CF_DATA, k)?.as_ref(), model.get(k), "round {round}");
+            }
+            s.end_scope(true)?;
+            check_walks(&s, &model, &mut rng, round)?;
+        }
+        Ok(())
+    }
+
+    fn check_walks(
+        s: &Storage,
+        model: &BTreeMap<Vec<u8>, Vec<u8>>,
+        rng: &mut Rng,
+        round: u32,
+    ) -> R {
+        for walk in 0..30 {
+            let mut opts = IterOptions::default();
+            if rng.below(3) == 0 {
+                opts.lower = Some(rng.key());
+            }
+            if rng.below(3) == 0 {
+                opts.upper = Some(rng.key());
+            }
+            let m = Model {
+                map: model,
+                lower: opts.lower.clone(),
+                upper: opts.upper.clone(),
+            };
+            let mut it = s.iter(CF_DATA, opts);
+            let mut want: Option<Vec<u8>>;
+            let start = rng.key();
+            let mut trail = String::new();
+            match rng.below(3) {
+                0 if m.ok(&start) => {
+                    it.seek(&start);
+                    want = m.after(Bound::Included(&start));
+                }
+                1 if m.ok(&start) => {
+                    it.seek_for_prev(&start);
+                    want = m.before(Bound::Included(&start));
+                }
+                _ => {
+                    it.seek_to_first();
+                    want = m.after(Bound::Unbounded);
+                }
+            }
+            for _ in 0..12 {
+                let got = it.key().map(<[u8]>::to_vec);
+                assert_eq!(
+                    got, want,
+                    "round {round} walk {walk} after {trail}: lower {:?} upper {:?}",
+                    m.lower, m.upper
+                );
+                let Some(at) = want.clone() else { break };
+                assert_eq!(it.value(), model.get(&at).map(Vec::as_slice));
+                if rng.below(2) == 0 {
+                    it.next();
+                    trail.push('>');
+                    want = m.after(Bound::Excluded(&at));
+                } else {
+                    it.prev();
+                    trail.push('<');
+                    want = m.before(Bound::Excluded(&at));
+                }
+            }
+            it.status()?;
+        }
+        Ok(())
+    }
+
+    /// `meta` is iterated slot by slot in prefix mode: an iteration must keep to the seek
+    /// target's 3-byte prefix on the scope's side too.
+    #[test]
+    fn merged_iterator_in_prefix_mode_keeps_to_the_seek_prefix() -> R {
+        let dir = tempfile::tempdir()?;
+        let s = open(dir.path())?;
+        let mut b = WriteBatch::default();
+        for k in [&b"\x00\x00\x01a"[..], b"\x00\x00\x01c", b"\x00\x00\x02a"] {
+            b.put_cf(s.cf(CF_META), k, b"committed");
+        }
+        s.write(b)?;
+        assert!(s.begin_scope());
+        let mut b = WriteBatch::default();
+        b.put_cf(s.cf(CF_META), b"\x00\x00\x01b", b"scope");
+        b.delete_cf(s.cf(CF_META), b"\x00\x00\x01c");
+        b.put_cf(s.cf(CF_META), b"\x00\x00\x02b", b"scope");
+        b.put_cf(s.cf(CF_META), b"\x00\x00\x03a", b"scope");
+        s.write(b)?;
+        let opts = IterOptions {
+            prefix_same_as_start: true,
+            ..IterOptions::default()
+        };
+        let mut it = s.iter(CF_META, opts);
+        let mut seen = Vec::new();
+        for slot in 1u8..=3 {
+            it.seek([0, 0, slot]);
+            while it.valid() {
+                let (Some(k), Some(v)) = (it.key(), it.value()) else {
+                    break;
+                };
+                if !k.starts_with(&[0, 0, slot]) {
+                    break;
+                }
+                seen.push((k.to_vec(), v.to_vec()));
+                it.next();
+            }
+        }
+        drop(it);
+        let want: Vec<(Vec<u8>, Vec<u8>)> = [
+            (&b"\x00\x00\x01a"[..], &b"committed"[..]),
+            (b"\x00\x00\x01b", b"scope"),
+            (b"\x00\x00\x02a", b"committed"),
+            (b"\x00\x00\x02b", b"scope"),
+            (b"\x00\x00\x03a", b"scope"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_vec(), v.to_vec()))
+        .collect();
+        assert_eq!(seen, want);
+        s.end_scope(false)?;
+        assert_eq!(s.get(CF_META, b"\x00\x00\x01b")?, None);
+        assert!(s.get(CF_META, b"\x00\x00\x01c")?.is_some());
+        Ok(())
+    }
+}

@@ -660,6 +660,8 @@ mod tests {
             read_only: false,
             create_if_missing: true,
             min_free_disk: 0,
+            wal_ttl_seconds: 0,
+            wal_size_limit_mb: 0,
         };
         Storage::open(dir, &opts)
     }

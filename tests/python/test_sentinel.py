@@ -190,6 +190,9 @@ def test_sentinel_fails_over_to_a_replica_after_kill_9_of_the_leader(start_strat
              and i["master_link_status"] == "up", FAILOVER_BOUND, on_timeout=logs)
     r = role(other)
     assert r[0] == b"slave" and r[2] == new_leader.port, r
+    s = info(new_leader, "stats")
+    print(f"the other replica resynced from the new leader: sync_full={s['sync_full']} "
+          f"sync_partial_ok={s['sync_partial_ok']} (Redis continues with a partial resync)")
     with new_leader.client() as c:
         assert c.execute_command("WAIT", 1, 10000) == 1
     wait_for("the other replica to receive the writes made after the failover",

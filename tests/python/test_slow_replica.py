@@ -19,6 +19,7 @@ from replication_helpers import all_strings, info, wait_for
 
 KEYS = 5000
 VALUE = b"v" * 1000
+STOPPED_RATE = 15000  # writes/s at most while the replica is stopped
 
 
 @dataclass
@@ -101,10 +102,11 @@ def test_a_stopped_replica_does_not_slow_the_leader_and_catches_up_without_a_new
     c = leader.client()
     baseline = write_for(c, 2.0, "running")
 
-    # ~100+ MB of writes while the replica reads nothing: far more than the socket buffers hold,
-    # so the leader's stream to it is blocked for most of the time.
+    # Up to ~60 MB of writes while the replica reads nothing: far more than the socket buffers
+    # hold, so the leader's stream to it is blocked most of the time; but less than the 256 MB
+    # after which Redis (in the self-check) drops a replica whose output buffer keeps growing.
     pause = stopped(replica)
-    paused = write_for(c, 4.0, "stopped")
+    paused = write_for(c, 4.0, "stopped", max_rate=STOPPED_RATE)
     t0 = time.monotonic()
     leader_info = info(leader)
     info_s = time.monotonic() - t0
@@ -113,7 +115,7 @@ def test_a_stopped_replica_does_not_slow_the_leader_and_catches_up_without_a_new
           f"(slowest batch of 100: {baseline.max_batch_s * 1000:.0f} / {paused.max_batch_s * 1000:.0f} ms); "
           f"INFO took {info_s * 1000:.0f} ms; {paused.writes * len(VALUE) / 1e6:.0f} MB written while stopped")
     assert paused.max_batch_s < 1.5, "a write batch waited on the stopped replica"
-    assert paused.rate > baseline.rate / 3, "the leader slowed down while the replica was stopped"
+    assert paused.rate > min(baseline.rate, STOPPED_RATE) / 2, "the leader slowed down while the replica was stopped"
     assert info_s < 1.0 and leader_info["connected_slaves"] == 1
 
     wait_same_data(leader, replica)
@@ -137,7 +139,9 @@ def test_a_replica_stopped_past_repl_timeout_is_dropped_and_resumes_with_a_parti
     pause = stopped(replica)
     t0 = time.monotonic()
     paused = write_for(c, 2.0, "stopped", max_rate=5000)
-    wait_for("the leader to drop the stopped replica", lambda: info(leader)["connected_slaves"] == 0, 10)
+    # Redis drops it 2-3 s after its last acknowledgement; Strata only once the socket has taken
+    # no data for repl-timeout, 7-10 s after SIGSTOP here.
+    wait_for("the leader to drop the stopped replica", lambda: info(leader)["connected_slaves"] == 0, 20)
     dropped_after = time.monotonic() - t0
     paused2 = write_for(c, 1.0, "dropped", max_rate=5000)
     assert max(paused.max_batch_s, paused2.max_batch_s) < 1.5, "a write batch waited on the stopped replica"

@@ -46,6 +46,9 @@ need pkg-config has_cmd pkg-config
 ensure_cargo_on_path
 has_cmd cargo >/dev/null || need curl has_cmd curl # only to fetch rustup
 if [ "$build_only" = 0 ]; then
+    # redis-server is also Redis Sentinel (`redis-server sentinel.conf --sentinel`), which
+    # tests/python/test_sentinel.py runs. Debian's redis-sentinel package adds only a symlink to
+    # the same binary and a system service on port 26379, so it is not installed.
     need redis-server has_cmd redis-server
     need redis-tools has_cmd redis-cli
     need python3 has_cmd python3

@@ -118,10 +118,7 @@ class Cluster:
     def attach(self, n, flush=True):
         """Exactly the first n replicas follow the leader; all data emptied first (flush)."""
         for r in self.replicas:
-            # Only to replicas: Strata (at the time of writing) deadlocks on REPLICAOF NO ONE
-            # sent to a server that already is a leader.
-            if info(r.port).get("role") == "slave":
-                call(r.port, "REPLICAOF", "NO", "ONE")
+            call(r.port, "REPLICAOF", "NO", "ONE")
         if flush:
             for t in self.targets:
                 call(t.port, "FLUSHALL", timeout=300)

@@ -236,9 +236,6 @@ def test_sentinel_fails_over_to_a_replica_after_kill_9_of_the_leader(start_strat
                  lambda: leader.port in s.healthy_replica_ports(), 20, on_timeout=logs)
 
 
-@pytest.mark.xfail(not redis_is_strata(), strict=True, reason="server bug: REPLICAOF NO ONE on a server that is not a replica "
-                   "deadlocks it (replication/mod.rs replicaof() still holds the `link` mutex when it "
-                   "calls refresh_gate(), which locks it again); every later command and SIGTERM hang")
 def test_replicaof_no_one_sent_to_a_leader_answers_ok_and_changes_nothing(start_strata):
     # Failover tools (and people) send it to a server that is already a leader, e.g. when they
     # retry a promotion; Redis answers +OK and carries on.

@@ -165,6 +165,23 @@ pub fn spawn(server: Arc<Server>, link: Arc<Link>) {
                     Err(e) if link.stopped() => {
                         let _ = e;
                     }
+                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => warning!(
+                        "Connection with MASTER {}:{} lost: it closed the connection",
+                        link.host,
+                        link.port
+                    ),
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                        ) =>
+                    {
+                        warning!(
+                        "Connection with MASTER {}:{} lost: nothing received within repl-timeout",
+                        link.host,
+                        link.port
+                    )
+                    }
                     Err(e) => warning!(
                         "Replication link with MASTER {}:{} failed: {e}",
                         link.host,

@@ -125,6 +125,9 @@ pub fn attach(server: Arc<Server>, stream: TcpStream, ip: String, req: PsyncRequ
             let name = format!("{}:{}", replica.ip, replica.port);
             match feed(&server, &replica, stream, &req) {
                 Ok(()) => notice!("Connection with replica {name} lost."),
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                    warning!("Disconnecting timedout replica {name}: it took nothing within repl-timeout")
+                }
                 Err(e) => warning!("Connection with replica {name} lost: {e}"),
             }
             replica.close();

@@ -87,6 +87,7 @@ mod set;
 mod sort;
 mod storage;
 mod string;
+pub mod wal_tail;
 mod zset;
 
 pub use batch::Batch;

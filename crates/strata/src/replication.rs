@@ -225,6 +225,12 @@ impl Db {
         Ok(WalRead::Batches(out))
     }
 
+    /// A reader that follows the log from sequence number `next` on, reading only what was
+    /// appended since its last read (see [`crate::wal_tail`]).
+    pub fn wal_tail(&self, next: u64) -> Result<crate::wal_tail::WalTail> {
+        crate::wal_tail::WalTail::open(self.path(), next)
+    }
+
     /// Streams a consistent copy of the whole directory: takes every key lock for an instant to
     /// pin a snapshot between writes (so no transaction or script is half in it), calls `start`
     /// with its sequence number, then `record` with `(family index in FAMILIES, key, value)` for

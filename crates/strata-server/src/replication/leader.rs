@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use strata::replication::WalRead;
+use strata::wal_tail::WalTail;
 use strata_commands::{ChannelKind, PsyncRequest};
 
 use super::wire;
-use crate::log::{notice, warning};
+use crate::log::{self, notice, warning};
 use crate::server::Server;
 
 /// Bytes of published messages a replica may have queued before it is dropped.
@@ -236,6 +237,8 @@ fn feed(
 
     let mut last_beat = Instant::now();
     let mut failures = 0u32;
+    let mut tail: Option<WalTail> = None;
+    let mut tail_retry: Option<Instant> = None;
     while !replica.closed.load(Ordering::Acquire) {
         let mut sent = false;
         for (tag, channel, message) in replica.take_publishes() {
@@ -245,11 +248,35 @@ fn feed(
         }
         let read_started = Instant::now();
         let mut caught_up = true;
-        match db.wal_read(next, WAL_READ_BYTES) {
+        // The log is followed with a WalTail (reads only what was appended); RocksDB's own
+        // iterator is the fallback when the tail cannot continue (it is retried a second later).
+        if tail.is_none() && tail_retry.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+            match db.wal_tail(next) {
+                Ok(t) => tail = Some(t),
+                Err(e) => {
+                    log::verbose!("Following the write-ahead log with RocksDB's iterator: {e}");
+                    tail_retry = Some(Instant::now());
+                }
+            }
+        }
+        let mut read = match tail.as_mut().map(|t| t.read(db.last_seq(), WAL_READ_BYTES)) {
+            Some(Ok(WalRead::Batches(b))) => Ok(WalRead::Batches(b)),
+            Some(other) => {
+                if let Err(e) = &other {
+                    log::verbose!("Following the write-ahead log with RocksDB's iterator: {e}");
+                }
+                tail = None;
+                tail_retry = Some(Instant::now());
+                db.wal_read(next, WAL_READ_BYTES)
+            }
+            None => db.wal_read(next, WAL_READ_BYTES),
+        };
+        let slow_read = tail.is_none();
+        match &mut read {
             Ok(WalRead::Batches(batches)) => {
                 failures = 0;
                 caught_up = batches.iter().map(|b| b.data.len()).sum::<usize>() < WAL_READ_BYTES;
-                for b in &batches {
+                for b in batches.iter() {
                     wire::write_frame(&mut out, wire::BATCH, &[&b.seq.to_le_bytes(), &b.data])?;
                     next = b.seq + b.count.max(1);
                     sent = true;
@@ -287,11 +314,12 @@ fn feed(
             out.flush()?;
         }
         if caught_up {
-            // RocksDB finds an offset by reading its log file from the start, so each read
-            // costs time in proportion to the live log: reading at most a third of the time
-            // bounds that cost while batches pile up for the next read.
+            // RocksDB's iterator finds an offset by reading its log file from the start, so
+            // each of its reads costs time in proportion to the live log: then reading at most
+            // a third of the time bounds that cost while batches pile up for the next read.
             let spent = read_started.elapsed();
-            std::thread::sleep((spent * 2).max(Duration::from_millis(1)));
+            let pause = if slow_read { spent * 2 } else { Duration::ZERO };
+            std::thread::sleep(pause.max(Duration::from_micros(500)));
         }
     }
     Ok(())

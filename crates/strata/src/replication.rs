@@ -10,6 +10,7 @@ use rocksdb::{IteratorMode, ReadOptions, WriteBatch, WriteOptions};
 
 use crate::db::Db;
 use crate::error::{Error, Result};
+use crate::pending::{decode_batch, BatchOp};
 use crate::storage::{
     CF_DATA, CF_EXPIRE, CF_META, CF_ZSCORE, DB_MAP_KEY, FORMAT_KEY, FORMAT_VERSION,
 };
@@ -49,107 +50,6 @@ pub struct Applied {
     pub aux_changed: bool,
 }
 
-/// One operation of an encoded write batch, as [`parse_batch`] reads it. `cf` is RocksDB's id.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum BatchOp<'a> {
-    /// Put `key` = `value`.
-    Put {
-        cf: u32,
-        key: &'a [u8],
-        value: &'a [u8],
-    },
-    /// Delete `key`.
-    Delete { cf: u32, key: &'a [u8] },
-    /// Delete `key` (single-deletion).
-    SingleDelete { cf: u32, key: &'a [u8] },
-    /// Delete every key in `begin..end`.
-    DeleteRange {
-        cf: u32,
-        begin: &'a [u8],
-        end: &'a [u8],
-    },
-    /// A blob written to the log only.
-    LogData(&'a [u8]),
-}
-
-/// Reads RocksDB's write-batch encoding: a 12-byte header (sequence number, count), then tagged
-/// records. Only the record kinds Strata writes are accepted; anything else is an error.
-pub(crate) fn parse_batch(data: &[u8]) -> Result<Vec<BatchOp<'_>>> {
-    let bad = |what: &str| Error::Corrupt(format!("replicated write batch: {what}"));
-    if data.len() < 12 {
-        return Err(bad("shorter than its header"));
-    }
-    let mut rest = &data[12..];
-    let mut ops = Vec::new();
-    while let Some((&tag, tail)) = rest.split_first() {
-        rest = tail;
-        let op = match tag {
-            0x0 | 0x1 | 0x7 | 0xF => {
-                let a = slice(&mut rest).ok_or_else(|| bad("truncated record"))?;
-                match tag {
-                    0x0 => BatchOp::Delete { cf: 0, key: a },
-                    0x7 => BatchOp::SingleDelete { cf: 0, key: a },
-                    0x1 => BatchOp::Put {
-                        cf: 0,
-                        key: a,
-                        value: slice(&mut rest).ok_or_else(|| bad("truncated value"))?,
-                    },
-                    _ => BatchOp::DeleteRange {
-                        cf: 0,
-                        begin: a,
-                        end: slice(&mut rest).ok_or_else(|| bad("truncated range"))?,
-                    },
-                }
-            }
-            0x3 => BatchOp::LogData(slice(&mut rest).ok_or_else(|| bad("truncated log data"))?),
-            0x4 | 0x5 | 0x8 | 0xE => {
-                let cf = varint32(&mut rest).ok_or_else(|| bad("truncated family id"))?;
-                let a = slice(&mut rest).ok_or_else(|| bad("truncated record"))?;
-                match tag {
-                    0x4 => BatchOp::Delete { cf, key: a },
-                    0x8 => BatchOp::SingleDelete { cf, key: a },
-                    0x5 => BatchOp::Put {
-                        cf,
-                        key: a,
-                        value: slice(&mut rest).ok_or_else(|| bad("truncated value"))?,
-                    },
-                    _ => BatchOp::DeleteRange {
-                        cf,
-                        begin: a,
-                        end: slice(&mut rest).ok_or_else(|| bad("truncated range"))?,
-                    },
-                }
-            }
-            other => return Err(bad(&format!("unsupported record kind {other:#x}"))),
-        };
-        ops.push(op);
-    }
-    Ok(ops)
-}
-
-fn varint32(buf: &mut &[u8]) -> Option<u32> {
-    let mut v: u32 = 0;
-    for i in 0..5 {
-        let (&b, rest) = buf.split_first()?;
-        *buf = rest;
-        v |= ((b & 0x7f) as u32) << (7 * i);
-        if b & 0x80 == 0 {
-            return Some(v);
-        }
-    }
-    None
-}
-
-fn slice<'a>(buf: &mut &'a [u8]) -> Option<&'a [u8]> {
-    let len = varint32(buf)? as usize;
-    if buf.len() < len {
-        return None;
-    }
-    let (s, rest) = buf.split_at(len);
-    *buf = rest;
-    Some(s)
-}
-
 fn total_order() -> ReadOptions {
     let mut ro = ReadOptions::default();
     // `meta` hashes its memtable by prefix: a scan across prefixes must ask for total order.
@@ -172,7 +72,7 @@ impl Db {
         for (slot, name) in ids.iter_mut().zip(FAMILIES) {
             let mut b = WriteBatch::default();
             b.put_cf(s.cf(name), b"k", b"v");
-            if let Ok(ops) = parse_batch(b.data()) {
+            if let Ok((_, ops)) = decode_batch(b.data()) {
                 if let Some(BatchOp::Put { cf, .. }) = ops.first() {
                     *slot = *cf;
                 }
@@ -353,7 +253,7 @@ impl Db {
         let mut batch = WriteBatch::default();
         for op in batches
             .iter()
-            .map(|data| parse_batch(data))
+            .map(|data| decode_batch(data).map(|(_, ops)| ops))
             .collect::<Result<Vec<_>>>()?
             .into_iter()
             .flatten()
@@ -363,17 +263,16 @@ impl Db {
                     self.note_replicated(cf, meta_id, key, &mut applied, &mut map_changed);
                     batch.put_cf(family(cf)?, key, value);
                 }
-                BatchOp::Delete { cf, key } | BatchOp::SingleDelete { cf, key } => {
+                BatchOp::Delete { cf, key } => {
                     self.note_replicated(cf, meta_id, key, &mut applied, &mut map_changed);
                     batch.delete_cf(family(cf)?, key);
                 }
-                BatchOp::DeleteRange { cf, begin, end } => {
+                BatchOp::DeleteRange { cf, from, to } => {
                     if cf == meta_id {
                         self.inner.hot.clear();
                     }
-                    batch.delete_range_cf(family(cf)?, begin, end);
+                    batch.delete_range_cf(family(cf)?, from, to);
                 }
-                BatchOp::LogData(_) => {}
             }
         }
         batch.put(aux_key(REPLICATION_STATE), state);
@@ -515,16 +414,5 @@ mod tests {
             replica.aux_get(REPLICATION_STATE).unwrap(),
             Some(b"progress".to_vec())
         );
-    }
-
-    #[test]
-    fn batches_strata_does_not_write_are_refused_not_misread() {
-        let mut data = vec![0u8; 12];
-        data.push(0x2); // a merge
-        data.extend_from_slice(&[1, b'k', 1, b'v']);
-        assert!(parse_batch(&data).is_err());
-        data.truncate(12);
-        data.extend_from_slice(&[0x5, 3, 2, b'k']);
-        assert!(parse_batch(&data).is_err(), "truncated");
     }
 }

@@ -429,3 +429,14 @@ def test_replica_authenticates_with_masterauth(start_strata):
     replica.config_set("masterauth", "s3cret")
     wait_for(lambda: replica.get("guarded") == b"1", what="the authenticated link")
     assert info(replica)["master_link_status"] == "up"
+
+
+def test_watch_on_a_replica_sees_the_leaders_writes(pair):
+    _, replica_server, leader, replica = pair
+    with replica_server.conn() as raw:
+        assert raw.call("WATCH", "k:s:1") == b"OK"
+        leader.set("k:s:1", "changed")
+        wait_for(lambda: caught_up(leader, replica), what="the write")
+        assert raw.call("MULTI") == b"OK"
+        assert raw.call("GET", "k:s:1") == b"QUEUED"
+        assert raw.call("EXEC") is None

@@ -44,10 +44,13 @@ pub enum WalRead {
 }
 
 /// What [`Db::apply_replicated`] changed that the server keeps in memory beside the data.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Applied {
     /// An aux record (`strata:aux:*`, e.g. the FUNCTION libraries) was written.
     pub aux_changed: bool,
+    /// The keys written or deleted, as `(logical database, key)`, when asked for (clients
+    /// blocked on them or WATCHing them). Keys of whole-database deletions are not listed.
+    pub keys: Vec<(u32, Vec<u8>)>,
 }
 
 fn total_order() -> ReadOptions {
@@ -238,6 +241,7 @@ impl Db {
         leader_ids: &[u32; 5],
         batches: &[&[u8]],
         state: &[u8],
+        collect_keys: bool,
     ) -> Result<Applied> {
         let s = self.storage();
         let family = |id: u32| -> Result<&rocksdb::ColumnFamily> {
@@ -261,10 +265,16 @@ impl Db {
             match op {
                 BatchOp::Put { cf, key, value } => {
                     self.note_replicated(cf, meta_id, key, &mut applied, &mut map_changed);
+                    if collect_keys && cf == meta_id {
+                        self.note_key(key, &mut applied);
+                    }
                     batch.put_cf(family(cf)?, key, value);
                 }
                 BatchOp::Delete { cf, key } => {
                     self.note_replicated(cf, meta_id, key, &mut applied, &mut map_changed);
+                    if collect_keys && cf == meta_id {
+                        self.note_key(key, &mut applied);
+                    }
                     batch.delete_cf(family(cf)?, key);
                 }
                 BatchOp::DeleteRange { cf, from, to } => {
@@ -285,6 +295,14 @@ impl Db {
             self.reload_db_map()?;
         }
         Ok(applied)
+    }
+
+    fn note_key(&self, meta_key: &[u8], applied: &mut Applied) {
+        if let Some((phys, user_key)) = crate::keys::split_meta_key(meta_key) {
+            if let Some(db) = self.logical_of(phys) {
+                applied.keys.push((u32::from(db), user_key.to_vec()));
+            }
+        }
     }
 
     fn note_replicated(
@@ -355,12 +373,14 @@ mod tests {
         };
         assert!(batches.len() >= 8);
         let ids = leader.family_ids();
+        let mut touched = Vec::new();
         for b in &batches {
             replica
                 .apply_replicated(&ids, &[&b.data], b"state")
                 .unwrap();
         }
         assert_eq!(replica.get(b"after").unwrap(), Some(b"flush".to_vec()));
+        assert!(touched.contains(&(0, b"h".to_vec())) && touched.contains(&(0, b"after".to_vec())));
         assert_eq!(
             replica.hget(b"h", b"f").unwrap(),
             None,

@@ -401,15 +401,21 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
                 if link.stopped() {
                     return Ok(());
                 }
+                let collect = server.blocking.active() || server.watches.is_active();
                 let applied = server
                     .db
-                    .apply_replicated(&leader_ids, &data, &state)
+                    .apply_replicated(&leader_ids, &data, &state, collect)
                     .map_err(|e| io::Error::other(format!("applying the leader's write: {e}")))?;
                 link.applied.store(received, Ordering::Release);
                 applied
             };
             ready.clear();
             ready_bytes = 0;
+            // As on the leader: WATCH sees the write, clients blocked on the key re-check it.
+            for (db, key) in &applied.keys {
+                server.watches.touch(*db, key);
+                server.blocking.signal(server, *db, key);
+            }
             if applied.aux_changed {
                 if let Err(e) = server.reload_functions() {
                     warning!("Can't load the leader's function libraries: {e}");

@@ -375,9 +375,10 @@ mod tests {
         let ids = leader.family_ids();
         let mut touched = Vec::new();
         for b in &batches {
-            replica
-                .apply_replicated(&ids, &[&b.data], b"state")
+            let applied = replica
+                .apply_replicated(&ids, &[&b.data], b"state", true)
                 .unwrap();
+            touched.extend(applied.keys);
         }
         assert_eq!(replica.get(b"after").unwrap(), Some(b"flush".to_vec()));
         assert!(touched.contains(&(0, b"h".to_vec())) && touched.contains(&(0, b"after".to_vec())));

@@ -695,6 +695,7 @@ fn spawn_housekeeping(inner: Weak<Inner>) {
                         // A failed sync is retried next second; writes themselves report errors.
                         let _ = inner.storage.sync_wal();
                     }
+                    inner.storage.prune_wal_archive();
                 }
                 if inner.active_expire.load(Ordering::Relaxed) {
                     let db = Db { inner, index: 0 };

@@ -403,6 +403,49 @@ mod tests {
     }
 
     #[test]
+    fn archived_log_files_are_kept_within_the_size_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open_with(
+            dir.path(),
+            crate::Options {
+                write_buffer_size: 64 << 10,
+                wal_ttl_seconds: 3600,
+                wal_size_limit_mb: 1,
+                ..crate::Options::default()
+            },
+        )
+        .unwrap();
+        let archive = dir.path().join("archive");
+        let size = || -> u64 {
+            std::fs::read_dir(&archive)
+                .map(|d| {
+                    d.flatten()
+                        .filter_map(|e| e.metadata().ok())
+                        .map(|m| m.len())
+                        .sum()
+                })
+                .unwrap_or(0)
+        };
+        for i in 0..4000 {
+            db.set(
+                format!("k{i}").as_bytes(),
+                &[b'v'; 1000],
+                SetOptions::default(),
+            )
+            .unwrap();
+        }
+        db.flush().unwrap();
+        assert!(
+            size() > 1 << 20,
+            "the workload archived more than the limit: {}",
+            size()
+        );
+        db.storage().prune_wal_archive();
+        assert!(size() <= 1 << 20, "pruned to the limit: {}", size());
+        assert!(size() > 0, "the newest archived files stay");
+    }
+
+    #[test]
     fn a_loaded_copy_replaces_everything_the_replica_had() {
         let a = tempfile::tempdir().unwrap();
         let b = tempfile::tempdir().unwrap();

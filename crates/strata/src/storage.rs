@@ -145,6 +145,8 @@ pub struct Storage {
     written_since_check: AtomicU64,
     /// Column family ids as write batches encode them: meta, data, zscore, expire.
     cf_ids: [u32; 4],
+    /// Archived log files beyond this many bytes are deleted, oldest first (0: none kept).
+    wal_archive_limit: u64,
 }
 
 fn now_ms() -> u64 {
@@ -294,6 +296,7 @@ impl Storage {
             disk_full: AtomicBool::new(false),
             written_since_check: AtomicU64::new(0),
             cf_ids,
+            wal_archive_limit: opts.wal_size_limit_mb.saturating_mul(1 << 20),
         };
         storage.check_disk();
         storage.check_format(path, writable)?;
@@ -532,6 +535,37 @@ impl Storage {
             self.db.flush_wal(false)?;
         }
         Ok(())
+    }
+
+    /// Keeps the archived log files (`archive/`, kept for replicas) within the size limit by
+    /// deleting the oldest. RocksDB enforces its own size limit only every ten minutes, long
+    /// enough for a busy server to archive gigabytes; this runs every second. A reader that has
+    /// a deleted file open keeps reading it; one that needed it gets a gap (a full copy).
+    pub fn prune_wal_archive(&self) {
+        if self.wal_archive_limit == 0 || self.read_only {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(self.path.join("archive")) else {
+            return;
+        };
+        let mut files: Vec<(u64, u64, PathBuf)> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name();
+                let number = name.to_str()?.strip_suffix(".log")?.parse::<u64>().ok()?;
+                Some((number, e.metadata().ok()?.len(), e.path()))
+            })
+            .collect();
+        files.sort();
+        let mut total: u64 = files.iter().map(|f| f.1).sum();
+        for (_, size, path) in files {
+            if total <= self.wal_archive_limit {
+                break;
+            }
+            if std::fs::remove_file(&path).is_ok() {
+                total -= size;
+            }
+        }
     }
 
     /// Reads one record of family `cf` (as this thread sees it: with its open scope's writes).

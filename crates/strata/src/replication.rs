@@ -67,21 +67,11 @@ impl Db {
         self.storage().raw().latest_sequence_number()
     }
 
-    /// RocksDB's id of each family of [`FAMILIES`] in this directory, in that order (found by
-    /// encoding a one-record batch per family, as RocksDB numbers them).
+    /// RocksDB's id of each family of [`FAMILIES`] in this directory, in that order.
     pub fn family_ids(&self) -> [u32; 5] {
-        let s = self.storage();
-        let mut ids = [0u32; 5];
-        for (slot, name) in ids.iter_mut().zip(FAMILIES) {
-            let mut b = WriteBatch::default();
-            b.put_cf(s.cf(name), b"k", b"v");
-            if let Ok((_, ops)) = decode_batch(b.data()) {
-                if let Some(BatchOp::Put { cf, .. }) = ops.first() {
-                    *slot = *cf;
-                }
-            }
-        }
-        ids
+        let [meta, data, zscore, expire] = self.storage().cf_ids();
+        // The default family is always 0.
+        [0, meta, data, zscore, expire]
     }
 
     /// The log's batches from sequence number `next` on, contiguous, about `max_bytes` at most

@@ -537,6 +537,11 @@ impl Storage {
         Ok(())
     }
 
+    /// Column family ids as write batches encode them: meta, data, zscore, expire.
+    pub(crate) fn cf_ids(&self) -> [u32; 4] {
+        self.cf_ids
+    }
+
     /// Keeps the archived log files (`archive/`, kept for replicas) within the size limit by
     /// deleting the oldest. RocksDB enforces its own size limit only every ten minutes, long
     /// enough for a busy server to archive gigabytes; this runs every second. A reader that has

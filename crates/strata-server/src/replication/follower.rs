@@ -4,7 +4,7 @@
 //! reconnects after any failure until REPLICAOF points elsewhere. Each applied batch is written
 //! together with the progress record, so a restart resumes exactly where the data stops.
 
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -298,24 +298,16 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
         }
     };
     // The family map comes first; anything else (Redis sends an RDB file) is not a Strata leader.
-    let mut kind = [0u8; 1];
-    input.read_exact(&mut kind)?;
-    if kind[0] != wire::FAMILY_IDS {
+    // Its first byte is looked at before framing is trusted with a length.
+    if input.fill_buf()?.first() != Some(&wire::FAMILY_IDS) {
         return Err(io::Error::other(
             "the master is not a Strata server (it sent an RDB payload); Strata replicates only from Strata",
         ));
     }
-    let (_, ids_raw) = {
-        let mut rest = [0u8; 4];
-        input.read_exact(&mut rest)?;
-        let len = u32::from_be_bytes(rest) as usize;
-        if len != 20 {
-            return Err(wire::invalid("bad family map"));
-        }
-        let mut payload = vec![0u8; len];
-        input.read_exact(&mut payload)?;
-        (wire::FAMILY_IDS, payload)
-    };
+    let (_, ids_raw) = wire::read_frame(&mut input)?;
+    if ids_raw.len() != 20 {
+        return Err(wire::invalid("bad family map"));
+    }
     let mut leader_ids = [0u32; 5];
     for (i, slot) in leader_ids.iter_mut().enumerate() {
         *slot = wire::u32_at(&ids_raw, i * 4)?;

@@ -14,28 +14,168 @@ use strata::ListEnd;
 use strata_resp::Frame;
 
 use crate::args::{db, is, reply, Parsed};
+use crate::command::*;
 use crate::errors::{self, err};
 use crate::list_family::end_arg;
 use crate::notify;
-use crate::table::CommandSpec;
 use crate::{BlockMode, BlockRequest, Ctx};
-
-macro_rules! row {
-    ($name:expr, $group:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, $step:expr, $numkeys_at:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr) => {
-        crate::table::command_row!($group; $name, $arity, [$($flag),*], $first, $last, $step, [$($acl),*], $since, $complexity, $summary, $syntax, $handler, numkeys_at = $numkeys_at)
-    };
-}
 
 /// The blocking commands' rows.
 pub static COMMANDS: &[CommandSpec] = &[
-    row!("blpop", "list", -3, ["write", "noscript", "blocking"], 1, -2, 1, 0, ["write", "list", "slow", "blocking"], "2.0.0", "O(N) where N is the number of provided keys.", "Takes the head element of the first non-empty list, waiting for one if all are empty.", "key [key ...] timeout:double", blpop),
-    row!("brpop", "list", -3, ["write", "noscript", "blocking"], 1, -2, 1, 0, ["write", "list", "slow", "blocking"], "2.0.0", "O(N) where N is the number of provided keys.", "Takes the tail element of the first non-empty list, waiting for one if all are empty.", "key [key ...] timeout:double", brpop),
-    row!("brpoplpush", "list", 4, ["write", "denyoom", "noscript", "blocking"], 1, 2, 1, 0, ["write", "list", "slow", "blocking"], "2.2.0", "O(1)", "Moves the tail element of one list to the head of another, waiting for one if the source is empty.", "source destination timeout:double", brpoplpush),
-    row!("blmove", "list", 6, ["write", "denyoom", "noscript", "blocking"], 1, 2, 1, 0, ["write", "list", "slow", "blocking"], "6.2.0", "O(1)", "Moves an element between the ends of two lists, waiting for one if the source is empty.", "source destination <wherefrom: LEFT | RIGHT> <whereto: LEFT | RIGHT> timeout:double", blmove),
-    row!("blmpop", "list", -5, ["write", "blocking", "movablekeys"], 0, 0, 0, 2, ["write", "list", "slow", "blocking"], "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "Takes elements from one end of the first non-empty list, waiting for one if all are empty.", "timeout:double numkeys key [key ...] <where: LEFT | RIGHT> [COUNT count]", blmpop),
-    row!("bzpopmin", "sorted-set", -3, ["write", "noscript", "blocking", "fast"], 1, -2, 1, 0, ["write", "sortedset", "fast", "blocking"], "5.0.0", "O(log(N)) with N being the number of elements in the sorted set.", "Takes the lowest-scored member of the first non-empty sorted set, waiting for one if all are empty.", "key [key ...] timeout:double", bzpopmin),
-    row!("bzpopmax", "sorted-set", -3, ["write", "noscript", "blocking", "fast"], 1, -2, 1, 0, ["write", "sortedset", "fast", "blocking"], "5.0.0", "O(log(N)) with N being the number of elements in the sorted set.", "Takes the highest-scored member of the first non-empty sorted set, waiting for one if all are empty.", "key [key ...] timeout:double", bzpopmax),
-    row!("bzmpop", "sorted-set", -5, ["write", "blocking", "movablekeys"], 0, 0, 0, 2, ["write", "sortedset", "slow", "blocking"], "7.0.0", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.", "Takes the lowest- or highest-scored members of the first non-empty sorted set, waiting if all are empty.", "timeout:double numkeys key [key ...] <where: MIN | MAX> [COUNT count]", bzmpop),
+    CommandSpec {
+        name: "blpop",
+        arity: Arity::AtLeast(3),
+        flags: Flags(WRITE | NOSCRIPT | BLOCKING),
+        keys: Keys::Range(Range::new(1, -2, 1)),
+        key_specs: &[
+            KeySpec::range(RW | ACCESS | DELETE, 1, -2, 1, 0),
+        ],
+        acl: Acl(acl::LIST),
+        handler: blpop,
+        docs: Docs {
+            group: "list",
+            since: "2.0.0",
+            complexity: "O(N) where N is the number of provided keys.",
+            summary: "Takes the head element of the first non-empty list, waiting for one if all are empty.",
+            syntax: "key [key ...] timeout:double",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "brpop",
+        arity: Arity::AtLeast(3),
+        flags: Flags(WRITE | NOSCRIPT | BLOCKING),
+        keys: Keys::Range(Range::new(1, -2, 1)),
+        key_specs: &[
+            KeySpec::range(RW | ACCESS | DELETE, 1, -2, 1, 0),
+        ],
+        acl: Acl(acl::LIST),
+        handler: brpop,
+        docs: Docs {
+            group: "list",
+            since: "2.0.0",
+            complexity: "O(N) where N is the number of provided keys.",
+            summary: "Takes the tail element of the first non-empty list, waiting for one if all are empty.",
+            syntax: "key [key ...] timeout:double",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "brpoplpush",
+        arity: Arity::Exactly(4),
+        flags: Flags(WRITE | DENYOOM | NOSCRIPT | BLOCKING),
+        keys: Keys::Range(Range::new(1, 2, 1)),
+        key_specs: &[
+            KeySpec::range(RW | ACCESS | DELETE, 1, 0, 1, 0),
+            KeySpec::range(RW | INSERT, 2, 0, 1, 0),
+        ],
+        acl: Acl(acl::LIST),
+        handler: brpoplpush,
+        docs: Docs {
+            group: "list",
+            since: "2.2.0",
+            complexity: "O(1)",
+            summary: "Moves the tail element of one list to the head of another, waiting for one if the source is empty.",
+            syntax: "source destination timeout:double",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "blmove",
+        arity: Arity::Exactly(6),
+        flags: Flags(WRITE | DENYOOM | NOSCRIPT | BLOCKING),
+        keys: Keys::Range(Range::new(1, 2, 1)),
+        key_specs: &[
+            KeySpec::range(RW | ACCESS | DELETE, 1, 0, 1, 0),
+            KeySpec::range(RW | INSERT, 2, 0, 1, 0),
+        ],
+        acl: Acl(acl::LIST),
+        handler: blmove,
+        docs: Docs {
+            group: "list",
+            since: "6.2.0",
+            complexity: "O(1)",
+            summary: "Moves an element between the ends of two lists, waiting for one if the source is empty.",
+            syntax: "source destination <wherefrom: LEFT | RIGHT> <whereto: LEFT | RIGHT> timeout:double",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "blmpop",
+        arity: Arity::AtLeast(5),
+        flags: Flags(WRITE | BLOCKING | MOVABLEKEYS),
+        keys: Keys::Counted(Range::NONE, 2),
+        key_specs: &[
+            KeySpec::keynum(RW | ACCESS | DELETE, 2, 0, 1, 1),
+        ],
+        acl: Acl(acl::LIST),
+        handler: blmpop,
+        docs: Docs {
+            group: "list",
+            since: "7.0.0",
+            complexity: "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
+            summary: "Takes elements from one end of the first non-empty list, waiting for one if all are empty.",
+            syntax: "timeout:double numkeys key [key ...] <where: LEFT | RIGHT> [COUNT count]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "bzpopmin",
+        arity: Arity::AtLeast(3),
+        flags: Flags(WRITE | NOSCRIPT | BLOCKING | FAST),
+        keys: Keys::Range(Range::new(1, -2, 1)),
+        key_specs: &[
+            KeySpec::range(RW | ACCESS | DELETE, 1, -2, 1, 0),
+        ],
+        acl: Acl(acl::SORTEDSET),
+        handler: bzpopmin,
+        docs: Docs {
+            group: "sorted-set",
+            since: "5.0.0",
+            complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+            summary: "Takes the lowest-scored member of the first non-empty sorted set, waiting for one if all are empty.",
+            syntax: "key [key ...] timeout:double",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "bzpopmax",
+        arity: Arity::AtLeast(3),
+        flags: Flags(WRITE | NOSCRIPT | BLOCKING | FAST),
+        keys: Keys::Range(Range::new(1, -2, 1)),
+        key_specs: &[
+            KeySpec::range(RW | ACCESS | DELETE, 1, -2, 1, 0),
+        ],
+        acl: Acl(acl::SORTEDSET),
+        handler: bzpopmax,
+        docs: Docs {
+            group: "sorted-set",
+            since: "5.0.0",
+            complexity: "O(log(N)) with N being the number of elements in the sorted set.",
+            summary: "Takes the highest-scored member of the first non-empty sorted set, waiting for one if all are empty.",
+            syntax: "key [key ...] timeout:double",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "bzmpop",
+        arity: Arity::AtLeast(5),
+        flags: Flags(WRITE | BLOCKING | MOVABLEKEYS),
+        keys: Keys::Counted(Range::NONE, 2),
+        key_specs: &[
+            KeySpec::keynum(RW | ACCESS | DELETE, 2, 0, 1, 1),
+        ],
+        acl: Acl(acl::SORTEDSET),
+        handler: bzmpop,
+        docs: Docs {
+            group: "sorted-set",
+            since: "7.0.0",
+            complexity: "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
+            summary: "Takes the lowest- or highest-scored members of the first non-empty sorted set, waiting if all are empty.",
+            syntax: "timeout:double numkeys key [key ...] <where: MIN | MAX> [COUNT count]",
+            tips: &[],
+        },
+    },
 ];
 
 /// Error for a timeout that is below zero once converted to milliseconds.

@@ -5,33 +5,317 @@ use bytes::Bytes;
 use strata_resp::{Frame, Protocol};
 
 use crate::args::{self, db, is, reply, Parsed};
+use crate::command::*;
 use crate::errors::{self, err};
 use crate::notify::HASH;
-use crate::table::CommandSpec;
 use crate::Ctx;
-
-macro_rules! row {
-    ($($row:tt)*) => { crate::table::command_row!("hash"; $($row)*) };
-}
 
 /// The hash family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
-    row!("hset", -4, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "hash", "fast"], "2.0.0", "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.", "Stores one or more field-value pairs in a hash.", "key field value [field value ...]", hset),
-    row!("hsetnx", 4, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "hash", "fast"], "2.0.0", "O(1)", "Stores a field in a hash unless that field is already present.", "key field value", hsetnx),
-    row!("hget", 3, ["readonly", "fast"], 1, 1, 1, ["read", "hash", "fast"], "2.0.0", "O(1)", "Gives the value of one hash field.", "key field", hget),
-    row!("hmget", -3, ["readonly", "fast"], 1, 1, 1, ["read", "hash", "fast"], "2.0.0", "O(N) where N is the number of fields being requested.", "Gives the values of several hash fields.", "key field [field ...]", hmget),
-    row!("hmset", -4, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "hash", "fast"], "2.0.0", "O(N) where N is the number of fields being set.", "Stores several field-value pairs in a hash (superseded by HSET).", "key field value [field value ...]", hmset),
-    row!("hdel", -3, ["write", "fast"], 1, 1, 1, ["write", "hash", "fast"], "2.0.0", "O(N) where N is the number of fields to be removed.", "Deletes fields from a hash.", "key field [field ...]", hdel),
-    row!("hlen", 2, ["readonly", "fast"], 1, 1, 1, ["read", "hash", "fast"], "2.0.0", "O(1)", "Counts the fields of a hash.", "key", hlen),
-    row!("hstrlen", 3, ["readonly", "fast"], 1, 1, 1, ["read", "hash", "fast"], "3.2.0", "O(1)", "Gives the byte length of a hash field's value.", "key field", hstrlen),
-    row!("hexists", 3, ["readonly", "fast"], 1, 1, 1, ["read", "hash", "fast"], "2.0.0", "O(1)", "Tells whether a hash has a given field.", "key field", hexists),
-    row!("hkeys", 2, ["readonly"], 1, 1, 1, ["read", "hash", "slow"], "2.0.0", "O(N) where N is the size of the hash.", "Lists the field names of a hash.", "key", hkeys),
-    row!("hvals", 2, ["readonly"], 1, 1, 1, ["read", "hash", "slow"], "2.0.0", "O(N) where N is the size of the hash.", "Lists the values of a hash.", "key", hvals),
-    row!("hgetall", 2, ["readonly"], 1, 1, 1, ["read", "hash", "slow"], "2.0.0", "O(N) where N is the size of the hash.", "Gives every field and value of a hash.", "key", hgetall),
-    row!("hincrby", 4, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "hash", "fast"], "2.0.0", "O(1)", "Adds an integer to the number held in a hash field.", "key field increment", hincrby),
-    row!("hincrbyfloat", 4, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "hash", "fast"], "2.6.0", "O(1)", "Adds a floating-point amount to the number held in a hash field.", "key field increment:double", hincrbyfloat),
-    row!("hrandfield", -2, ["readonly"], 1, 1, 1, ["read", "hash", "slow"], "6.2.0", "O(N) where N is the number of fields returned", "Picks one or more fields of a hash at random.", "key [options: count [WITHVALUES]]", hrandfield),
-    row!("hscan", -3, ["readonly"], 1, 1, 1, ["read", "hash", "slow"], "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..", "Walks the fields of a hash a batch at a time with a cursor.", "key cursor [MATCH pattern] [COUNT count]", hscan),
+    CommandSpec {
+        name: "hset",
+        arity: Arity::AtLeast(4),
+        flags: Flags(WRITE | DENYOOM | FAST),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::HASH),
+        handler: hset,
+        docs: Docs {
+            group: "hash",
+            since: "2.0.0",
+            complexity: "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.",
+            summary: "Stores one or more field-value pairs in a hash.",
+            syntax: "key field value [field value ...]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "hsetnx",
+        arity: Arity::Exactly(4),
+        flags: Flags(WRITE | DENYOOM | FAST),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RW | INSERT, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::HASH),
+        handler: hsetnx,
+        docs: Docs {
+            group: "hash",
+            since: "2.0.0",
+            complexity: "O(1)",
+            summary: "Stores a field in a hash unless that field is already present.",
+            syntax: "key field value",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "hget",
+        arity: Arity::Exactly(3),
+        flags: Flags(READONLY | FAST),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::HASH),
+        handler: hget,
+        docs: Docs {
+            group: "hash",
+            since: "2.0.0",
+            complexity: "O(1)",
+            summary: "Gives the value of one hash field.",
+            syntax: "key field",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "hmget",
+        arity: Arity::AtLeast(3),
+        flags: Flags(READONLY | FAST),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::HASH),
+        handler: hmget,
+        docs: Docs {
+            group: "hash",
+            since: "2.0.0",
+            complexity: "O(N) where N is the number of fields being requested.",
+            summary: "Gives the values of several hash fields.",
+            syntax: "key field [field ...]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "hmset",
+        arity: Arity::AtLeast(4),
+        flags: Flags(WRITE | DENYOOM | FAST),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::HASH),
+        handler: hmset,
+        docs: Docs {
+            group: "hash",
+            since: "2.0.0",
+            complexity: "O(N) where N is the number of fields being set.",
+            summary: "Stores several field-value pairs in a hash (superseded by HSET).",
+            syntax: "key field value [field value ...]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "hdel",
+        arity: Arity::AtLeast(3),
+        flags: Flags(WRITE | FAST),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RW | DELETE, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::HASH),
+        handler: hdel,
+        docs: Docs {
+            group: "hash",
+            since: "2.0.0",
+            complexity: "O(N) where N is the number of fields to be removed.",
+            summary: "Deletes fields from a hash.",
+            syntax: "key field [field ...]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "hlen",
+        arity: Arity::Exactly(2),
+        flags: Flags(READONLY | FAST),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RO, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::HASH),
+        handler: hlen,
+        docs: Docs {
+            group: "hash",
+            since: "2.0.0",
+            complexity: "O(1)",
+            summary: "Counts the fields of a hash.",
+            syntax: "key",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "hstrlen",
+        arity: Arity::Exactly(3),
+        flags: Flags(READONLY | FAST),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RO, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::HASH),
+        handler: hstrlen,
+        docs: Docs {
+            group: "hash",
+            since: "3.2.0",
+            complexity: "O(1)",
+            summary: "Gives the byte length of a hash field's value.",
+            syntax: "key field",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "hexists",
+        arity: Arity::Exactly(3),
+        flags: Flags(READONLY | FAST),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RO, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::HASH),
+        handler: hexists,
+        docs: Docs {
+            group: "hash",
+            since: "2.0.0",
+            complexity: "O(1)",
+            summary: "Tells whether a hash has a given field.",
+            syntax: "key field",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "hkeys",
+        arity: Arity::Exactly(2),
+        flags: Flags(READONLY),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::HASH),
+        handler: hkeys,
+        docs: Docs {
+            group: "hash",
+            since: "2.0.0",
+            complexity: "O(N) where N is the size of the hash.",
+            summary: "Lists the field names of a hash.",
+            syntax: "key",
+            tips: &["nondeterministic_output_order"],
+        },
+    },
+    CommandSpec {
+        name: "hvals",
+        arity: Arity::Exactly(2),
+        flags: Flags(READONLY),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::HASH),
+        handler: hvals,
+        docs: Docs {
+            group: "hash",
+            since: "2.0.0",
+            complexity: "O(N) where N is the size of the hash.",
+            summary: "Lists the values of a hash.",
+            syntax: "key",
+            tips: &["nondeterministic_output_order"],
+        },
+    },
+    CommandSpec {
+        name: "hgetall",
+        arity: Arity::Exactly(2),
+        flags: Flags(READONLY),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::HASH),
+        handler: hgetall,
+        docs: Docs {
+            group: "hash",
+            since: "2.0.0",
+            complexity: "O(N) where N is the size of the hash.",
+            summary: "Gives every field and value of a hash.",
+            syntax: "key",
+            tips: &["nondeterministic_output_order"],
+        },
+    },
+    CommandSpec {
+        name: "hincrby",
+        arity: Arity::Exactly(4),
+        flags: Flags(WRITE | DENYOOM | FAST),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::HASH),
+        handler: hincrby,
+        docs: Docs {
+            group: "hash",
+            since: "2.0.0",
+            complexity: "O(1)",
+            summary: "Adds an integer to the number held in a hash field.",
+            syntax: "key field increment",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "hincrbyfloat",
+        arity: Arity::Exactly(4),
+        flags: Flags(WRITE | DENYOOM | FAST),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::HASH),
+        handler: hincrbyfloat,
+        docs: Docs {
+            group: "hash",
+            since: "2.6.0",
+            complexity: "O(1)",
+            summary: "Adds a floating-point amount to the number held in a hash field.",
+            syntax: "key field increment:double",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "hrandfield",
+        arity: Arity::AtLeast(2),
+        flags: Flags(READONLY),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::HASH),
+        handler: hrandfield,
+        docs: Docs {
+            group: "hash",
+            since: "6.2.0",
+            complexity: "O(N) where N is the number of fields returned",
+            summary: "Picks one or more fields of a hash at random.",
+            syntax: "key [options: count [WITHVALUES]]",
+            tips: &["nondeterministic_output"],
+        },
+    },
+    CommandSpec {
+        name: "hscan",
+        arity: Arity::AtLeast(3),
+        flags: Flags(READONLY),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::HASH),
+        handler: hscan,
+        docs: Docs {
+            group: "hash",
+            since: "2.8.0",
+            complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
+            summary: "Walks the fields of a hash a batch at a time with a cursor.",
+            syntax: "key cursor [MATCH pattern] [COUNT count]",
+            tips: &["nondeterministic_output"],
+        },
+    },
 ];
 
 /// `(field, value)` pairs of argv[2..]; None when a value is missing.

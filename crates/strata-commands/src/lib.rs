@@ -8,6 +8,8 @@
 
 pub mod args;
 pub mod blocking_family;
+pub mod command;
+pub mod command_family;
 pub mod connection_family;
 pub mod errors;
 pub mod hash_family;
@@ -368,7 +370,7 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     let Some(spec) = table::lookup(&argv[0]).filter(|s| !s.name.contains('|')) else {
         return refuse(ctx, errors::unknown_command(argv));
     };
-    if !ctx.session.authenticated && !spec.has_flag("no-auth") {
+    if !ctx.session.authenticated && !spec.has(command::NO_AUTH) {
         return refuse(ctx, errors::err(errors::NOAUTH));
     }
     if !spec.arity_ok(argv.len()) {
@@ -376,7 +378,7 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     }
     if ctx.session.subscriptions.total() > 0
         && ctx.session.protocol == Protocol::Resp2
-        && !pubsub_family::allowed_when_subscribed(spec.name)
+        && !spec.has(command::WHEN_SUBSCRIBED)
     {
         // Redis names a container's subcommand in full (`pubsub|numsub`).
         let sub = argv
@@ -401,7 +403,7 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         }
     }
     if let Some(multi) = ctx.session.multi.as_mut() {
-        if !transaction_family::runs_inside_multi(spec) {
+        if !spec.has(command::NOT_QUEUED) {
             multi.queue.push(argv.to_vec());
             return Frame::simple("QUEUED");
         }
@@ -426,7 +428,7 @@ fn refuse(ctx: &mut Ctx<'_>, reply: Frame) -> Frame {
 /// (after a transaction: once EXEC has released its locks, see [`Session::ready_keys`]).
 pub fn run(ctx: &mut Ctx<'_>, spec: &'static table::CommandSpec, argv: &[Bytes]) -> Frame {
     ctx.server.note_command(ctx.session, spec.name);
-    let write = spec.has_flag("write");
+    let write = spec.has(command::WRITE);
     let (targets, all) = match isolation::targets(spec, argv, ctx.session.db.index()) {
         Targets::Keys(keys) => (keys, false),
         // Whole-database writes (FLUSHDB, FLUSHALL, SWAPDB) need every stripe.
@@ -462,7 +464,7 @@ pub fn run(ctx: &mut Ctx<'_>, spec: &'static table::CommandSpec, argv: &[Bytes])
     if events & notify::EXPIRED != 0 && complete {
         notify::expire_due_keys(ctx, spec, argv);
     }
-    if events & notify::KEY_MISS != 0 && spec.has_flag("readonly") {
+    if events & notify::KEY_MISS != 0 && spec.has(command::READONLY) {
         notify::key_misses(ctx, spec, argv);
     }
     let track_new = events & notify::NEW != 0 && write;

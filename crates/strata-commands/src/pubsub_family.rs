@@ -6,48 +6,274 @@
 
 use bytes::Bytes;
 
-use crate::table::CommandSpec;
+use crate::command::*;
 use crate::{ChannelKind, Ctx, Frame, Subscriptions};
-
-macro_rules! row {
-    ($($row:tt)*) => { crate::table::command_row!("pubsub"; $($row)*) };
-}
 
 /// The pub/sub family's rows.
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
-    row!("subscribe", -2, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, ["pubsub", "slow"], "2.0.0", "O(N) where N is the number of channels to subscribe to.", "Listen for messages published to the given channels", "channel [channel ...]", subscribe),
-    row!("unsubscribe", -1, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, ["pubsub", "slow"], "2.0.0", "O(N) where N is the number of clients already subscribed to a channel.", "Stop listening for messages posted to the given channels", "[channel [channel ...]]", unsubscribe),
-    row!("psubscribe", -2, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, ["pubsub", "slow"], "2.0.0", "O(N) where N is the number of patterns the client is already subscribed to.", "Listen for messages published to channels matching the given patterns", "pattern [pattern ...]", psubscribe),
-    row!("punsubscribe", -1, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, ["pubsub", "slow"], "2.0.0", "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client).", "Stop listening for messages posted to channels matching the given patterns", "[pattern [pattern ...]]", punsubscribe),
-    row!("ssubscribe", -2, ["pubsub", "noscript", "loading", "stale"], 1, -1, 1, ["pubsub", "slow"], "7.0.0", "O(N) where N is the number of shard channels to subscribe to.", "Listen for messages published to the given shard channels", "shardchannel [shardchannel ...]", ssubscribe),
-    row!("sunsubscribe", -1, ["pubsub", "noscript", "loading", "stale"], 1, -1, 1, ["pubsub", "slow"], "7.0.0", "O(N) where N is the number of clients already subscribed to a shard channel.", "Stop listening for messages posted to the given shard channels", "[shardchannel [shardchannel ...]]", sunsubscribe),
-    row!("publish", 3, ["pubsub", "loading", "stale", "fast"], 0, 0, 0, ["pubsub", "fast"], "2.0.0", "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).", "Post a message to a channel", "channel message", publish),
-    row!("spublish", 3, ["pubsub", "loading", "stale", "fast"], 1, 1, 1, ["pubsub", "fast"], "7.0.0", "O(N) where N is the number of clients subscribed to the receiving shard channel.", "Post a message to a shard channel", "shardchannel message", spublish),
-    row!("pubsub", -2, [], 0, 0, 0, ["slow"], "2.8.0", "Depends on subcommand.", "A container for Pub/Sub commands", "", pubsub),
-    row!("pubsub|channels", -2, ["pubsub", "loading", "stale"], 0, 0, 0, ["pubsub", "slow"], "2.8.0", "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)", "List active channels", "[pattern]", pubsub_channels),
-    row!("pubsub|numsub", -2, ["pubsub", "loading", "stale"], 0, 0, 0, ["pubsub", "slow"], "2.8.0", "O(N) for the NUMSUB subcommand, where N is the number of requested channels", "Get the count of subscribers for channels", "[channel [channel ...]]", pubsub_numsub),
-    row!("pubsub|numpat", 2, ["pubsub", "loading", "stale"], 0, 0, 0, ["pubsub", "slow"], "2.8.0", "O(1)", "Get the count of unique patterns pattern subscriptions", "", pubsub_numpat),
-    row!("pubsub|shardchannels", -2, ["pubsub", "loading", "stale"], 0, 0, 0, ["pubsub", "slow"], "7.0.0", "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).", "List active shard channels", "[pattern]", pubsub_shardchannels),
-    row!("pubsub|shardnumsub", -2, ["pubsub", "loading", "stale"], 0, 0, 0, ["pubsub", "slow"], "7.0.0", "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels", "Get the count of subscribers for shard channels", "[shardchannel [shardchannel ...]]", pubsub_shardnumsub),
-    row!("pubsub|help", 2, ["loading", "stale"], 0, 0, 0, ["slow"], "6.2.0", "O(1)", "Show helpful text about the different subcommands", "", pubsub_help),
+    CommandSpec {
+        name: "subscribe",
+        arity: Arity::AtLeast(2),
+        flags: Flags(PUBSUB | NOSCRIPT | LOADING | STALE | SENTINEL | WHEN_SUBSCRIBED),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: subscribe,
+        docs: Docs {
+            group: "pubsub",
+            since: "2.0.0",
+            complexity: "O(N) where N is the number of channels to subscribe to.",
+            summary: "Listen for messages published to the given channels",
+            syntax: "channel [channel ...]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "unsubscribe",
+        arity: Arity::AtLeast(1),
+        flags: Flags(PUBSUB | NOSCRIPT | LOADING | STALE | SENTINEL | WHEN_SUBSCRIBED),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: unsubscribe,
+        docs: Docs {
+            group: "pubsub",
+            since: "2.0.0",
+            complexity: "O(N) where N is the number of clients already subscribed to a channel.",
+            summary: "Stop listening for messages posted to the given channels",
+            syntax: "[channel [channel ...]]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "psubscribe",
+        arity: Arity::AtLeast(2),
+        flags: Flags(PUBSUB | NOSCRIPT | LOADING | STALE | SENTINEL | WHEN_SUBSCRIBED),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: psubscribe,
+        docs: Docs {
+            group: "pubsub",
+            since: "2.0.0",
+            complexity: "O(N) where N is the number of patterns the client is already subscribed to.",
+            summary: "Listen for messages published to channels matching the given patterns",
+            syntax: "pattern [pattern ...]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "punsubscribe",
+        arity: Arity::AtLeast(1),
+        flags: Flags(PUBSUB | NOSCRIPT | LOADING | STALE | SENTINEL | WHEN_SUBSCRIBED),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: punsubscribe,
+        docs: Docs {
+            group: "pubsub",
+            since: "2.0.0",
+            complexity: "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client).",
+            summary: "Stop listening for messages posted to channels matching the given patterns",
+            syntax: "[pattern [pattern ...]]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "ssubscribe",
+        arity: Arity::AtLeast(2),
+        flags: Flags(PUBSUB | NOSCRIPT | LOADING | STALE | WHEN_SUBSCRIBED),
+        keys: Keys::Range(Range::new(1, -1, 1)),
+        key_specs: &[
+            KeySpec::range(NOT_KEY, 1, -1, 1, 0),
+        ],
+        acl: Acl::NONE,
+        handler: ssubscribe,
+        docs: Docs {
+            group: "pubsub",
+            since: "7.0.0",
+            complexity: "O(N) where N is the number of shard channels to subscribe to.",
+            summary: "Listen for messages published to the given shard channels",
+            syntax: "shardchannel [shardchannel ...]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "sunsubscribe",
+        arity: Arity::AtLeast(1),
+        flags: Flags(PUBSUB | NOSCRIPT | LOADING | STALE | WHEN_SUBSCRIBED),
+        keys: Keys::Range(Range::new(1, -1, 1)),
+        key_specs: &[
+            KeySpec::range(NOT_KEY, 1, -1, 1, 0),
+        ],
+        acl: Acl::NONE,
+        handler: sunsubscribe,
+        docs: Docs {
+            group: "pubsub",
+            since: "7.0.0",
+            complexity: "O(N) where N is the number of clients already subscribed to a shard channel.",
+            summary: "Stop listening for messages posted to the given shard channels",
+            syntax: "[shardchannel [shardchannel ...]]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "publish",
+        arity: Arity::Exactly(3),
+        flags: Flags(PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE | SENTINEL),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: publish,
+        docs: Docs {
+            group: "pubsub",
+            since: "2.0.0",
+            complexity: "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
+            summary: "Post a message to a channel",
+            syntax: "channel message",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "spublish",
+        arity: Arity::Exactly(3),
+        flags: Flags(PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(NOT_KEY, 1, 0, 1, 0),
+        ],
+        acl: Acl::NONE,
+        handler: spublish,
+        docs: Docs {
+            group: "pubsub",
+            since: "7.0.0",
+            complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel.",
+            summary: "Post a message to a shard channel",
+            syntax: "shardchannel message",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "pubsub",
+        arity: Arity::AtLeast(2),
+        flags: Flags::NONE,
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: pubsub,
+        docs: Docs {
+            group: "pubsub",
+            since: "2.8.0",
+            complexity: "Depends on subcommand.",
+            summary: "A container for Pub/Sub commands",
+            syntax: "",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "pubsub|channels",
+        arity: Arity::AtLeast(2),
+        flags: Flags(PUBSUB | LOADING | STALE),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: pubsub_channels,
+        docs: Docs {
+            group: "pubsub",
+            since: "2.8.0",
+            complexity: "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)",
+            summary: "List active channels",
+            syntax: "[pattern]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "pubsub|numsub",
+        arity: Arity::AtLeast(2),
+        flags: Flags(PUBSUB | LOADING | STALE),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: pubsub_numsub,
+        docs: Docs {
+            group: "pubsub",
+            since: "2.8.0",
+            complexity: "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
+            summary: "Get the count of subscribers for channels",
+            syntax: "[channel [channel ...]]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "pubsub|numpat",
+        arity: Arity::Exactly(2),
+        flags: Flags(PUBSUB | LOADING | STALE),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: pubsub_numpat,
+        docs: Docs {
+            group: "pubsub",
+            since: "2.8.0",
+            complexity: "O(1)",
+            summary: "Get the count of unique patterns pattern subscriptions",
+            syntax: "",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "pubsub|shardchannels",
+        arity: Arity::AtLeast(2),
+        flags: Flags(PUBSUB | LOADING | STALE),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: pubsub_shardchannels,
+        docs: Docs {
+            group: "pubsub",
+            since: "7.0.0",
+            complexity: "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
+            summary: "List active shard channels",
+            syntax: "[pattern]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "pubsub|shardnumsub",
+        arity: Arity::AtLeast(2),
+        flags: Flags(PUBSUB | LOADING | STALE),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: pubsub_shardnumsub,
+        docs: Docs {
+            group: "pubsub",
+            since: "7.0.0",
+            complexity: "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
+            summary: "Get the count of subscribers for shard channels",
+            syntax: "[shardchannel [shardchannel ...]]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "pubsub|help",
+        arity: Arity::Exactly(2),
+        flags: Flags(LOADING | STALE),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: pubsub_help,
+        docs: Docs {
+            group: "pubsub",
+            since: "6.2.0",
+            complexity: "O(1)",
+            summary: "Show helpful text about the different subcommands",
+            syntax: "",
+            tips: &[],
+        },
+    },
 ];
-
-/// Whether a RESP2 client in the subscribed state may run `name` (Redis 7.0's list).
-pub fn allowed_when_subscribed(name: &str) -> bool {
-    matches!(
-        name,
-        "subscribe"
-            | "ssubscribe"
-            | "psubscribe"
-            | "unsubscribe"
-            | "sunsubscribe"
-            | "punsubscribe"
-            | "ping"
-            | "quit"
-            | "reset"
-    )
-}
 
 /// The acknowledgement `[kind, name, count]`; `name` None is a nil (UNSUBSCRIBE of nothing).
 fn ack(kind: &'static str, name: Option<Bytes>, count: usize) -> Frame {

@@ -7,95 +7,132 @@ use bytes::Bytes;
 use strata_resp::Frame;
 
 use crate::args;
+use crate::command::*;
 use crate::errors::{self, err};
-use crate::table::CommandSpec;
 use crate::{Ctx, PsyncRequest};
-
-macro_rules! row {
-    ($name:expr, $arity:expr, [$($flag:expr),*], [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr) => {
-        crate::table::command_row!("server"; $name, $arity, [$($flag),*], 0, 0, 0, [$($acl),*], $since, $complexity, $summary, $syntax, $handler)
-    };
-}
 
 /// The replication family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
-    row!(
-        "replicaof",
-        3,
-        ["admin", "noscript", "stale", "no_async_loading"],
-        ["admin", "slow", "dangerous"],
-        "5.0.0",
-        "O(1)",
-        "Makes this server a replica of another, or a leader again (NO ONE).",
-        "<host port | NO ONE>",
-        replicaof
-    ),
-    row!(
-        "slaveof",
-        3,
-        ["admin", "noscript", "stale", "no_async_loading"],
-        ["admin", "slow", "dangerous"],
-        "1.0.0",
-        "O(1)",
-        "Makes this server a replica of another, or a leader again (NO ONE).",
-        "<host port | NO ONE>",
-        replicaof
-    ),
-    row!(
-        "role",
-        1,
-        ["noscript", "loading", "stale", "fast"],
-        ["admin", "fast", "dangerous"],
-        "2.8.12",
-        "O(1)",
-        "Returns the replication role of this server.",
-        "",
-        role
-    ),
-    row!(
-        "wait",
-        3,
-        ["noscript"],
-        ["slow", "connection"],
-        "3.0.0",
-        "O(1)",
-        "Waits until the writes so far reach this many replicas, or the timeout passes.",
-        "numreplicas timeout",
-        wait
-    ),
-    row!(
-        "replconf",
-        -1,
-        ["admin", "noscript", "loading", "stale", "allow_busy"],
-        ["admin", "slow", "dangerous"],
-        "3.0.0",
-        "O(1)",
-        "An internal command for configuring the replication stream.",
-        "",
-        replconf
-    ),
-    row!(
-        "psync",
-        -3,
-        ["admin", "noscript", "no_async_loading", "no_multi"],
-        ["admin", "slow", "dangerous"],
-        "2.8.0",
-        "O(1)",
-        "An internal command used in replication.",
-        "replicationid offset",
-        psync
-    ),
-    row!(
-        "sync",
-        1,
-        ["admin", "noscript", "no_async_loading", "no_multi"],
-        ["admin", "slow", "dangerous"],
-        "1.0.0",
-        "O(1)",
-        "An internal command used in replication.",
-        "",
-        sync
-    ),
+    CommandSpec {
+        name: "replicaof",
+        arity: Arity::Exactly(3),
+        flags: Flags(ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: replicaof,
+        docs: Docs {
+            group: "server",
+            since: "5.0.0",
+            complexity: "O(1)",
+            summary: "Makes this server a replica of another, or a leader again (NO ONE).",
+            syntax: "<host port | NO ONE>",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "slaveof",
+        arity: Arity::Exactly(3),
+        flags: Flags(ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: replicaof,
+        docs: Docs {
+            group: "server",
+            since: "1.0.0",
+            complexity: "O(1)",
+            summary: "Makes this server a replica of another, or a leader again (NO ONE).",
+            syntax: "<host port | NO ONE>",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "role",
+        arity: Arity::Exactly(1),
+        flags: Flags(NOSCRIPT | LOADING | STALE | FAST | SENTINEL),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::ADMIN | acl::DANGEROUS),
+        handler: role,
+        docs: Docs {
+            group: "server",
+            since: "2.8.12",
+            complexity: "O(1)",
+            summary: "Returns the replication role of this server.",
+            syntax: "",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "wait",
+        arity: Arity::Exactly(3),
+        flags: Flags(NOSCRIPT),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::CONNECTION),
+        handler: wait,
+        docs: Docs {
+            group: "server",
+            since: "3.0.0",
+            complexity: "O(1)",
+            summary:
+                "Waits until the writes so far reach this many replicas, or the timeout passes.",
+            syntax: "numreplicas timeout",
+            tips: &["request_policy:all_shards", "response_policy:agg_min"],
+        },
+    },
+    CommandSpec {
+        name: "replconf",
+        arity: Arity::AtLeast(1),
+        flags: Flags(ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: replconf,
+        docs: Docs {
+            group: "server",
+            since: "3.0.0",
+            complexity: "O(1)",
+            summary: "An internal command for configuring the replication stream.",
+            syntax: "",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "psync",
+        arity: Arity::AtLeast(3),
+        flags: Flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: psync,
+        docs: Docs {
+            group: "server",
+            since: "2.8.0",
+            complexity: "O(1)",
+            summary: "An internal command used in replication.",
+            syntax: "replicationid offset",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "sync",
+        arity: Arity::Exactly(1),
+        flags: Flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: sync,
+        docs: Docs {
+            group: "server",
+            since: "1.0.0",
+            complexity: "O(1)",
+            summary: "An internal command used in replication.",
+            syntax: "",
+            tips: &[],
+        },
+    },
 ];
 
 fn replicaof(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {

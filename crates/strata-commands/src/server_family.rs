@@ -1,45 +1,291 @@
 //! Server commands: databases (DBSIZE, FLUSHDB, FLUSHALL, SWAPDB), persistence (BGSAVE, LASTSAVE,
-//! SHUTDOWN), introspection (INFO, CONFIG, COMMAND, TIME, DEBUG SLEEP). Whatever concerns the whole
+//! SHUTDOWN), introspection (INFO, CONFIG, TIME, DEBUG SLEEP). Whatever concerns the whole
 //! process is asked of the server through `ServerApi`.
 
 use bytes::Bytes;
 use strata_resp::Frame;
 
 use crate::args::{db, is, reply};
+use crate::command::*;
 use crate::errors::{self, err};
 use crate::keys_family::help_reply;
-use crate::table::{self, dispatch_sub, CommandSpec};
+use crate::table::dispatch_sub;
 use crate::Ctx;
-
-macro_rules! row {
-    ($($row:tt)*) => { crate::table::command_row!("server"; $($row)*) };
-}
 
 /// The server family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
-    row!("dbsize", 1, ["readonly", "fast"], 0, 0, 0, ["keyspace", "read", "fast"], "1.0.0", "O(N) in Strata (O(1) in Redis)", "Counts the keys in the selected database.", "", dbsize),
-    row!("flushdb", -1, ["write"], 0, 0, 0, ["keyspace", "write", "slow", "dangerous"], "1.0.0", "O(1)", "Deletes every key of the selected database.", "[async: ASYNC | SYNC]", flushdb),
-    row!("flushall", -1, ["write"], 0, 0, 0, ["keyspace", "write", "slow", "dangerous"], "1.0.0", "O(1)", "Deletes every key of every database.", "[async: ASYNC | SYNC]", flushall),
-    row!("swapdb", 3, ["write", "fast"], 0, 0, 0, ["keyspace", "write", "fast", "dangerous"], "4.0.0", "O(1)", "Exchanges the contents of two databases.", "index1 index2", swapdb),
-    row!("time", 1, ["loading", "stale", "fast"], 0, 0, 0, ["fast"], "2.6.0", "O(1)", "Gives the server clock as seconds and microseconds.", "", time),
-    row!("lastsave", 1, ["loading", "stale", "fast"], 0, 0, 0, ["admin", "fast", "dangerous"], "1.0.0", "O(1)", "Gives the Unix time of the most recent successful save.", "", lastsave),
-    row!("bgsave", -1, ["admin", "noscript"], 0, 0, 0, ["admin", "slow", "dangerous"], "1.0.0", "O(1)", "Starts saving the data to disk in the background.", "[SCHEDULE]", bgsave),
-    row!("shutdown", -1, ["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], 0, 0, 0, ["admin", "slow", "dangerous"], "1.0.0", "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)", "Stops the server after flushing its data.", "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]", shutdown),
-    row!("debug", -2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, ["admin", "slow", "dangerous"], "1.0.0", "Depends on subcommand.", "Groups commands meant for debugging the server.", "", debug),
-    row!("info", -1, ["loading", "stale", "sentinel"], 0, 0, 0, ["slow", "dangerous"], "1.0.0", "O(1)", "Reports server state and statistics, by section.", "[section [section ...]]", info),
-    row!("config", -2, [], 0, 0, 0, ["slow"], "2.0.0", "Depends on subcommand.", "Groups the subcommands that read and change the configuration.", "", config),
-    row!("config|get", -3, ["admin", "noscript", "loading", "stale"], 0, 0, 0, ["admin", "slow", "dangerous"], "2.0.0", "O(N) when N is the number of configuration parameters provided", "Gives the configuration parameters matching patterns, with their values.", "parameter [parameter ...]", config_get),
-    row!("config|set", -4, ["admin", "noscript", "loading", "stale"], 0, 0, 0, ["admin", "slow", "dangerous"], "2.0.0", "O(N) when N is the number of configuration parameters provided", "Changes configuration parameters while the server runs.", "parameter value [parameter value ...]", config_set),
-    row!("config|resetstat", 2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, ["admin", "slow", "dangerous"], "2.0.0", "O(1)", "Zeroes the statistics that INFO reports.", "", config_resetstat),
-    row!("config|rewrite", 2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, ["admin", "slow", "dangerous"], "2.8.0", "O(1)", "Writes the running configuration back to the configuration file.", "", config_rewrite),
-    row!("config|help", 2, ["loading", "stale"], 0, 0, 0, ["slow"], "5.0.0", "O(1)", "Lists the CONFIG subcommands with a line on each.", "", config_help),
-    row!("command", -1, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "2.8.13", "O(N) where N is the total number of Redis commands", "Describes every command the server knows.", "", command),
-    row!("command|count", 2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "2.8.13", "O(1)", "Gives the number of commands the server knows.", "", command_count),
-    row!("command|info", -2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "2.8.13", "O(N) where N is the number of commands to look up", "Describes the given commands, or all of them.", "[command-name [command-name ...]]", command_info),
-    row!("command|docs", -2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "7.0.0", "O(N) where N is the number of commands to look up", "Gives the documentation of the given commands, or of all of them.", "[command-name [command-name ...]]", command_docs),
-    row!("command|list", -2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "7.0.0", "O(N) where N is the total number of Redis commands", "Lists command names, optionally filtered.", "[filterby: FILTERBY <MODULE module-name | ACLCAT category | PATTERN pattern>]", command_list),
-    row!("command|getkeys", -4, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "2.8.13", "O(N) where N is the number of arguments to the command", "Picks out the key arguments of a full command line.", "", command_getkeys),
-    row!("command|help", 2, ["loading", "stale"], 0, 0, 0, ["slow", "connection"], "5.0.0", "O(1)", "Lists the COMMAND subcommands with a line on each.", "", command_help),
+    CommandSpec {
+        name: "dbsize",
+        arity: Arity::Exactly(1),
+        flags: Flags(READONLY | FAST),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::KEYSPACE),
+        handler: dbsize,
+        docs: Docs {
+            group: "server",
+            since: "1.0.0",
+            complexity: "O(N) in Strata (O(1) in Redis)",
+            summary: "Counts the keys in the selected database.",
+            syntax: "",
+            tips: &["request_policy:all_shards", "response_policy:agg_sum"],
+        },
+    },
+    CommandSpec {
+        name: "flushdb",
+        arity: Arity::AtLeast(1),
+        flags: Flags(WRITE),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::KEYSPACE | acl::DANGEROUS),
+        handler: flushdb,
+        docs: Docs {
+            group: "server",
+            since: "1.0.0",
+            complexity: "O(1)",
+            summary: "Deletes every key of the selected database.",
+            syntax: "[async: ASYNC | SYNC]",
+            tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        },
+    },
+    CommandSpec {
+        name: "flushall",
+        arity: Arity::AtLeast(1),
+        flags: Flags(WRITE),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::KEYSPACE | acl::DANGEROUS),
+        handler: flushall,
+        docs: Docs {
+            group: "server",
+            since: "1.0.0",
+            complexity: "O(1)",
+            summary: "Deletes every key of every database.",
+            syntax: "[async: ASYNC | SYNC]",
+            tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        },
+    },
+    CommandSpec {
+        name: "swapdb",
+        arity: Arity::Exactly(3),
+        flags: Flags(WRITE | FAST),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::KEYSPACE | acl::DANGEROUS),
+        handler: swapdb,
+        docs: Docs {
+            group: "server",
+            since: "4.0.0",
+            complexity: "O(1)",
+            summary: "Exchanges the contents of two databases.",
+            syntax: "index1 index2",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "time",
+        arity: Arity::Exactly(1),
+        flags: Flags(LOADING | STALE | FAST),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: time,
+        docs: Docs {
+            group: "server",
+            since: "2.6.0",
+            complexity: "O(1)",
+            summary: "Gives the server clock as seconds and microseconds.",
+            syntax: "",
+            tips: &["nondeterministic_output"],
+        },
+    },
+    CommandSpec {
+        name: "lastsave",
+        arity: Arity::Exactly(1),
+        flags: Flags(LOADING | STALE | FAST),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::ADMIN | acl::DANGEROUS),
+        handler: lastsave,
+        docs: Docs {
+            group: "server",
+            since: "1.0.0",
+            complexity: "O(1)",
+            summary: "Gives the Unix time of the most recent successful save.",
+            syntax: "",
+            tips: &["nondeterministic_output"],
+        },
+    },
+    CommandSpec {
+        name: "bgsave",
+        arity: Arity::AtLeast(1),
+        flags: Flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: bgsave,
+        docs: Docs {
+            group: "server",
+            since: "1.0.0",
+            complexity: "O(1)",
+            summary: "Starts saving the data to disk in the background.",
+            syntax: "[SCHEDULE]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "shutdown",
+        arity: Arity::AtLeast(1),
+        flags: Flags(ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY | SENTINEL),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: shutdown,
+        docs: Docs {
+            group: "server",
+            since: "1.0.0",
+            complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
+            summary: "Stops the server after flushing its data.",
+            syntax: "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "debug",
+        arity: Arity::AtLeast(2),
+        flags: Flags(ADMIN | NOSCRIPT | LOADING | STALE),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: debug,
+        docs: Docs {
+            group: "server",
+            since: "1.0.0",
+            complexity: "Depends on subcommand.",
+            summary: "Groups commands meant for debugging the server.",
+            syntax: "",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "info",
+        arity: Arity::AtLeast(1),
+        flags: Flags(LOADING | STALE | SENTINEL),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::DANGEROUS),
+        handler: info,
+        docs: Docs {
+            group: "server",
+            since: "1.0.0",
+            complexity: "O(1)",
+            summary: "Reports server state and statistics, by section.",
+            syntax: "[section [section ...]]",
+            tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"],
+        },
+    },
+    CommandSpec {
+        name: "config",
+        arity: Arity::AtLeast(2),
+        flags: Flags::NONE,
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: config,
+        docs: Docs {
+            group: "server",
+            since: "2.0.0",
+            complexity: "Depends on subcommand.",
+            summary: "Groups the subcommands that read and change the configuration.",
+            syntax: "",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "config|get",
+        arity: Arity::AtLeast(3),
+        flags: Flags(ADMIN | NOSCRIPT | LOADING | STALE),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: config_get,
+        docs: Docs {
+            group: "server",
+            since: "2.0.0",
+            complexity: "O(N) when N is the number of configuration parameters provided",
+            summary: "Gives the configuration parameters matching patterns, with their values.",
+            syntax: "parameter [parameter ...]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "config|set",
+        arity: Arity::AtLeast(4),
+        flags: Flags(ADMIN | NOSCRIPT | LOADING | STALE),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: config_set,
+        docs: Docs {
+            group: "server",
+            since: "2.0.0",
+            complexity: "O(N) when N is the number of configuration parameters provided",
+            summary: "Changes configuration parameters while the server runs.",
+            syntax: "parameter value [parameter value ...]",
+            tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+        },
+    },
+    CommandSpec {
+        name: "config|resetstat",
+        arity: Arity::Exactly(2),
+        flags: Flags(ADMIN | NOSCRIPT | LOADING | STALE),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: config_resetstat,
+        docs: Docs {
+            group: "server",
+            since: "2.0.0",
+            complexity: "O(1)",
+            summary: "Zeroes the statistics that INFO reports.",
+            syntax: "",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "config|rewrite",
+        arity: Arity::Exactly(2),
+        flags: Flags(ADMIN | NOSCRIPT | LOADING | STALE),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: config_rewrite,
+        docs: Docs {
+            group: "server",
+            since: "2.8.0",
+            complexity: "O(1)",
+            summary: "Writes the running configuration back to the configuration file.",
+            syntax: "",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "config|help",
+        arity: Arity::Exactly(2),
+        flags: Flags(LOADING | STALE),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: config_help,
+        docs: Docs {
+            group: "server",
+            since: "5.0.0",
+            complexity: "O(1)",
+            summary: "Lists the CONFIG subcommands with a line on each.",
+            syntax: "",
+            tips: &[],
+        },
+    },
 ];
 
 fn dbsize(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
@@ -232,123 +478,6 @@ fn config_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
             "    Reset statistics reported by the INFO command.",
             "REWRITE",
             "    Rewrite the configuration file.",
-        ],
-    )
-}
-
-fn command(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if argv.len() == 1 {
-        return Frame::Array(table::top_level().map(|c| c.info()).collect());
-    }
-    dispatch_sub(ctx, argv, "command")
-}
-
-fn command_count(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    Frame::Integer(table::top_level().count() as i64)
-}
-
-fn command_info(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if argv.len() == 2 {
-        return Frame::Array(table::top_level().map(|c| c.info()).collect());
-    }
-    Frame::Array(
-        argv[2..]
-            .iter()
-            .map(|n| {
-                table::lookup(n)
-                    .map(|c| c.info())
-                    .unwrap_or(Frame::NullArray)
-            })
-            .collect(),
-    )
-}
-
-fn command_docs(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let specs: Vec<_> = if argv.len() == 2 {
-        table::top_level().collect()
-    } else {
-        argv[2..].iter().filter_map(|n| table::lookup(n)).collect()
-    };
-    let mut pairs = Vec::new();
-    for s in specs {
-        let mut d = s.docs();
-        if let (Some(v), Some(k)) = (d.pop(), d.pop()) {
-            pairs.push((k, v));
-        }
-    }
-    Frame::Map(pairs)
-}
-
-fn command_list(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let all = table::top_level();
-    if argv.len() == 2 {
-        return Frame::Array(all.map(|c| Frame::bulk(c.name)).collect());
-    }
-    if argv.len() != 5 || !is(&argv[2], "filterby") {
-        return err(errors::SYNTAX);
-    }
-    let value = &argv[4];
-    let keep: Box<dyn Fn(&CommandSpec) -> bool> = if is(&argv[3], "aclcat") {
-        let cat = String::from_utf8_lossy(value).to_ascii_lowercase();
-        Box::new(move |c| c.acl.contains(&cat.as_str()))
-    } else if is(&argv[3], "pattern") {
-        let p = value.clone();
-        Box::new(move |c| strata::glob::glob_match(&p, c.name.as_bytes(), true))
-    } else if is(&argv[3], "module") {
-        Box::new(|_| false)
-    } else {
-        return err(errors::SYNTAX);
-    };
-    Frame::Array(
-        table::top_level()
-            .filter(|c| keep(c))
-            .map(|c| Frame::bulk(c.name))
-            .collect(),
-    )
-}
-
-fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let target = &argv[2..];
-    let Some(spec) = table::lookup(&target[0]) else {
-        return err(errors::GETKEYS_INVALID_COMMAND);
-    };
-    if !spec.has_keys() {
-        return err(errors::GETKEYS_NO_KEYS);
-    }
-    if !spec.arity_ok(target.len()) {
-        return err(errors::GETKEYS_BAD_ARITY);
-    }
-    let pos = match spec.key_positions(target) {
-        Some(pos) if !pos.is_empty() || spec.has_flag("no_mandatory_keys") => pos,
-        _ => return err(errors::GETKEYS_INVALID_ARGS),
-    };
-    Frame::Array(
-        pos.into_iter()
-            .map(|i| Frame::bulk(target[i].clone()))
-            .collect(),
-    )
-}
-
-fn command_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    help_reply(
-        "COMMAND",
-        &[
-            "(no subcommand)",
-            "    Return details about all Redis commands.",
-            "COUNT",
-            "    Return the total number of commands in this Redis server.",
-            "LIST",
-            "    Return a list of all commands in this Redis server.",
-            "INFO [<command-name> ...]",
-            "    Return details about multiple Redis commands.",
-            "    If no command names are given, documentation details for all",
-            "    commands are returned.",
-            "DOCS [<command-name> ...]",
-            "    Return documentation details about multiple Redis commands.",
-            "    If no command names are given, documentation details for all",
-            "    commands are returned.",
-            "GETKEYS <full-command>",
-            "    Return the keys from a full Redis command.",
         ],
     )
 }

@@ -7,21 +7,63 @@ use strata::SortOptions;
 use strata_resp::Frame;
 
 use crate::args::{self, is, reply};
+use crate::command::*;
 use crate::errors::{self, err};
-use crate::table::CommandSpec;
 use crate::Ctx;
-
-macro_rules! row {
-    ($($row:tt)*) => { crate::table::command_row!("generic"; $($row)*) };
-}
 
 const COMPLEXITY: &str = "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).";
 
 /// The sort family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
-    row!("sort", -2, ["write", "denyoom", "movablekeys"], 1, 1, 1, ["write", "set", "sortedset", "list", "slow", "dangerous"], "1.0.0", COMPLEXITY, "Sorts the elements of a list, set or sorted set, optionally by other keys' values, and returns or stores them.", "key [BY pattern] [offset_count: LIMIT offset count] [GET pattern [GET pattern ...]] [order: ASC | DESC] [sorting: ALPHA] [STORE destination]", sort),
-    row!("sort_ro", -2, ["readonly", "movablekeys"], 1, 1, 1, ["read", "set", "sortedset", "list", "slow", "dangerous"], "7.0.0", COMPLEXITY, "Returns the sorted elements of a list, set or sorted set: SORT without STORE.", "key [BY pattern] [offset_count: LIMIT offset count] [GET pattern [GET pattern ...]] [order: ASC | DESC] [sorting: ALPHA]", sort_ro),
+    CommandSpec {
+        name: "sort",
+        arity: Arity::AtLeast(2),
+        flags: Flags(WRITE | DENYOOM | MOVABLEKEYS),
+        keys: Keys::Custom(Range::new(1, 1, 1), sort_store_key),
+        key_specs: &[
+            KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
+            KeySpec::unknown(RO | ACCESS, "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort"),
+            KeySpec::unknown(OW | UPDATE, "For the optional STORE keyword. It is marked 'unknown' because the keyword can appear anywhere in the argument array"),
+        ],
+        acl: Acl(acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS),
+        handler: sort,
+        docs: Docs {
+            group: "generic",
+            since: "1.0.0",
+            complexity: COMPLEXITY,
+            summary: "Sorts the elements of a list, set or sorted set, optionally by other keys' values, and returns or stores them.",
+            syntax: "key [BY pattern] [offset_count: LIMIT offset count] [GET pattern [GET pattern ...]] [order: ASC | DESC] [sorting: ALPHA] [STORE destination]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "sort_ro",
+        arity: Arity::AtLeast(2),
+        flags: Flags(READONLY | MOVABLEKEYS),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
+            KeySpec::unknown(RO | ACCESS, "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort"),
+        ],
+        acl: Acl(acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS),
+        handler: sort_ro,
+        docs: Docs {
+            group: "generic",
+            since: "7.0.0",
+            complexity: COMPLEXITY,
+            summary: "Returns the sorted elements of a list, set or sorted set: SORT without STORE.",
+            syntax: "key [BY pattern] [offset_count: LIMIT offset count] [GET pattern [GET pattern ...]] [order: ASC | DESC] [sorting: ALPHA]",
+            tips: &[],
+        },
+    },
 ];
+
+/// SORT key ... STORE destination: the destination.
+fn sort_store_key(argv: &[Bytes], db: u32, out: &mut Vec<(u32, usize)>) {
+    if let Some(i) = (2..argv.len().saturating_sub(1)).find(|&i| is(&argv[i], "store")) {
+        out.push((db, i + 1));
+    }
+}
 
 fn sort(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     sort_generic(ctx, argv, false)

@@ -11,85 +11,100 @@
 use bytes::Bytes;
 use strata_resp::Frame;
 
+use crate::command::*;
 use crate::errors::{self, err};
 use crate::isolation::{self, Targets};
-use crate::table::{self, CommandSpec};
+use crate::table;
 use crate::watch::{WatchedKey, Watching};
 use crate::{BlockMode, Ctx};
 
-macro_rules! row {
-    ($name:expr, $arity:expr, [$($flag:expr),*], $first:expr, $last:expr, [$($acl:expr),*], $since:expr, $complexity:expr, $summary:expr, $syntax:expr, $handler:expr) => {
-        crate::table::command_row!("transactions"; $name, $arity, [$($flag),*], $first, $last, 1, [$($acl),*], $since, $complexity, $summary, $syntax, $handler)
-    };
-}
-
 /// The transaction family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
-    row!(
-        "multi",
-        1,
-        ["noscript", "loading", "stale", "fast", "allow_busy"],
-        0,
-        0,
-        ["fast", "transaction"],
-        "1.2.0",
-        "O(1)",
-        "Starts a transaction: later commands are queued until EXEC.",
-        "",
-        multi
-    ),
-    row!(
-        "exec",
-        1,
-        ["noscript", "loading", "stale", "skip_slowlog"],
-        0,
-        0,
-        ["slow", "transaction"],
-        "1.2.0",
-        "Depends on commands in the transaction",
-        "Runs the queued commands of the transaction atomically.",
-        "",
-        exec
-    ),
-    row!(
-        "discard",
-        1,
-        ["noscript", "loading", "stale", "fast", "allow_busy"],
-        0,
-        0,
-        ["fast", "transaction"],
-        "2.0.0",
-        "O(N), when N is the number of queued commands",
-        "Drops the queued commands of the transaction.",
-        "",
-        discard
-    ),
-    row!(
-        "watch",
-        -2,
-        ["noscript", "loading", "stale", "fast", "allow_busy"],
-        1,
-        -1,
-        ["fast", "transaction"],
-        "2.2.0",
-        "O(1) for every key.",
-        "Makes the next EXEC fail if any of these keys changes first.",
-        "key [key ...]",
-        watch
-    ),
-    row!(
-        "unwatch",
-        1,
-        ["noscript", "loading", "stale", "fast", "allow_busy"],
-        0,
-        0,
-        ["fast", "transaction"],
-        "2.2.0",
-        "O(1)",
-        "Forgets every watched key.",
-        "",
-        unwatch
-    ),
+    CommandSpec {
+        name: "multi",
+        arity: Arity::Exactly(1),
+        flags: Flags(NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | NOT_QUEUED),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::TRANSACTION),
+        handler: multi,
+        docs: Docs {
+            group: "transactions",
+            since: "1.2.0",
+            complexity: "O(1)",
+            summary: "Starts a transaction: later commands are queued until EXEC.",
+            syntax: "",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "exec",
+        arity: Arity::Exactly(1),
+        flags: Flags(NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | NOT_QUEUED),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::TRANSACTION),
+        handler: exec,
+        docs: Docs {
+            group: "transactions",
+            since: "1.2.0",
+            complexity: "Depends on commands in the transaction",
+            summary: "Runs the queued commands of the transaction atomically.",
+            syntax: "",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "discard",
+        arity: Arity::Exactly(1),
+        flags: Flags(NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | NOT_QUEUED),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::TRANSACTION),
+        handler: discard,
+        docs: Docs {
+            group: "transactions",
+            since: "2.0.0",
+            complexity: "O(N), when N is the number of queued commands",
+            summary: "Drops the queued commands of the transaction.",
+            syntax: "",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "watch",
+        arity: Arity::AtLeast(2),
+        flags: Flags(NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | NOT_QUEUED),
+        keys: Keys::Range(Range::new(1, -1, 1)),
+        key_specs: &[KeySpec::range(RO, 1, -1, 1, 0)],
+        acl: Acl(acl::TRANSACTION),
+        handler: watch,
+        docs: Docs {
+            group: "transactions",
+            since: "2.2.0",
+            complexity: "O(1) for every key.",
+            summary: "Makes the next EXEC fail if any of these keys changes first.",
+            syntax: "key [key ...]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "unwatch",
+        arity: Arity::Exactly(1),
+        flags: Flags(NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::TRANSACTION),
+        handler: unwatch,
+        docs: Docs {
+            group: "transactions",
+            since: "2.2.0",
+            complexity: "O(1)",
+            summary: "Forgets every watched key.",
+            syntax: "",
+            tips: &[],
+        },
+    },
 ];
 
 /// A connection's open transaction.
@@ -99,14 +114,6 @@ pub struct Multi {
     pub queue: Vec<Vec<Bytes>>,
     /// A command failed the queue-time checks: EXEC answers EXECABORT.
     pub failed: bool,
-}
-
-/// The commands that run at once inside MULTI instead of being queued.
-pub fn runs_inside_multi(spec: &CommandSpec) -> bool {
-    matches!(
-        spec.name,
-        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
-    )
 }
 
 fn multi(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
@@ -220,7 +227,7 @@ fn hold_transaction<'d>(
         let Some(spec) = table::lookup(&argv[0]) else {
             continue;
         };
-        if spec.name == "select" {
+        if spec.has(SELECTS_DB) {
             if let Some(n) = argv.get(1).and_then(|a| isolation::db_index(a)) {
                 if n < db.databases() {
                     selected = n;

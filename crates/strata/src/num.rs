@@ -67,6 +67,35 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
     }
 }
 
+/// Whether `b` is white space to C's `isspace` in the C locale (space, \t, \n, \v, \f, \r).
+pub fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+/// C's `atoi`: optional leading white space and sign, then digits up to the first non-digit; 0
+/// when there are none. Saturates instead of overflowing. Redis reads `numkeys` this way when it
+/// finds a command's keys.
+pub fn atoi(s: &[u8]) -> i64 {
+    let mut i = 0;
+    while i < s.len() && is_c_space(s[i]) {
+        i += 1;
+    }
+    let neg = i < s.len() && s[i] == b'-';
+    if i < s.len() && (s[i] == b'-' || s[i] == b'+') {
+        i += 1;
+    }
+    let mut n: i64 = 0;
+    while i < s.len() && s[i].is_ascii_digit() {
+        n = n.saturating_mul(10).saturating_add((s[i] - b'0') as i64);
+        i += 1;
+    }
+    if neg {
+        -n
+    } else {
+        n
+    }
+}
+
 /// Formats the result of INCRBYFLOAT: the shortest decimal that reads back as the same double, never
 /// in exponent form (Redis prints `%.17Lf` with trailing zeros removed; for values a double can hold
 /// the two agree except for the last digits of long fractions).
@@ -89,6 +118,15 @@ pub fn format_incr_float(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn atoi_reads_like_c() {
+        assert_eq!(atoi(b" 12x"), 12);
+        assert_eq!(atoi(b"x"), 0);
+        assert_eq!(atoi(b"-3"), -3);
+        assert_eq!(atoi(b"+7"), 7);
+        assert_eq!(atoi(b"99999999999999999999"), i64::MAX);
+    }
 
     #[test]
     fn integers_follow_string2ll() {

@@ -820,14 +820,18 @@ fn redis_call(
     if !spec.arity_ok(argv.len()) {
         return fail(errors::SCRIPT_WRONG_ARITY.into());
     }
-    if spec.has_flag("noscript") {
+    if spec.has(crate::command::NOSCRIPT) {
         return fail(errors::SCRIPT_NOT_ALLOWED.into());
     }
-    // PUBLISH and SPUBLISH count as writes for read-only scripts (Redis's may-replicate flag).
-    if read_only && (spec.has_flag("write") || matches!(spec.name, "publish" | "spublish")) {
+    // PUBLISH and SPUBLISH count as writes for read-only scripts (the may_replicate flag).
+    if read_only
+        && spec
+            .flags
+            .any(crate::command::WRITE | crate::command::MAY_REPLICATE)
+    {
         return fail(errors::SCRIPT_WRITE_IN_RO.into());
     }
-    if spec.has_flag("write") {
+    if spec.has(crate::command::WRITE) {
         // A read-only replica (or a leader short of replicas) refuses the script's writes.
         if let Some(Frame::Error(e)) = ctx.borrow().server.refusal(spec) {
             return fail(error_text(&e));

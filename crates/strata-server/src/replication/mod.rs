@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use strata_commands::command::{self, CommandSpec};
 use strata_commands::errors;
-use strata_commands::table::CommandSpec;
 use strata_commands::{ChannelKind, PsyncRequest};
 use strata_resp::Frame;
 
@@ -214,14 +214,14 @@ impl Replication {
         if gate == 0 {
             return None;
         }
-        let write = spec.has_flag("write");
+        let write = spec.has(command::WRITE);
         let text = if gate & NOREPLICAS != 0 && write {
             errors::NOREPLICAS
         } else if gate & READONLY != 0 && write {
             errors::READONLY_REPLICA
-        } else if gate & MASTERDOWN != 0 && !spec.has_flag("stale") {
+        } else if gate & MASTERDOWN != 0 && !spec.has(command::STALE) {
             errors::MASTERDOWN
-        } else if gate & LOADING != 0 && !spec.has_flag("loading") {
+        } else if gate & LOADING != 0 && !spec.has(command::LOADING) {
             errors::LOADING
         } else {
             return None;

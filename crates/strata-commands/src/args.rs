@@ -48,43 +48,22 @@ pub fn reply(r: Parsed<Frame>) -> Frame {
     r.unwrap_or_else(|e| e)
 }
 
-/// MATCH / COUNT (and, for SCAN, TYPE) options of the SCAN family.
-pub struct ScanOptions<'a> {
-    /// MATCH pattern; `None` for none or `*` (which matches everything, the empty key included:
-    /// Redis skips matching for it).
-    pub pattern: Option<&'a [u8]>,
-    /// COUNT (default 10).
-    pub count: usize,
-    /// TYPE name as given (SCAN only).
-    pub type_name: Option<&'a [u8]>,
+/// A random-count argument of HRANDFIELD/SRANDMEMBER: any integer but i64::MIN (Redis reads it
+/// with the range -LONG_MAX..LONG_MAX).
+pub fn random_count(a: &[u8]) -> Parsed<i64> {
+    match int(a)? {
+        i64::MIN => Err(errors::value_out_of_range_between(-i64::MAX, i64::MAX)),
+        n => Ok(n),
+    }
 }
 
-/// Parses the options of SCAN (`allow_type`) or HSCAN/SSCAN/ZSCAN from `argv[from..]`.
-pub fn scan_options(argv: &[Bytes], from: usize, allow_type: bool) -> Parsed<ScanOptions<'_>> {
-    let mut o = ScanOptions {
-        pattern: None,
-        count: 10,
-        type_name: None,
-    };
-    let mut j = from;
-    while j < argv.len() {
-        let Some(value) = argv.get(j + 1).map(|v| &v[..]) else {
-            return Err(err(errors::SYNTAX));
-        };
-        if is(&argv[j], "count") {
-            let n = int(value)?;
-            if n < 1 {
-                return Err(err(errors::SYNTAX));
-            }
-            o.count = n.min(1 << 30) as usize;
-        } else if is(&argv[j], "match") {
-            o.pattern = if value == b"*" { None } else { Some(value) };
-        } else if allow_type && is(&argv[j], "type") {
-            o.type_name = Some(value);
-        } else {
-            return Err(err(errors::SYNTAX));
-        }
-        j += 2;
+/// LEFT / RIGHT: an end of a list.
+pub fn end_arg(a: &[u8]) -> Parsed<strata::ListEnd> {
+    if is(a, "left") {
+        Ok(strata::ListEnd::Left)
+    } else if is(a, "right") {
+        Ok(strata::ListEnd::Right)
+    } else {
+        Err(err(errors::SYNTAX))
     }
-    Ok(o)
 }

@@ -16,7 +16,6 @@ use strata_resp::Frame;
 use crate::args::{db, is, reply, Parsed};
 use crate::command::*;
 use crate::errors::{self, err};
-use crate::list_family::end_arg;
 use crate::notify;
 use crate::{BlockMode, BlockRequest, Ctx};
 
@@ -201,7 +200,7 @@ pub fn timeout_ms(a: &[u8]) -> Parsed<u64> {
         Some(n) => &a[..n],
         None => a,
     };
-    let (mut v, n, erange) = crate::zset_family::strtod(s);
+    let (mut v, n, erange) = strata::num::strtod(s);
     if n != s.len() || v.is_nan() {
         return Err(not_float());
     }
@@ -362,7 +361,7 @@ fn blmove_generic(
         match db(ctx.session.db.lmove(&argv[1], &argv[2], from, to))? {
             Some(v) => {
                 let v = Some(v);
-                crate::list_family::notify_move(ctx, argv, &v, from, to);
+                notify::list_moved(ctx, argv, &v, from, to);
                 Ok(Frame::bulk_or_null(v))
             }
             // Inside MULTI Redis answers a null bulk here, unlike the other blocking commands.
@@ -372,7 +371,8 @@ fn blmove_generic(
 }
 
 fn blmove(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let ends = end_arg(&argv[3]).and_then(|from| Ok((from, end_arg(&argv[4])?)));
+    let ends =
+        crate::args::end_arg(&argv[3]).and_then(|from| Ok((from, crate::args::end_arg(&argv[4])?)));
     match ends {
         Ok((from, to)) => blmove_generic(ctx, argv, from, to, &argv[5]),
         Err(e) => e,
@@ -386,7 +386,7 @@ fn brpoplpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 fn blmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     reply((|| {
         let (keys, where_arg, count) = mpop_args(argv, 2)?;
-        let end = end_arg(where_arg)?;
+        let end = crate::args::end_arg(where_arg)?;
         let deadline = deadline(&argv[1])?;
         let check = keys_to_check(ctx, keys);
         match db(ctx.session.db.lmpop(&check, end, count))? {

@@ -561,6 +561,31 @@ impl CommandSpec {
     }
 }
 
+/// Dispatches a container command (CONFIG, CLIENT, OBJECT, COMMAND...) to its subcommand row
+/// among `rows` (the container's family's rows), checking the subcommand's arity.
+pub fn dispatch_sub(
+    ctx: &mut Ctx<'_>,
+    argv: &[Bytes],
+    rows: &'static [CommandSpec],
+    container: &str,
+) -> Frame {
+    let sub = rows.iter().find(|r| {
+        r.name
+            .split_once('|')
+            .is_some_and(|(c, s)| c == container && s.as_bytes().eq_ignore_ascii_case(&argv[1]))
+    });
+    match sub {
+        Some(spec) => {
+            if !spec.arity_ok(argv.len()) {
+                return crate::errors::wrong_arity(spec.name);
+            }
+            ctx.server.note_command(ctx.session, spec.name);
+            (spec.handler)(ctx, argv)
+        }
+        None => crate::errors::unknown_subcommand(container, &argv[1]),
+    }
+}
+
 /// The positions of the keys counted by `argv[at]`: None when the count is negative or runs
 /// past the end.
 fn counted(argv: &[Bytes], at: usize) -> Option<std::ops::RangeInclusive<usize>> {

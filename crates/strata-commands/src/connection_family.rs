@@ -7,8 +7,7 @@ use strata_resp::{Frame, Protocol};
 use crate::args::{self, is, reply};
 use crate::command::*;
 use crate::errors::{self, err};
-use crate::keys_family::help_reply;
-use crate::table::dispatch_sub;
+use crate::help;
 use crate::{Ctx, KillFilter, ReplyMode};
 
 /// The connection family's rows.
@@ -346,7 +345,7 @@ fn quit(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
 }
 
 fn reset(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    crate::pubsub_family::unsubscribe_all(ctx);
+    ctx.unsubscribe_all();
     let s = &mut *ctx.session;
     if let Ok(db0) = s.db.select(0) {
         s.db = db0;
@@ -463,7 +462,7 @@ fn hello(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn client(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    dispatch_sub(ctx, argv, "client")
+    dispatch_sub(ctx, argv, COMMANDS, "client")
 }
 
 fn client_id(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
@@ -608,7 +607,7 @@ fn client_no_evict(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn client_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    help_reply(
+    help::reply(
         "CLIENT",
         &[
             "GETNAME",

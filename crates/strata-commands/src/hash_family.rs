@@ -4,10 +4,11 @@
 use bytes::Bytes;
 use strata_resp::{Frame, Protocol};
 
-use crate::args::{self, db, is, reply, Parsed};
+use crate::args::{self, db, is, reply};
 use crate::command::*;
 use crate::errors::{self, err};
 use crate::notify::HASH;
+use crate::scan;
 use crate::Ctx;
 
 /// The hash family's rows.
@@ -490,15 +491,6 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     })())
 }
 
-/// A random-count argument of HRANDFIELD/SRANDMEMBER: any integer but i64::MIN (Redis reads it
-/// with the range -LONG_MAX..LONG_MAX).
-pub(crate) fn random_count(a: &[u8]) -> Parsed<i64> {
-    match args::int(a)? {
-        i64::MIN => Err(errors::value_out_of_range_between(-i64::MAX, i64::MAX)),
-        n => Ok(n),
-    }
-}
-
 fn hrandfield(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     reply((|| {
         if argv.len() == 2 {
@@ -507,7 +499,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
                 .db
                 .hrandfield(&argv[1]))?));
         }
-        let count = random_count(&argv[2])?;
+        let count = args::random_count(&argv[2])?;
         let withvalues = match argv.len() {
             3 => false,
             4 if is(&argv[3], "withvalues") => true,
@@ -537,31 +529,20 @@ fn hrandfield(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     })())
 }
 
-/// MATCH and COUNT of HSCAN/SSCAN (argv from index 3).
-pub(crate) fn scan_options(argv: &[Bytes]) -> Parsed<(Option<&[u8]>, usize)> {
-    let o = args::scan_options(argv, 3, false)?;
-    Ok((o.pattern, o.count))
-}
-
-/// The reply of a collection scan: `[cursor, [items...]]`.
-pub(crate) fn scan_reply(cursor: u64, items: Vec<Frame>) -> Frame {
-    Frame::Array(vec![Frame::bulk(cursor.to_string()), Frame::Array(items)])
-}
-
 fn hscan(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     reply((|| {
-        let cursor = crate::zset_family::scan_cursor(&argv[2])?;
+        let cursor = scan::cursor(&argv[2])?;
         // A missing key answers an empty scan before the options are read (as Redis does).
         if db(ctx.session.db.hlen(&argv[1]))? == 0 {
-            return Ok(scan_reply(0, Vec::new()));
+            return Ok(scan::reply(0, Vec::new()));
         }
-        let (pattern, count) = scan_options(argv)?;
+        let (pattern, count) = scan::options(argv)?;
         let page = db(ctx.session.db.hscan(&argv[1], cursor, pattern, count))?;
         let mut items = Vec::with_capacity(page.pairs.len() * 2);
         for (f, v) in page.pairs {
             items.push(Frame::bulk(f));
             items.push(Frame::bulk(v));
         }
-        Ok(scan_reply(page.cursor, items))
+        Ok(scan::reply(page.cursor, items))
     })())
 }

@@ -8,7 +8,8 @@ use strata_resp::Frame;
 use crate::args::{self, db, is, reply, Parsed};
 use crate::command::*;
 use crate::errors::{self, err};
-use crate::table::dispatch_sub;
+use crate::help;
+use crate::scan;
 use crate::Ctx;
 
 /// The generic family's rows.
@@ -817,7 +818,7 @@ pub fn parse_cursor(a: &[u8]) -> Parsed<u64> {
 fn scan(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     reply((|| {
         let cursor = parse_cursor(&argv[1])?;
-        let o = args::scan_options(argv, 2, true)?;
+        let o = scan::scan_options(argv, 2, true)?;
         let kind = match o.type_name {
             Some(name) => match KeyType::from_name(name) {
                 Some(k) => Some(k),
@@ -849,7 +850,7 @@ fn randomkey(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
 }
 
 fn object(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    dispatch_sub(ctx, argv, "object")
+    dispatch_sub(ctx, argv, COMMANDS, "object")
 }
 
 fn object_encoding(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
@@ -885,7 +886,7 @@ fn object_refcount(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn object_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    help_reply(
+    help::reply(
         "OBJECT",
         &[
             "ENCODING <key>",
@@ -902,15 +903,4 @@ fn object_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
             "    <key>.",
         ],
     )
-}
-
-/// A HELP reply in Redis's shape: a header line, the given lines, and the trailing HELP line.
-pub fn help_reply(container: &str, lines: &[&str]) -> Frame {
-    let mut out = vec![Frame::simple(format!(
-        "{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
-    ))];
-    out.extend(lines.iter().map(|l| Frame::simple(l.to_string())));
-    out.push(Frame::simple("HELP"));
-    out.push(Frame::simple("    Print this help."));
-    Frame::Array(out)
 }

@@ -342,17 +342,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-/// LEFT / RIGHT (also used by the blocking family).
-pub(crate) fn end_arg(a: &[u8]) -> Parsed<ListEnd> {
-    if is(a, "left") {
-        Ok(ListEnd::Left)
-    } else if is(a, "right") {
-        Ok(ListEnd::Right)
-    } else {
-        Err(err(errors::SYNTAX))
-    }
-}
-
 /// A non-negative long; any failure replies `msg` (Redis's getPositiveLongFromObjectOrReply).
 fn positive(a: &[u8], msg: &str) -> Parsed<u64> {
     match strata::num::parse_i64(a) {
@@ -567,28 +556,12 @@ fn lpos(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 
 fn lmove(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     reply((|| {
-        let from = end_arg(&argv[3])?;
-        let to = end_arg(&argv[4])?;
+        let from = args::end_arg(&argv[3])?;
+        let to = args::end_arg(&argv[4])?;
         let v = db(ctx.session.db.lmove(&argv[1], &argv[2], from, to))?;
-        notify_move(ctx, argv, &v, from, to);
+        notify::list_moved(ctx, argv, &v, from, to);
         Ok(Frame::bulk_or_null(v))
     })())
-}
-
-/// LMOVE's events, in Redis's order: the push on the destination, the pop on the source, and
-/// `del` when the source was emptied.
-pub(crate) fn notify_move(
-    ctx: &Ctx<'_>,
-    argv: &[Bytes],
-    moved: &Option<Vec<u8>>,
-    from: ListEnd,
-    to: ListEnd,
-) {
-    if moved.is_some() {
-        ctx.notify(notify::LIST, notify::list_event(to, true), &argv[2]);
-        ctx.notify(notify::LIST, notify::list_event(from, false), &argv[1]);
-        notify::del_if_gone(ctx, &argv[1]);
-    }
 }
 
 fn rpoplpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
@@ -598,7 +571,7 @@ fn rpoplpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         .lmove(&argv[1], &argv[2], ListEnd::Right, ListEnd::Left)
     {
         Ok(v) => {
-            notify_move(ctx, argv, &v, ListEnd::Right, ListEnd::Left);
+            notify::list_moved(ctx, argv, &v, ListEnd::Right, ListEnd::Left);
             Frame::bulk_or_null(v)
         }
         Err(e) => errors::from_db(e),
@@ -612,7 +585,7 @@ fn lmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
             Some(w) if w < argv.len() => w,
             _ => return Err(err(errors::SYNTAX)),
         };
-        let end = end_arg(&argv[where_idx])?;
+        let end = args::end_arg(&argv[where_idx])?;
         let mut count = None;
         let mut j = where_idx + 1;
         while j < argv.len() {

@@ -5,7 +5,9 @@
 
 use bytes::Bytes;
 
-use crate::table::CommandSpec;
+use strata::ListEnd;
+
+use crate::command::CommandSpec;
 use crate::Ctx;
 
 /// `K`: publish on `__keyspace@<db>__:<key>`.
@@ -111,6 +113,22 @@ pub(crate) fn stored(ctx: &Ctx<'_>, class: u32, event: &str, dst: &[u8], n: u64,
         ctx.notify(class, event, dst);
     } else if existed {
         ctx.notify(GENERIC, "del", dst);
+    }
+}
+
+/// LMOVE's events, in Redis's order: the push on the destination, the pop on the source, and
+/// `del` when the source was emptied.
+pub(crate) fn list_moved(
+    ctx: &Ctx<'_>,
+    argv: &[Bytes],
+    moved: &Option<Vec<u8>>,
+    from: ListEnd,
+    to: ListEnd,
+) {
+    if moved.is_some() {
+        ctx.notify(LIST, list_event(to, true), &argv[2]);
+        ctx.notify(LIST, list_event(from, false), &argv[1]);
+        del_if_gone(ctx, &argv[1]);
     }
 }
 

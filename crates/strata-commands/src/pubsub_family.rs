@@ -356,19 +356,6 @@ fn sunsubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     unsubscribe_from(ctx, argv, ChannelKind::Shard, "sunsubscribe")
 }
 
-/// Leaves every subscription (RESET, and a connection that closes).
-pub fn unsubscribe_all(ctx: &mut Ctx<'_>) {
-    for kind in [
-        ChannelKind::Channel,
-        ChannelKind::Pattern,
-        ChannelKind::Shard,
-    ] {
-        for ch in ctx.server.subscribed(kind) {
-            ctx.session.subscriptions = ctx.server.unsubscribe(kind, &ch);
-        }
-    }
-}
-
 fn publish(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     Frame::Integer(ctx.server.publish(ChannelKind::Channel, &argv[1], &argv[2]) as i64)
 }
@@ -378,7 +365,7 @@ fn spublish(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn pubsub(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    crate::table::dispatch_sub(ctx, argv, "pubsub")
+    dispatch_sub(ctx, argv, COMMANDS, "pubsub")
 }
 
 fn channels(ctx: &mut Ctx<'_>, argv: &[Bytes], kind: ChannelKind, name: &str) -> Frame {

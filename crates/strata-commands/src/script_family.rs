@@ -10,10 +10,9 @@ use strata_resp::Frame;
 use crate::args::{self, is};
 use crate::command::*;
 use crate::errors::{self, err};
-use crate::keys_family::help_reply;
+use crate::help;
 use crate::scripting::functions::RestorePolicy;
 use crate::scripting::{self, Invocation, Target};
-use crate::table::dispatch_sub;
 use crate::Ctx;
 
 /// The scripting family's rows.
@@ -500,7 +499,7 @@ fn evalsha_ro(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn script(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    dispatch_sub(ctx, argv, "script")
+    dispatch_sub(ctx, argv, COMMANDS, "script")
 }
 
 fn script_load(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
@@ -551,7 +550,7 @@ fn kill(ctx: &mut Ctx<'_>, function: bool) -> Frame {
 }
 
 fn script_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    help_reply(
+    help::reply(
         "SCRIPT",
         &[
             "DEBUG (YES|SYNC|NO)",
@@ -607,7 +606,7 @@ fn fcall_ro(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn function(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    dispatch_sub(ctx, argv, "function")
+    dispatch_sub(ctx, argv, COMMANDS, "function")
 }
 
 /// Saves the libraries in the data directory, so they survive a restart.
@@ -784,7 +783,7 @@ fn function_stats(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
 }
 
 fn function_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    help_reply(
+    help::reply(
         "FUNCTION",
         &[
             "LOAD [REPLACE] <FUNCTION CODE>",

@@ -8,8 +8,7 @@ use strata_resp::Frame;
 use crate::args::{db, is, reply};
 use crate::command::*;
 use crate::errors::{self, err};
-use crate::keys_family::help_reply;
-use crate::table::dispatch_sub;
+use crate::help;
 use crate::Ctx;
 
 /// The server family's rows.
@@ -308,7 +307,7 @@ fn flushdb(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     if !flush_mode_ok(argv) {
         return err(errors::SYNTAX);
     }
-    crate::transaction_family::touch_flushed(ctx, [ctx.session.db.index()]);
+    crate::watch::touch_flushed(ctx, [ctx.session.db.index()]);
     match ctx.session.db.flushdb() {
         Ok(()) => Frame::ok(),
         Err(e) => errors::from_db(e),
@@ -319,7 +318,7 @@ fn flushall(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     if !flush_mode_ok(argv) {
         return err(errors::SYNTAX);
     }
-    crate::transaction_family::touch_flushed(ctx, 0..ctx.session.db.databases());
+    crate::watch::touch_flushed(ctx, 0..ctx.session.db.databases());
     match ctx.session.db.flushall() {
         Ok(()) => Frame::ok(),
         Err(e) => errors::from_db(e),
@@ -339,7 +338,7 @@ fn swapdb(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         if a < 0 || b < 0 || a >= n || b >= n {
             return Err(err(errors::DB_INDEX));
         }
-        crate::transaction_family::touch_swapped(ctx, a as u32, b as u32);
+        crate::watch::touch_swapped(ctx, a as u32, b as u32);
         db(ctx.session.db.swapdb(a as u32, b as u32))?;
         Ok(Frame::ok())
     })())
@@ -396,7 +395,7 @@ fn debug(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         return Frame::ok();
     }
     if is(&argv[1], "help") {
-        return help_reply(
+        return help::reply(
             "DEBUG",
             &[
                 "SLEEP <seconds>",
@@ -419,7 +418,7 @@ fn info(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn config(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    dispatch_sub(ctx, argv, "config")
+    dispatch_sub(ctx, argv, COMMANDS, "config")
 }
 
 fn config_get(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
@@ -467,7 +466,7 @@ fn config_rewrite(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
 }
 
 fn config_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    help_reply(
+    help::reply(
         "CONFIG",
         &[
             "GET <pattern>",

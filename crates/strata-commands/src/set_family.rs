@@ -7,8 +7,8 @@ use strata_resp::Frame;
 use crate::args::{self, db, is, reply, Parsed};
 use crate::command::*;
 use crate::errors::{self, err};
-use crate::hash_family::{random_count, scan_options, scan_reply};
 use crate::notify;
+use crate::scan;
 use crate::Ctx;
 
 /// The set family's rows.
@@ -414,7 +414,7 @@ fn srandmember(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
             .db
             .srandmember(&argv[1]))?)),
         3 => {
-            let count = random_count(&argv[2])?;
+            let count = args::random_count(&argv[2])?;
             Ok(members_array(db(ctx
                 .session
                 .db
@@ -572,14 +572,14 @@ fn sintercard(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 
 fn sscan(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     reply((|| {
-        let cursor = crate::zset_family::scan_cursor(&argv[2])?;
+        let cursor = scan::cursor(&argv[2])?;
         // A missing key answers an empty scan before the options are read (as Redis does).
         if db(ctx.session.db.scard(&argv[1]))? == 0 {
-            return Ok(scan_reply(0, Vec::new()));
+            return Ok(scan::reply(0, Vec::new()));
         }
-        let (pattern, count) = scan_options(argv)?;
+        let (pattern, count) = scan::options(argv)?;
         let page = db(ctx.session.db.sscan(&argv[1], cursor, pattern, count))?;
-        Ok(scan_reply(
+        Ok(scan::reply(
             page.cursor,
             page.members.into_iter().map(Frame::bulk).collect(),
         ))

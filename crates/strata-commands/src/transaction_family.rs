@@ -14,9 +14,9 @@ use strata_resp::Frame;
 use crate::command::*;
 use crate::errors::{self, err};
 use crate::isolation::{self, Targets};
-use crate::table;
+use crate::registry as table;
 use crate::watch::{WatchedKey, Watching};
-use crate::{BlockMode, Ctx};
+use crate::{BlockMode, Ctx, Multi};
 
 /// The transaction family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
@@ -106,15 +106,6 @@ pub static COMMANDS: &[CommandSpec] = &[
         },
     },
 ];
-
-/// A connection's open transaction.
-#[derive(Default)]
-pub struct Multi {
-    /// The queued commands, in order.
-    pub queue: Vec<Vec<Bytes>>,
-    /// A command failed the queue-time checks: EXEC answers EXECABORT.
-    pub failed: bool,
-}
 
 fn multi(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
     if ctx.session.multi.is_some() {
@@ -255,43 +246,4 @@ fn watch_broken(db: &strata::Db, w: &Watching) -> strata::Result<bool> {
         }
     }
     Ok(false)
-}
-
-/// Before FLUSHDB or FLUSHALL empties databases `dbs`: touches their watched keys that exist,
-/// as Redis does (a watched key that is missing, or only expired, stays untouched).
-pub fn touch_flushed(ctx: &Ctx<'_>, dbs: impl IntoIterator<Item = u32>) {
-    for d in dbs {
-        touch_existing(ctx, d, &[d]);
-    }
-}
-
-/// Before SWAPDB exchanges databases `a` and `b`: touches the watched keys of either that exist
-/// in either (a watched key that is missing in both stays untouched).
-pub fn touch_swapped(ctx: &Ctx<'_>, a: u32, b: u32) {
-    touch_existing(ctx, a, &[a, b]);
-    if a != b {
-        touch_existing(ctx, b, &[a, b]);
-    }
-}
-
-/// Touches the keys watched in database `db` that exist in any of `check`.
-fn touch_existing(ctx: &Ctx<'_>, db: u32, check: &[u32]) {
-    let watches = ctx.server.watches();
-    if !watches.is_active() {
-        return;
-    }
-    let watched = watches.watched_in(db);
-    if watched.is_empty() {
-        return;
-    }
-    let handles: Vec<strata::Db> = check
-        .iter()
-        .filter_map(|&d| ctx.session.db.select(d).ok())
-        .collect();
-    for key in watched {
-        // An unreadable key counts as existing: a spurious EXEC failure is safe, a missed one not.
-        if handles.iter().any(|h| h.exists(&key).unwrap_or(true)) {
-            watches.touch(db, &key);
-        }
-    }
 }

@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 
+use crate::Ctx;
+
 /// Database → key → the dirty flags of the connections watching it.
 type WatchMap = HashMap<u32, HashMap<Bytes, Vec<Arc<AtomicBool>>>>;
 
@@ -142,6 +144,45 @@ impl Drop for Watching {
     fn drop(&mut self) {
         for k in &self.keys {
             self.registry.remove(k.db, &k.key, &self.dirty);
+        }
+    }
+}
+
+/// Before FLUSHDB or FLUSHALL empties databases `dbs`: touches their watched keys that exist,
+/// as Redis does (a watched key that is missing, or only expired, stays untouched).
+pub fn touch_flushed(ctx: &Ctx<'_>, dbs: impl IntoIterator<Item = u32>) {
+    for d in dbs {
+        touch_existing(ctx, d, &[d]);
+    }
+}
+
+/// Before SWAPDB exchanges databases `a` and `b`: touches the watched keys of either that exist
+/// in either (a watched key that is missing in both stays untouched).
+pub fn touch_swapped(ctx: &Ctx<'_>, a: u32, b: u32) {
+    touch_existing(ctx, a, &[a, b]);
+    if a != b {
+        touch_existing(ctx, b, &[a, b]);
+    }
+}
+
+/// Touches the keys watched in database `db` that exist in any of `check`.
+fn touch_existing(ctx: &Ctx<'_>, db: u32, check: &[u32]) {
+    let watches = ctx.server.watches();
+    if !watches.is_active() {
+        return;
+    }
+    let watched = watches.watched_in(db);
+    if watched.is_empty() {
+        return;
+    }
+    let handles: Vec<strata::Db> = check
+        .iter()
+        .filter_map(|&d| ctx.session.db.select(d).ok())
+        .collect();
+    for key in watched {
+        // An unreadable key counts as existing: a spurious EXEC failure is safe, a missed one not.
+        if handles.iter().any(|h| h.exists(&key).unwrap_or(true)) {
+            watches.touch(db, &key);
         }
     }
 }

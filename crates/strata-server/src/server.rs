@@ -686,7 +686,7 @@ impl ServerApi for ClientApi<'_> {
     }
 
     #[inline]
-    fn refusal(&self, spec: &strata_commands::table::CommandSpec) -> Option<Frame> {
+    fn refusal(&self, spec: &strata_commands::command::CommandSpec) -> Option<Frame> {
         self.server.replication.refusal(spec)
     }
 

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use rocksdb::WriteBatch;
 
@@ -18,13 +18,7 @@ use crate::storage::{
     Compression, Storage, StorageOptions, SyncPolicy, CF_EXPIRE, CF_META, DB_MAP_KEY,
 };
 
-/// The current time in Unix milliseconds.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use crate::clock::now_ms;
 
 /// How a data directory is opened.
 #[derive(Clone, Debug)]

@@ -62,6 +62,7 @@
 
 mod batch;
 mod check;
+mod clock;
 mod collection;
 mod db;
 pub mod dump;

@@ -96,6 +96,138 @@ pub fn atoi(s: &[u8]) -> i64 {
     }
 }
 
+fn starts_with_ci(s: &[u8], word: &[u8]) -> bool {
+    s.len() >= word.len() && s[..word.len()].eq_ignore_ascii_case(word)
+}
+
+/// C's `strtod` (glibc) on `s`: `(value, bytes consumed, range error)`. Consumed 0 means no
+/// conversion. Accepts leading white space, a sign, `inf`/`infinity`/`nan`, decimal and hex
+/// floats.
+pub fn strtod(s: &[u8]) -> (f64, usize, bool) {
+    let mut i = 0;
+    while i < s.len() && is_c_space(s[i]) {
+        i += 1;
+    }
+    let num_start = i;
+    let mut neg = false;
+    if i < s.len() && (s[i] == b'+' || s[i] == b'-') {
+        neg = s[i] == b'-';
+        i += 1;
+    }
+    let rest = &s[i..];
+    let sign = if neg { -1.0 } else { 1.0 };
+    if starts_with_ci(rest, b"inf") {
+        let n = if starts_with_ci(rest, b"infinity") {
+            8
+        } else {
+            3
+        };
+        return (sign * f64::INFINITY, i + n, false);
+    }
+    if starts_with_ci(rest, b"nan") {
+        let mut n = 3;
+        if rest.get(3) == Some(&b'(') {
+            if let Some(close) = rest[4..]
+                .iter()
+                .position(|&b| !(b.is_ascii_alphanumeric() || b == b'_'))
+            {
+                if rest[4 + close] == b')' {
+                    n = 4 + close + 1;
+                }
+            }
+        }
+        return (f64::NAN, i + n, false);
+    }
+    if rest.len() >= 2 && rest[0] == b'0' && (rest[1] | 0x20) == b'x' {
+        if let Some((v, n)) = hex_float(&rest[2..]) {
+            return (sign * v, i + 2 + n, v.is_infinite());
+        }
+        // "0x" without hex digits: only the "0" converts.
+        return (sign * 0.0, i + 1, false);
+    }
+    let mut j = i;
+    let mut digits = 0;
+    let mut nonzero = false;
+    while j < s.len() && s[j].is_ascii_digit() {
+        nonzero |= s[j] != b'0';
+        j += 1;
+        digits += 1;
+    }
+    if j < s.len() && s[j] == b'.' {
+        j += 1;
+        while j < s.len() && s[j].is_ascii_digit() {
+            nonzero |= s[j] != b'0';
+            j += 1;
+            digits += 1;
+        }
+    }
+    if digits == 0 {
+        return (0.0, 0, false);
+    }
+    if j < s.len() && (s[j] | 0x20) == b'e' {
+        let mut k = j + 1;
+        if k < s.len() && (s[k] == b'+' || s[k] == b'-') {
+            k += 1;
+        }
+        if k < s.len() && s[k].is_ascii_digit() {
+            while k < s.len() && s[k].is_ascii_digit() {
+                k += 1;
+            }
+            j = k;
+        }
+    }
+    let text = std::str::from_utf8(&s[num_start..j]).unwrap_or("0");
+    let v: f64 = text.parse().unwrap_or(0.0);
+    let erange = v.is_infinite() || (v == 0.0 && nonzero);
+    (v, j, erange)
+}
+
+/// Hex float digits after "0x": `(value, bytes consumed)`, None without any hex digit.
+fn hex_float(s: &[u8]) -> Option<(f64, usize)> {
+    let mut j = 0;
+    let mut v = 0.0f64;
+    let mut digits = 0;
+    while j < s.len() && s[j].is_ascii_hexdigit() {
+        v = v * 16.0 + (s[j] as char).to_digit(16).unwrap_or(0) as f64;
+        j += 1;
+        digits += 1;
+    }
+    if j < s.len() && s[j] == b'.' {
+        let mut scale = 1.0 / 16.0;
+        let mut k = j + 1;
+        while k < s.len() && s[k].is_ascii_hexdigit() {
+            v += (s[k] as char).to_digit(16).unwrap_or(0) as f64 * scale;
+            scale /= 16.0;
+            k += 1;
+            digits += 1;
+        }
+        if digits > 0 {
+            j = k;
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    if j < s.len() && (s[j] | 0x20) == b'p' {
+        let mut k = j + 1;
+        let mut eneg = false;
+        if k < s.len() && (s[k] == b'+' || s[k] == b'-') {
+            eneg = s[k] == b'-';
+            k += 1;
+        }
+        if k < s.len() && s[k].is_ascii_digit() {
+            let mut e: i32 = 0;
+            while k < s.len() && s[k].is_ascii_digit() {
+                e = e.saturating_mul(10).saturating_add((s[k] - b'0') as i32);
+                k += 1;
+            }
+            v *= 2f64.powi(if eneg { -e } else { e });
+            j = k;
+        }
+    }
+    Some((v, j))
+}
+
 /// Formats the result of INCRBYFLOAT: the shortest decimal that reads back as the same double, never
 /// in exponent form (Redis prints `%.17Lf` with trailing zeros removed; for values a double can hold
 /// the two agree except for the last digits of long fractions).
@@ -118,6 +250,21 @@ pub fn format_incr_float(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strtod_reads_like_c() {
+        assert_eq!(strtod(b"1.5"), (1.5, 3, false));
+        assert_eq!(strtod(b"  -2e3x"), (-2000.0, 6, false));
+        assert_eq!(strtod(b"0x10"), (16.0, 4, false));
+        assert_eq!(strtod(b"0x"), (0.0, 1, false));
+        assert_eq!(strtod(b"1e"), (1.0, 1, false));
+        assert_eq!(strtod(b"-Infinity").0, f64::NEG_INFINITY);
+        assert!(strtod(b"nan").0.is_nan());
+        assert_eq!(strtod(b"abc").1, 0);
+        assert!(strtod(b"1e400").2);
+        assert_eq!(strtod(b"1e-400"), (0.0, 6, true));
+        assert_eq!(strtod(b"0e-400"), (0.0, 6, false));
+    }
 
     #[test]
     fn atoi_reads_like_c() {

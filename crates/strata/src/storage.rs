@@ -17,6 +17,7 @@ use rocksdb::{
     SliceTransform, WriteBatch, WriteOptions, DB,
 };
 
+use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::meta;
@@ -147,10 +148,6 @@ pub struct Storage {
     cf_ids: [u32; 4],
     /// Archived log files beyond this many bytes are deleted, oldest first (0: none kept).
     wal_archive_limit: u64,
-}
-
-fn now_ms() -> u64 {
-    crate::db::now_ms()
 }
 
 fn cf_options(

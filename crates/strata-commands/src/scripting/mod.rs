@@ -28,7 +28,7 @@ use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 use strata_resp::Frame;
 
 use crate::errors::{self, err};
-use crate::table;
+use crate::registry as table;
 use crate::{BlockMode, Ctx};
 
 /// The scripts loaded by EVAL and SCRIPT LOAD, by SHA1, shared by every connection.

@@ -1,5 +1,7 @@
-//! The command registry: every family's rows, looked up by name, and what COMMAND INFO/DOCS
-//! print for a row (with its subcommands). The rows themselves are typed in [`crate::command`].
+//! The command registry, at the top of the crate: every family's rows (and nothing below
+//! imports it), looked up by name, and COMMAND — INFO, DOCS, COUNT, LIST, GETKEYS — the
+//! registry describing itself. The rows themselves are typed in [`crate::command`]; the
+//! dispatcher ([`crate::dispatch`]) finds them here.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -7,8 +9,10 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 use strata_resp::Frame;
 
-pub use crate::command::CommandSpec;
-use crate::command::{Begin, Find, KeySpec};
+use crate::args::is;
+use crate::command::*;
+use crate::errors::{self, err};
+use crate::help;
 use crate::Ctx;
 
 /// The COMMAND INFO entry for `spec`.
@@ -135,7 +139,7 @@ pub fn all() -> &'static [&'static CommandSpec] {
             crate::string_family::COMMANDS,
             crate::keys_family::COMMANDS,
             crate::server_family::COMMANDS,
-            crate::command_family::COMMANDS,
+            COMMANDS,
             crate::connection_family::COMMANDS,
             crate::zset_family::COMMANDS,
             crate::list_family::COMMANDS,
@@ -190,20 +194,250 @@ pub fn subcommands_of(container: &str) -> Vec<&'static CommandSpec> {
         .collect()
 }
 
-/// Dispatches a container command (CONFIG, CLIENT, OBJECT, COMMAND...) to its subcommand row,
-/// checking the subcommand's arity.
-pub fn dispatch_sub(ctx: &mut Ctx<'_>, argv: &[Bytes], container: &str) -> Frame {
-    let sub = String::from_utf8_lossy(&argv[1]).to_ascii_lowercase();
-    match lookup(format!("{container}|{sub}").as_bytes()) {
-        Some(spec) => {
-            if !spec.arity_ok(argv.len()) {
-                return crate::errors::wrong_arity(spec.name);
-            }
-            ctx.server.note_command(ctx.session, spec.name);
-            (spec.handler)(ctx, argv)
-        }
-        None => crate::errors::unknown_subcommand(container, &argv[1]),
+/// The rows of COMMAND and its subcommands: the registry describing itself.
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "command",
+        arity: Arity::AtLeast(1),
+        flags: Flags(LOADING | STALE | SENTINEL),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::CONNECTION),
+        handler: command,
+        docs: Docs {
+            group: "server",
+            since: "2.8.13",
+            complexity: "O(N) where N is the total number of Redis commands",
+            summary: "Describes every command the server knows.",
+            syntax: "",
+            tips: &["nondeterministic_output_order"],
+        },
+    },
+    CommandSpec {
+        name: "command|count",
+        arity: Arity::Exactly(2),
+        flags: Flags(LOADING | STALE | SENTINEL),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::CONNECTION),
+        handler: command_count,
+        docs: Docs {
+            group: "server",
+            since: "2.8.13",
+            complexity: "O(1)",
+            summary: "Gives the number of commands the server knows.",
+            syntax: "",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "command|info",
+        arity: Arity::AtLeast(2),
+        flags: Flags(LOADING | STALE | SENTINEL),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::CONNECTION),
+        handler: command_info,
+        docs: Docs {
+            group: "server",
+            since: "2.8.13",
+            complexity: "O(N) where N is the number of commands to look up",
+            summary: "Describes the given commands, or all of them.",
+            syntax: "[command-name [command-name ...]]",
+            tips: &["nondeterministic_output_order"],
+        },
+    },
+    CommandSpec {
+        name: "command|docs",
+        arity: Arity::AtLeast(2),
+        flags: Flags(LOADING | STALE | SENTINEL),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::CONNECTION),
+        handler: command_docs,
+        docs: Docs {
+            group: "server",
+            since: "7.0.0",
+            complexity: "O(N) where N is the number of commands to look up",
+            summary: "Gives the documentation of the given commands, or of all of them.",
+            syntax: "[command-name [command-name ...]]",
+            tips: &["nondeterministic_output_order"],
+        },
+    },
+    CommandSpec {
+        name: "command|list",
+        arity: Arity::AtLeast(2),
+        flags: Flags(LOADING | STALE | SENTINEL),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::CONNECTION),
+        handler: command_list,
+        docs: Docs {
+            group: "server",
+            since: "7.0.0",
+            complexity: "O(N) where N is the total number of Redis commands",
+            summary: "Lists command names, optionally filtered.",
+            syntax: "[filterby: FILTERBY <MODULE module-name | ACLCAT category | PATTERN pattern>]",
+            tips: &["nondeterministic_output_order"],
+        },
+    },
+    CommandSpec {
+        name: "command|getkeys",
+        arity: Arity::AtLeast(4),
+        flags: Flags(LOADING | STALE | SENTINEL),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::CONNECTION),
+        handler: command_getkeys,
+        docs: Docs {
+            group: "server",
+            since: "2.8.13",
+            complexity: "O(N) where N is the number of arguments to the command",
+            summary: "Picks out the key arguments of a full command line.",
+            syntax: "",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "command|help",
+        arity: Arity::Exactly(2),
+        flags: Flags(LOADING | STALE | SENTINEL),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::CONNECTION),
+        handler: command_help,
+        docs: Docs {
+            group: "server",
+            since: "5.0.0",
+            complexity: "O(1)",
+            summary: "Lists the COMMAND subcommands with a line on each.",
+            syntax: "",
+            tips: &[],
+        },
+    },
+];
+
+fn command(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    if argv.len() == 1 {
+        return Frame::Array(top_level().map(info).collect());
     }
+    dispatch_sub(ctx, argv, COMMANDS, "command")
+}
+
+fn command_count(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+    Frame::Integer(top_level().count() as i64)
+}
+
+fn command_info(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    if argv.len() == 2 {
+        return Frame::Array(top_level().map(info).collect());
+    }
+    Frame::Array(
+        argv[2..]
+            .iter()
+            .map(|n| lookup(n).map(info).unwrap_or(Frame::Null))
+            .collect(),
+    )
+}
+
+fn command_docs(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    let specs: Vec<_> = if argv.len() == 2 {
+        top_level().collect()
+    } else {
+        argv[2..].iter().filter_map(|n| lookup(n)).collect()
+    };
+    let mut pairs = Vec::new();
+    for s in specs {
+        let mut d = docs(s);
+        if let (Some(v), Some(k)) = (d.pop(), d.pop()) {
+            pairs.push((k, v));
+        }
+    }
+    Frame::Map(pairs)
+}
+
+fn command_list(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    // As Redis 7.0 lists them: subcommands too, as `container|sub`.
+    let all = all().iter().copied();
+    if argv.len() == 2 {
+        return Frame::Array(all.map(|c| Frame::bulk(c.name)).collect());
+    }
+    if argv.len() != 5 || !is(&argv[2], "filterby") {
+        return err(errors::SYNTAX);
+    }
+    let value = &argv[4];
+    let keep: Box<dyn Fn(&CommandSpec) -> bool> = if is(&argv[3], "aclcat") {
+        let cat = Acl::by_name(value).map_or(0, |a| a.0);
+        Box::new(move |c| c.acl_categories().has(cat))
+    } else if is(&argv[3], "pattern") {
+        let p = value.clone();
+        Box::new(move |c| strata::glob::glob_match(&p, c.name.as_bytes(), true))
+    } else if is(&argv[3], "module") {
+        Box::new(|_| false)
+    } else {
+        return err(errors::SYNTAX);
+    };
+    Frame::Array(
+        all.filter(|c| keep(c))
+            .map(|c| Frame::bulk(c.name))
+            .collect(),
+    )
+}
+
+fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    let target = &argv[2..];
+    // A container's subcommand is looked up as Redis's lookupCommand does.
+    let spec = lookup(&target[0]).and_then(|c| match target.get(1) {
+        Some(sub) if !subcommands_of(c.name).is_empty() => {
+            lookup(&[c.name.as_bytes(), b"|", sub].concat())
+        }
+        _ => Some(c),
+    });
+    let Some(spec) = spec else {
+        return err(errors::GETKEYS_INVALID_COMMAND);
+    };
+    // Shard channels sit in key positions (SPUBLISH) but are no keys.
+    if !spec.key_specs.iter().any(|k| k.flags & NOT_KEY == 0) {
+        return err(errors::GETKEYS_NO_KEYS);
+    }
+    if !spec.arity_ok(target.len()) {
+        return err(errors::GETKEYS_BAD_ARITY);
+    }
+    let pos = match spec.key_positions(target) {
+        Some(pos) if !pos.is_empty() => pos,
+        // EVAL with a count past the end, or of 0: no keys rather than an error.
+        _ if spec.has(NO_MANDATORY_KEYS) => Vec::new(),
+        _ => return err(errors::GETKEYS_INVALID_ARGS),
+    };
+    Frame::Array(
+        pos.into_iter()
+            .map(|i| Frame::bulk(target[i].clone()))
+            .collect(),
+    )
+}
+
+fn command_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+    help::reply(
+        "COMMAND",
+        &[
+            "(no subcommand)",
+            "    Return details about all Redis commands.",
+            "COUNT",
+            "    Return the total number of commands in this Redis server.",
+            "LIST",
+            "    Return a list of all commands in this Redis server.",
+            "INFO [<command-name> ...]",
+            "    Return details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "GETKEYS <full-command>",
+            "    Return the keys from a full Redis command.",
+        ],
+    )
 }
 
 #[cfg(test)]

@@ -1,0 +1,350 @@
+//! The execution context a handler works with: the connection's [`Session`] (selected
+//! database, protocol, MULTI queue, WATCH, subscriptions...), the [`ServerApi`] through which
+//! it asks the server for what lies outside this crate, and [`Ctx`], the two together. Knows
+//! no family and not the registry.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use strata_resp::{Frame, Protocol};
+
+use crate::command::CommandSpec;
+use crate::notify;
+use crate::scripting::{self, ScriptCache};
+use crate::watch::{Watches, Watching};
+
+/// What CLIENT REPLY set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyMode {
+    /// Replies are sent.
+    On,
+    /// No replies are sent.
+    Off,
+    /// The reply of the next command is skipped.
+    Skip,
+}
+
+/// Per-connection state that commands read and change.
+pub struct Session {
+    /// CLIENT ID.
+    pub id: u64,
+    /// The selected database.
+    pub db: strata::Db,
+    /// RESP2 or RESP3 (HELLO).
+    pub protocol: Protocol,
+    /// CLIENT SETNAME.
+    pub name: Option<Bytes>,
+    /// Whether AUTH succeeded (or no password is configured).
+    pub authenticated: bool,
+    /// CLIENT REPLY.
+    pub reply_mode: ReplyMode,
+    /// Set by QUIT: close after sending the reply.
+    pub close_after_reply: bool,
+    /// CLIENT NO-EVICT.
+    pub no_evict: bool,
+    /// What a blocking command (BLPOP...) does when it finds nothing to serve.
+    pub block_mode: BlockMode,
+    /// Set by a blocking command that found nothing (in [`BlockMode::Block`] or
+    /// [`BlockMode::Serve`]): the connection must wait for one of the keys, then run the same
+    /// command again. Its reply until then is a placeholder that must not be sent.
+    pub blocked: Option<BlockRequest>,
+    /// MULTI: the transaction being queued.
+    pub multi: Option<Multi>,
+    /// WATCH: the watched keys and whether one of them was written.
+    pub watching: Option<Watching>,
+    /// While EXEC runs: keys its commands wrote that blocked clients may wait for. They are
+    /// signalled once the transaction is over and its locks are released, as Redis serves
+    /// blocked clients after the whole transaction.
+    pub ready_keys: Option<Vec<(u32, Bytes)>>,
+    /// A script is running for this connection: keys it did not declare are locked patiently
+    /// (see `strata::Db::hold_patiently`).
+    pub in_script: bool,
+    /// Pub/sub subscription counts; in RESP2 a session with any is in the subscribed state.
+    pub subscriptions: Subscriptions,
+    /// Replies that go out before the command's own reply, in order (SUBSCRIBE a b c answers
+    /// one acknowledgement per channel: the first ones wait here, the last is the reply).
+    pub extra_replies: Vec<Frame>,
+    /// REPLCONF listening-port: the port of the replica on this connection (0: not said).
+    pub replica_port: u16,
+    /// Set by PSYNC: once the replies before it are sent, the connection becomes the stream to
+    /// a replica (the server's replication module takes the socket over).
+    pub psync: Option<PsyncRequest>,
+    /// The current command's reply is not sent (REPLCONF ACK from a client, as in Redis).
+    pub suppress_reply: bool,
+}
+
+/// A replica's PSYNC: the history it follows and the next offset it needs (`?` and -1 when it
+/// has none), plus what REPLCONF told about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PsyncRequest {
+    /// The replication id the replica has, or `?`.
+    pub replid: String,
+    /// The first offset (sequence number) the replica lacks, or -1.
+    pub offset: i64,
+    /// REPLCONF listening-port.
+    pub listening_port: u16,
+}
+
+/// How many channels, patterns and shard channels a session is subscribed to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Subscriptions {
+    /// SUBSCRIBE.
+    pub channels: usize,
+    /// PSUBSCRIBE.
+    pub patterns: usize,
+    /// SSUBSCRIBE.
+    pub shard: usize,
+}
+
+impl Subscriptions {
+    /// All subscriptions together; non-zero means the subscribed state.
+    pub fn total(&self) -> usize {
+        self.channels + self.patterns + self.shard
+    }
+}
+
+/// The three pub/sub namespaces: channels, patterns and shard channels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ChannelKind {
+    /// SUBSCRIBE / PUBLISH.
+    Channel,
+    /// PSUBSCRIBE (glob patterns over channels).
+    Pattern,
+    /// SSUBSCRIBE / SPUBLISH.
+    Shard,
+}
+
+/// How a blocking command (BLPOP, BLMOVE, BZPOPMIN...) behaves when no key has anything to serve.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum BlockMode {
+    /// A client's own command: record a [`BlockRequest`] in [`Session::blocked`].
+    #[default]
+    Block,
+    /// Blocking is not allowed (inside MULTI/EXEC or a script, Redis's `CLIENT_DENY_BLOCKING`):
+    /// answer at once as if the timeout had expired.
+    NoBlock,
+    /// The command is re-run for a blocked client because this key was signalled: only this key
+    /// is consulted (Redis serves a blocked client from the key that became ready); finding
+    /// nothing records a [`BlockRequest`] again.
+    Serve(Bytes),
+}
+
+/// What a blocked command waits for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockRequest {
+    /// The database of the keys.
+    pub db: u32,
+    /// The keys, in the command's order.
+    pub keys: Vec<Bytes>,
+    /// When to give up and reply a null array; `None` waits forever (timeout 0).
+    pub deadline: Option<std::time::Instant>,
+}
+
+impl Session {
+    /// A new session on database 0 of `db`, authenticated when no password is required.
+    pub fn new(id: u64, db: strata::Db, needs_auth: bool) -> Session {
+        Session {
+            id,
+            db,
+            protocol: Protocol::Resp2,
+            name: None,
+            authenticated: !needs_auth,
+            reply_mode: ReplyMode::On,
+            close_after_reply: false,
+            no_evict: false,
+            block_mode: BlockMode::Block,
+            blocked: None,
+            multi: None,
+            watching: None,
+            ready_keys: None,
+            in_script: false,
+            subscriptions: Subscriptions::default(),
+            extra_replies: Vec::new(),
+            replica_port: 0,
+            psync: None,
+            suppress_reply: false,
+        }
+    }
+}
+
+/// CLIENT KILL filters.
+#[derive(Clone, Debug, Default)]
+pub struct KillFilter {
+    /// `ip:port` of the client (old form or ADDR).
+    pub addr: Option<String>,
+    /// LADDR.
+    pub laddr: Option<String>,
+    /// ID.
+    pub id: Option<u64>,
+    /// TYPE normal|master|replica|pubsub.
+    pub kind: Option<String>,
+    /// SKIPME yes|no (default yes).
+    pub skip_me: bool,
+}
+
+/// What handlers may ask of the server that runs them.
+pub trait ServerApi: Send + Sync {
+    /// The configured password, if any.
+    fn requirepass(&self) -> Option<Vec<u8>>;
+    /// CONFIG GET: matching `(name, value)` pairs.
+    fn config_get(&self, pattern: &[u8]) -> Vec<(String, String)>;
+    /// CONFIG SET: all pairs or none; Err carries the full error text.
+    fn config_set(&self, pairs: &[(String, String)]) -> Result<(), String>;
+    /// CONFIG REWRITE.
+    fn config_rewrite(&self) -> Result<(), String>;
+    /// CONFIG RESETSTAT.
+    fn reset_stats(&self);
+    /// INFO text for the given (lowercase) sections; empty = default sections.
+    fn info(&self, session: &Session, sections: &[String]) -> String;
+    /// CLIENT LIST lines (already filtered by ids / type when given).
+    fn client_list(&self, ids: Option<&[u64]>, kind: Option<&str>) -> String;
+    /// CLIENT INFO line of one client.
+    fn client_info(&self, session: &Session) -> String;
+    /// Publishes a session's visible state (name, db, protocol) to the registry.
+    fn client_update(&self, session: &Session);
+    /// CLIENT KILL: number of clients killed.
+    fn client_kill(&self, filter: &KillFilter, self_id: u64) -> usize;
+    /// BGSAVE: start a checkpoint in the background.
+    fn bgsave(&self) -> Result<(), String>;
+    /// LASTSAVE: Unix seconds of the last successful save.
+    fn lastsave(&self) -> u64;
+    /// SHUTDOWN: flush and stop the server. Err = reason it refused.
+    fn shutdown(&self) -> Result<(), String>;
+    /// The name of the command being executed right now, for the registry (`cmd=` in CLIENT LIST).
+    fn note_command(&self, session: &Session, name: &str);
+    /// Signals that `key` of database `db` may have become non-empty, so clients blocked on it
+    /// (BLPOP, BZPOPMIN...) can be served. `execute` calls it for the keys of every successful
+    /// write command while [`ServerApi::has_blocked_clients`] says so.
+    fn key_ready(&self, _db: u32, _key: &[u8]) {}
+    /// The WATCH registry shared by every connection.
+    fn watches(&self) -> &Arc<Watches>;
+    /// The Lua script cache shared by every connection.
+    fn scripts(&self) -> &Arc<ScriptCache>;
+    /// The FUNCTION libraries shared by every connection.
+    fn functions(&self) -> &Arc<scripting::functions::FunctionRegistry>;
+    /// Whether any client is blocked right now (one atomic load: `execute` asks it per write).
+    fn has_blocked_clients(&self) -> bool {
+        false
+    }
+    /// Subscribes this client to `name` (a channel, pattern or shard channel); subscribing
+    /// twice is harmless. Returns the client's subscription counts afterwards.
+    fn subscribe(&self, _kind: ChannelKind, _name: &Bytes) -> Subscriptions {
+        Subscriptions::default()
+    }
+    /// Unsubscribes this client from `name` (nothing happens when it was not subscribed).
+    /// Returns the client's subscription counts afterwards.
+    fn unsubscribe(&self, _kind: ChannelKind, _name: &Bytes) -> Subscriptions {
+        Subscriptions::default()
+    }
+    /// What this client is subscribed to of `kind`.
+    fn subscribed(&self, _kind: ChannelKind) -> Vec<Bytes> {
+        Vec::new()
+    }
+    /// PUBLISH (`Channel`) / SPUBLISH (`Shard`): delivers `message` to the subscribers of
+    /// `channel` (and, for `Channel`, of every matching pattern); returns how many received it.
+    fn publish(&self, _kind: ChannelKind, _channel: &Bytes, _message: &Bytes) -> usize {
+        0
+    }
+    /// PUBSUB CHANNELS / SHARDCHANNELS: the active channels (with at least one subscriber),
+    /// optionally only those matching a glob pattern.
+    fn pubsub_channels(&self, _kind: ChannelKind, _pattern: Option<&[u8]>) -> Vec<Bytes> {
+        Vec::new()
+    }
+    /// PUBSUB NUMSUB / SHARDNUMSUB: the number of subscribers of one channel.
+    fn pubsub_numsub(&self, _kind: ChannelKind, _channel: &[u8]) -> usize {
+        0
+    }
+    /// PUBSUB NUMPAT: the number of distinct patterns subscribed to.
+    fn pubsub_numpat(&self) -> usize {
+        0
+    }
+    /// REPLICAOF host port (`Some`) or NO ONE (`None`): the reply text (`OK`, or `OK Already
+    /// connected to specified master`) or the error text.
+    fn replicaof(&self, _leader: Option<(String, u16)>) -> Result<&'static str, String> {
+        Err("ERR replication is not available here".into())
+    }
+    /// ROLE.
+    fn role(&self) -> Frame {
+        Frame::Array(vec![
+            Frame::bulk("master"),
+            Frame::Integer(0),
+            Frame::Array(vec![]),
+        ])
+    }
+    /// WAIT numreplicas timeout-ms (0 = no timeout): how many replicas acknowledged every write
+    /// made so far, once `numreplicas` did or the time is up; the error text on a replica.
+    fn wait_replicas(&self, _numreplicas: u64, _timeout_ms: u64) -> Result<u64, String> {
+        Ok(0)
+    }
+    /// The refusal this server gives `spec` right now because of its replication state
+    /// (-LOADING, -MASTERDOWN, -READONLY, -NOREPLICAS), if any. Called for every command, so
+    /// it must be one atomic load when there is nothing to refuse.
+    fn refusal(&self, _spec: &CommandSpec) -> Option<Frame> {
+        None
+    }
+    /// The keyspace-event classes enabled now (`notify::*` bits; 0 when off). Called for every
+    /// event a command could raise, so it must be one atomic load.
+    fn notify_flags(&self) -> u32 {
+        0
+    }
+    /// Publishes keyspace event `event` of `class` on `key` of database `db` (to
+    /// `__keyspace@<db>__:<key>` and/or `__keyevent@<db>__:<event>`, as enabled).
+    fn notify(&self, _db: u32, _class: u32, _event: &str, _key: &[u8]) {}
+}
+
+/// What a handler works with: the connection's session and the server.
+pub struct Ctx<'a> {
+    /// The connection's state.
+    pub session: &'a mut Session,
+    /// The server.
+    pub server: &'a dyn ServerApi,
+}
+
+impl Ctx<'_> {
+    /// Whether events of `class` are published now (to skip work done only for an event).
+    #[inline]
+    pub fn notifies(&self, class: u32) -> bool {
+        self.server.notify_flags() & class != 0
+    }
+
+    /// Raises keyspace event `event` of `class` (a `notify::*` bit) on `key` of the selected
+    /// database, as Redis's `notifyKeyspaceEvent`. A cheap no-op unless that class is enabled.
+    #[inline]
+    pub fn notify(&self, class: u32, event: &str, key: &[u8]) {
+        self.notify_in(self.session.db.index(), class, event, key);
+    }
+
+    /// Leaves every subscription (RESET, and a connection that closes).
+    pub fn unsubscribe_all(&mut self) {
+        for kind in [
+            ChannelKind::Channel,
+            ChannelKind::Pattern,
+            ChannelKind::Shard,
+        ] {
+            for ch in self.server.subscribed(kind) {
+                self.session.subscriptions = self.server.unsubscribe(kind, &ch);
+            }
+        }
+    }
+
+    /// [`Ctx::notify`] for a key of database `db` (MOVE, COPY ... DB).
+    #[inline]
+    pub fn notify_in(&self, db: u32, class: u32, event: &str, key: &[u8]) {
+        let flags = self.server.notify_flags();
+        if flags & notify::NEW != 0 {
+            notify::new_key(self, db, key);
+        }
+        if flags & class != 0 {
+            self.server.notify(db, class, event, key);
+        }
+    }
+}
+
+/// A connection's open transaction.
+#[derive(Default)]
+pub struct Multi {
+    /// The queued commands, in order.
+    pub queue: Vec<Vec<Bytes>>,
+    /// A command failed the queue-time checks: EXEC answers EXECABORT.
+    pub failed: bool,
+}

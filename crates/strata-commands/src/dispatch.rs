@@ -1,0 +1,150 @@
+//! The dispatcher: runs one command as a client sent it ([`execute`]: lookup, arity,
+//! authentication, queue-time refusals, MULTI queueing) or as a checked command ([`run`]:
+//! the key locks, keyspace events and WATCH touches around the handler, and blocked-client
+//! wake-ups after it). Finds rows in the [`crate::registry`].
+
+use bytes::Bytes;
+use strata_resp::{Frame, Protocol};
+
+use crate::command::{self, CommandSpec};
+use crate::isolation::{self, Targets};
+use crate::{errors, notify, registry, scripting, Ctx};
+
+/// Runs one command as a client sent it: lookup, arity, authentication, then either queueing it
+/// (inside MULTI) or [`run`].
+pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    if argv.is_empty() {
+        return Frame::Null;
+    }
+    // As in Redis, an unknown command is reported even before authentication. Inside MULTI,
+    // every refusal here also dooms the transaction (EXECABORT).
+    let Some(spec) = registry::lookup(&argv[0]).filter(|s| !s.name.contains('|')) else {
+        return refuse(ctx, errors::unknown_command(argv));
+    };
+    if !ctx.session.authenticated && !spec.has(command::NO_AUTH) {
+        return refuse(ctx, errors::err(errors::NOAUTH));
+    }
+    if !spec.arity_ok(argv.len()) {
+        return refuse(ctx, errors::wrong_arity(spec.name));
+    }
+    if ctx.session.subscriptions.total() > 0
+        && ctx.session.protocol == Protocol::Resp2
+        && !spec.has(command::WHEN_SUBSCRIBED)
+    {
+        // Redis names a container's subcommand in full (`pubsub|numsub`).
+        let sub = argv
+            .get(1)
+            .filter(|_| !registry::subcommands_of(spec.name).is_empty());
+        let full = sub.and_then(|s| registry::lookup(&[spec.name.as_bytes(), b"|", s].concat()));
+        let name = full.map_or(spec.name, |f| f.name);
+        return refuse(ctx, errors::err(errors::only_pubsub_allowed(name)));
+    }
+    if let Some(refused) = ctx.server.refusal(spec) {
+        // A container (CONFIG, CLIENT...) is judged by the flags of its subcommand.
+        let sub = argv
+            .get(1)
+            .filter(|_| !registry::subcommands_of(spec.name).is_empty())
+            .and_then(|s| registry::lookup(&[spec.name.as_bytes(), b"|", s].concat()));
+        let refused = match sub {
+            Some(sub) => ctx.server.refusal(sub),
+            None => Some(refused),
+        };
+        if let Some(refused) = refused {
+            return refuse(ctx, refused);
+        }
+    }
+    if let Some(multi) = ctx.session.multi.as_mut() {
+        if !spec.has(command::NOT_QUEUED) {
+            multi.queue.push(argv.to_vec());
+            return Frame::simple("QUEUED");
+        }
+    }
+    run(ctx, spec, argv)
+}
+
+/// How long a script waits for the lock of a key it did not declare before going on without it.
+const SCRIPT_LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A queue-time refusal: inside MULTI it marks the transaction failed.
+fn refuse(ctx: &mut Ctx<'_>, reply: Frame) -> Frame {
+    if let Some(multi) = ctx.session.multi.as_mut() {
+        multi.failed = true;
+    }
+    reply
+}
+
+/// Runs one checked command (a client's own, or one of a transaction's queue): holds the locks
+/// of the keys it names (shared for reads, exclusive for writes; see [`isolation`]) while the
+/// handler runs and WATCHed keys are touched, then wakes clients blocked on the written keys
+/// (after a transaction: once EXEC has released its locks, see [`Session::ready_keys`]).
+pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Frame {
+    ctx.server.note_command(ctx.session, spec.name);
+    let write = spec.has(command::WRITE);
+    let (targets, all) = match isolation::targets(spec, argv, ctx.session.db.index()) {
+        Targets::Keys(keys) => (keys, false),
+        // Whole-database writes (FLUSHDB, FLUSHALL, SWAPDB) need every stripe.
+        Targets::All => (Vec::new(), true),
+    };
+    // The handle the scope borrows (an Arc clone), taken only when there is something to lock.
+    let db = (all || !targets.is_empty()).then(|| ctx.session.db.clone());
+    let exclusive = isolation::exclusive(spec);
+    let keys = targets.iter().map(|&(d, i)| (d, &argv[i][..]));
+    // A key held by a script running past busy-reply-threshold is not waited for: -BUSY.
+    let scope = match (&db, ctx.session.in_script) {
+        (None, _) => Ok((None, true)),
+        (Some(db), false) if all => db.hold_all_unless_busy().map(|s| (Some(s), true)),
+        // Inside a script, the library takes every stripe itself (waiting is safe: a script
+        // that wants a stripe this one holds gives up on it after its patience).
+        (Some(_), true) if all => Ok((None, true)),
+        (Some(db), false) => db
+            .hold_unless_busy(keys, exclusive)
+            .map(|s| (Some(s), true)),
+        // A script may already hold other keys: waiting here could deadlock.
+        (Some(db), true) => db
+            .hold_patiently(keys, exclusive, SCRIPT_LOCK_PATIENCE)
+            .map(|(s, complete)| (Some(s), complete)),
+    };
+    let (scope, complete) = match scope {
+        Ok(held) => held,
+        Err(busy) => return scripting::busy_reply(busy),
+    };
+    // Keyspace events found around the command (one atomic load when they are off), under the
+    // command's locks. Lazy expiry locks each key itself: not when a lock is missing, where
+    // that could wait while holding others.
+    let events = ctx.server.notify_flags();
+    if events & notify::EXPIRED != 0 && complete {
+        notify::expire_due_keys(ctx, spec, argv);
+    }
+    if events & notify::KEY_MISS != 0 && spec.has(command::READONLY) {
+        notify::key_misses(ctx, spec, argv);
+    }
+    let track_new = events & notify::NEW != 0 && write;
+    if track_new {
+        notify::note_absent_keys(ctx, spec, argv);
+    }
+    let reply = (spec.handler)(ctx, argv);
+    if track_new {
+        notify::clear_absent_keys();
+    }
+    let wrote = write && !matches!(reply, Frame::Error(_)) && ctx.session.blocked.is_none();
+    if wrote {
+        let watches = ctx.server.watches();
+        if watches.is_active() {
+            for &(d, i) in &targets {
+                watches.touch(d, &argv[i]);
+            }
+        }
+    }
+    drop(scope);
+    // Wake clients blocked on the keys this write may have filled (LPUSH, ZADD, LMOVE's
+    // destination, RENAME, a served BLMOVE's push...). Spurious signals only cost a re-check.
+    if wrote && ctx.server.has_blocked_clients() {
+        for &(d, i) in &targets {
+            match ctx.session.ready_keys.as_mut() {
+                Some(later) => later.push((d, argv[i].clone())),
+                None => ctx.server.key_ready(d, &argv[i]),
+            }
+        }
+    }
+    reply
+}

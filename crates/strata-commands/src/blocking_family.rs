@@ -30,7 +30,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, -2, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: blpop,
+        handler: plain!(blpop),
         docs: Docs {
             group: "list",
             since: "2.0.0",
@@ -49,7 +49,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, -2, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: brpop,
+        handler: plain!(brpop),
         docs: Docs {
             group: "list",
             since: "2.0.0",
@@ -69,7 +69,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 2, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: brpoplpush,
+        handler: plain!(brpoplpush),
         docs: Docs {
             group: "list",
             since: "2.2.0",
@@ -89,7 +89,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 2, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: blmove,
+        handler: plain!(blmove),
         docs: Docs {
             group: "list",
             since: "6.2.0",
@@ -108,7 +108,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | DELETE, 2, 0, 1, 1),
         ],
         acl: Acl(acl::LIST),
-        handler: blmpop,
+        handler: plain!(blmpop),
         docs: Docs {
             group: "list",
             since: "7.0.0",
@@ -127,7 +127,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, -2, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: bzpopmin,
+        handler: plain!(bzpopmin),
         docs: Docs {
             group: "sorted-set",
             since: "5.0.0",
@@ -146,7 +146,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, -2, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: bzpopmax,
+        handler: plain!(bzpopmax),
         docs: Docs {
             group: "sorted-set",
             since: "5.0.0",
@@ -165,7 +165,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | DELETE, 2, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: bzmpop,
+        handler: plain!(bzmpop),
         docs: Docs {
             group: "sorted-set",
             since: "7.0.0",

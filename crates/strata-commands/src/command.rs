@@ -20,11 +20,22 @@
 use bytes::Bytes;
 use strata_resp::Frame;
 
+use crate::cursor::{into_frame, Reply};
 use crate::Ctx;
 
-/// A command handler: typed parsing of `argv` (argv[0] is the command name), one call into the data
-/// model, one reply.
-pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Frame;
+/// A command handler: typed parsing of `argv` (argv[0] is the command name, read it with
+/// [`crate::cursor::Args`]), one call into the data model, one reply — or the error reply, which
+/// `?` carries ([`crate::cursor::Failure`]).
+pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Reply;
+
+/// The [`Handler`] of a handler not yet written with the argument cursor: one that answers a
+/// [`Frame`] (errors included) instead of a [`Reply`].
+macro_rules! plain {
+    ($f:path) => {
+        |ctx, argv| Ok($f(ctx, argv))
+    };
+}
+pub(crate) use plain;
 
 /// Finds the keys a [`Keys::Custom`] rule adds beyond its range: pushes `(database, argv
 /// index)` pairs; `db` is the selected database.
@@ -580,7 +591,7 @@ pub fn dispatch_sub(
                 return crate::errors::wrong_arity(spec.name);
             }
             ctx.server.note_command(ctx.session, spec.name);
-            (spec.handler)(ctx, argv)
+            into_frame((spec.handler)(ctx, argv))
         }
         None => crate::errors::unknown_subcommand(container, &argv[1]),
     }

@@ -19,7 +19,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: ping,
+        handler: plain!(ping),
         docs: Docs {
             group: "connection",
             since: "1.0.0",
@@ -36,7 +36,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: echo,
+        handler: plain!(echo),
         docs: Docs {
             group: "connection",
             since: "1.0.0",
@@ -53,7 +53,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: select,
+        handler: plain!(select),
         docs: Docs {
             group: "connection",
             since: "1.0.0",
@@ -70,7 +70,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: quit,
+        handler: plain!(quit),
         docs: Docs {
             group: "connection",
             since: "1.0.0",
@@ -87,7 +87,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: reset,
+        handler: plain!(reset),
         docs: Docs {
             group: "connection",
             since: "6.2.0",
@@ -104,7 +104,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: hello,
+        handler: plain!(hello),
         docs: Docs {
             group: "connection",
             since: "6.0.0",
@@ -121,7 +121,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: auth,
+        handler: plain!(auth),
         docs: Docs {
             group: "connection",
             since: "1.0.0",
@@ -138,7 +138,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: client,
+        handler: plain!(client),
         docs: Docs {
             group: "connection",
             since: "2.4.0",
@@ -155,7 +155,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: client_id,
+        handler: plain!(client_id),
         docs: Docs {
             group: "connection",
             since: "5.0.0",
@@ -172,7 +172,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: client_setname,
+        handler: plain!(client_setname),
         docs: Docs {
             group: "connection",
             since: "2.6.9",
@@ -189,7 +189,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: client_getname,
+        handler: plain!(client_getname),
         docs: Docs {
             group: "connection",
             since: "2.6.9",
@@ -206,7 +206,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: client_list,
+        handler: plain!(client_list),
         docs: Docs {
             group: "connection",
             since: "2.4.0",
@@ -223,7 +223,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: client_info,
+        handler: plain!(client_info),
         docs: Docs {
             group: "connection",
             since: "6.2.0",
@@ -240,7 +240,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: client_kill,
+        handler: plain!(client_kill),
         docs: Docs {
             group: "connection",
             since: "2.4.0",
@@ -257,7 +257,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: client_reply,
+        handler: plain!(client_reply),
         docs: Docs {
             group: "connection",
             since: "3.2.0",
@@ -274,7 +274,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: client_no_evict,
+        handler: plain!(client_no_evict),
         docs: Docs {
             group: "connection",
             since: "7.0.0",
@@ -291,7 +291,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: client_help,
+        handler: plain!(client_help),
         docs: Docs {
             group: "connection",
             since: "5.0.0",

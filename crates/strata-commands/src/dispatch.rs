@@ -122,7 +122,7 @@ pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Fra
     if track_new {
         notify::note_absent_keys(ctx, spec, argv);
     }
-    let reply = (spec.handler)(ctx, argv);
+    let reply = crate::cursor::into_frame((spec.handler)(ctx, argv));
     if track_new {
         notify::clear_absent_keys();
     }

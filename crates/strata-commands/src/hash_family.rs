@@ -22,7 +22,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hset,
+        handler: plain!(hset),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -41,7 +41,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hsetnx,
+        handler: plain!(hsetnx),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -60,7 +60,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hget,
+        handler: plain!(hget),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -79,7 +79,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hmget,
+        handler: plain!(hmget),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -98,7 +98,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hmset,
+        handler: plain!(hmset),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -117,7 +117,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hdel,
+        handler: plain!(hdel),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -136,7 +136,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hlen,
+        handler: plain!(hlen),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -155,7 +155,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hstrlen,
+        handler: plain!(hstrlen),
         docs: Docs {
             group: "hash",
             since: "3.2.0",
@@ -174,7 +174,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hexists,
+        handler: plain!(hexists),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -193,7 +193,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hkeys,
+        handler: plain!(hkeys),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -212,7 +212,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hvals,
+        handler: plain!(hvals),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -231,7 +231,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hgetall,
+        handler: plain!(hgetall),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -250,7 +250,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hincrby,
+        handler: plain!(hincrby),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -269,7 +269,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hincrbyfloat,
+        handler: plain!(hincrbyfloat),
         docs: Docs {
             group: "hash",
             since: "2.6.0",
@@ -288,7 +288,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hrandfield,
+        handler: plain!(hrandfield),
         docs: Docs {
             group: "hash",
             since: "6.2.0",
@@ -307,7 +307,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hscan,
+        handler: plain!(hscan),
         docs: Docs {
             group: "hash",
             since: "2.8.0",

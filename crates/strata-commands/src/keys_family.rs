@@ -23,7 +23,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RM | DELETE, 1, -1, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: del,
+        handler: plain!(del),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -42,7 +42,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RM | DELETE, 1, -1, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: del,
+        handler: plain!(del),
         docs: Docs {
             group: "generic",
             since: "4.0.0",
@@ -61,7 +61,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, -1, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: exists,
+        handler: plain!(exists),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -80,7 +80,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: key_type,
+        handler: plain!(key_type),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -99,7 +99,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: expire,
+        handler: plain!(expire),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -118,7 +118,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: pexpire,
+        handler: plain!(pexpire),
         docs: Docs {
             group: "generic",
             since: "2.6.0",
@@ -137,7 +137,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: expireat,
+        handler: plain!(expireat),
         docs: Docs {
             group: "generic",
             since: "1.2.0",
@@ -156,7 +156,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: pexpireat,
+        handler: plain!(pexpireat),
         docs: Docs {
             group: "generic",
             since: "2.6.0",
@@ -175,7 +175,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: ttl,
+        handler: plain!(ttl),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -194,7 +194,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: pttl,
+        handler: plain!(pttl),
         docs: Docs {
             group: "generic",
             since: "2.6.0",
@@ -213,7 +213,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: expiretime,
+        handler: plain!(expiretime),
         docs: Docs {
             group: "generic",
             since: "7.0.0",
@@ -232,7 +232,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: pexpiretime,
+        handler: plain!(pexpiretime),
         docs: Docs {
             group: "generic",
             since: "7.0.0",
@@ -251,7 +251,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: persist,
+        handler: plain!(persist),
         docs: Docs {
             group: "generic",
             since: "2.2.0",
@@ -271,7 +271,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(OW | UPDATE, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: rename,
+        handler: plain!(rename),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -291,7 +291,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(OW | INSERT, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: renamenx,
+        handler: plain!(renamenx),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -311,7 +311,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(OW | UPDATE, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: copy,
+        handler: plain!(copy),
         docs: Docs {
             group: "generic",
             since: "6.2.0",
@@ -330,7 +330,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: move_key,
+        handler: plain!(move_key),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -349,7 +349,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, -1, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: exists,
+        handler: plain!(exists),
         docs: Docs {
             group: "generic",
             since: "3.2.1",
@@ -366,7 +366,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE | acl::DANGEROUS),
-        handler: keys,
+        handler: plain!(keys),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -383,7 +383,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE),
-        handler: scan,
+        handler: plain!(scan),
         docs: Docs {
             group: "generic",
             since: "2.8.0",
@@ -400,7 +400,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE),
-        handler: randomkey,
+        handler: plain!(randomkey),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -417,7 +417,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: object,
+        handler: plain!(object),
         docs: Docs {
             group: "generic",
             since: "2.2.3",
@@ -436,7 +436,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: object_encoding,
+        handler: plain!(object_encoding),
         docs: Docs {
             group: "generic",
             since: "2.2.3",
@@ -455,7 +455,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: object_freq,
+        handler: plain!(object_freq),
         docs: Docs {
             group: "generic",
             since: "4.0.0",
@@ -474,7 +474,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: object_idletime,
+        handler: plain!(object_idletime),
         docs: Docs {
             group: "generic",
             since: "2.2.3",
@@ -493,7 +493,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: object_refcount,
+        handler: plain!(object_refcount),
         docs: Docs {
             group: "generic",
             since: "2.2.3",
@@ -510,7 +510,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE),
-        handler: object_help,
+        handler: plain!(object_help),
         docs: Docs {
             group: "generic",
             since: "6.2.0",

@@ -12,6 +12,7 @@ pub mod blocking_family;
 pub mod command;
 pub mod connection_family;
 pub mod context;
+pub mod cursor;
 pub mod dispatch;
 pub mod errors;
 pub mod hash_family;

@@ -24,7 +24,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: lpush,
+        handler: plain!(lpush),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -43,7 +43,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: rpush,
+        handler: plain!(rpush),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -62,7 +62,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: lpushx,
+        handler: plain!(lpushx),
         docs: Docs {
             group: "list",
             since: "2.2.0",
@@ -81,7 +81,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: rpushx,
+        handler: plain!(rpushx),
         docs: Docs {
             group: "list",
             since: "2.2.0",
@@ -100,7 +100,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: lpop,
+        handler: plain!(lpop),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -119,7 +119,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: rpop,
+        handler: plain!(rpop),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -138,7 +138,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: llen,
+        handler: plain!(llen),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -157,7 +157,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: lindex,
+        handler: plain!(lindex),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -176,7 +176,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: lrange,
+        handler: plain!(lrange),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -195,7 +195,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: lset,
+        handler: plain!(lset),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -214,7 +214,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: linsert,
+        handler: plain!(linsert),
         docs: Docs {
             group: "list",
             since: "2.2.0",
@@ -233,7 +233,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: lrem,
+        handler: plain!(lrem),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -252,7 +252,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: ltrim,
+        handler: plain!(ltrim),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -271,7 +271,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: lpos,
+        handler: plain!(lpos),
         docs: Docs {
             group: "list",
             since: "6.0.6",
@@ -291,7 +291,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 2, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: lmove,
+        handler: plain!(lmove),
         docs: Docs {
             group: "list",
             since: "6.2.0",
@@ -311,7 +311,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 2, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: rpoplpush,
+        handler: plain!(rpoplpush),
         docs: Docs {
             group: "list",
             since: "1.2.0",
@@ -330,7 +330,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | DELETE, 1, 0, 1, 1),
         ],
         acl: Acl(acl::LIST),
-        handler: lmpop,
+        handler: plain!(lmpop),
         docs: Docs {
             group: "list",
             since: "7.0.0",

@@ -19,7 +19,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: subscribe,
+        handler: plain!(subscribe),
         docs: Docs {
             group: "pubsub",
             since: "2.0.0",
@@ -36,7 +36,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: unsubscribe,
+        handler: plain!(unsubscribe),
         docs: Docs {
             group: "pubsub",
             since: "2.0.0",
@@ -53,7 +53,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: psubscribe,
+        handler: plain!(psubscribe),
         docs: Docs {
             group: "pubsub",
             since: "2.0.0",
@@ -70,7 +70,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: punsubscribe,
+        handler: plain!(punsubscribe),
         docs: Docs {
             group: "pubsub",
             since: "2.0.0",
@@ -89,7 +89,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(NOT_KEY, 1, -1, 1, 0),
         ],
         acl: Acl::NONE,
-        handler: ssubscribe,
+        handler: plain!(ssubscribe),
         docs: Docs {
             group: "pubsub",
             since: "7.0.0",
@@ -108,7 +108,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(NOT_KEY, 1, -1, 1, 0),
         ],
         acl: Acl::NONE,
-        handler: sunsubscribe,
+        handler: plain!(sunsubscribe),
         docs: Docs {
             group: "pubsub",
             since: "7.0.0",
@@ -125,7 +125,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: publish,
+        handler: plain!(publish),
         docs: Docs {
             group: "pubsub",
             since: "2.0.0",
@@ -144,7 +144,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(NOT_KEY, 1, 0, 1, 0),
         ],
         acl: Acl::NONE,
-        handler: spublish,
+        handler: plain!(spublish),
         docs: Docs {
             group: "pubsub",
             since: "7.0.0",
@@ -161,7 +161,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: pubsub,
+        handler: plain!(pubsub),
         docs: Docs {
             group: "pubsub",
             since: "2.8.0",
@@ -178,7 +178,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: pubsub_channels,
+        handler: plain!(pubsub_channels),
         docs: Docs {
             group: "pubsub",
             since: "2.8.0",
@@ -195,7 +195,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: pubsub_numsub,
+        handler: plain!(pubsub_numsub),
         docs: Docs {
             group: "pubsub",
             since: "2.8.0",
@@ -212,7 +212,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: pubsub_numpat,
+        handler: plain!(pubsub_numpat),
         docs: Docs {
             group: "pubsub",
             since: "2.8.0",
@@ -229,7 +229,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: pubsub_shardchannels,
+        handler: plain!(pubsub_shardchannels),
         docs: Docs {
             group: "pubsub",
             since: "7.0.0",
@@ -246,7 +246,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: pubsub_shardnumsub,
+        handler: plain!(pubsub_shardnumsub),
         docs: Docs {
             group: "pubsub",
             since: "7.0.0",
@@ -263,7 +263,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: pubsub_help,
+        handler: plain!(pubsub_help),
         docs: Docs {
             group: "pubsub",
             since: "6.2.0",

@@ -203,7 +203,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: command,
+        handler: plain!(command),
         docs: Docs {
             group: "server",
             since: "2.8.13",
@@ -220,7 +220,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: command_count,
+        handler: plain!(command_count),
         docs: Docs {
             group: "server",
             since: "2.8.13",
@@ -237,7 +237,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: command_info,
+        handler: plain!(command_info),
         docs: Docs {
             group: "server",
             since: "2.8.13",
@@ -254,7 +254,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: command_docs,
+        handler: plain!(command_docs),
         docs: Docs {
             group: "server",
             since: "7.0.0",
@@ -271,7 +271,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: command_list,
+        handler: plain!(command_list),
         docs: Docs {
             group: "server",
             since: "7.0.0",
@@ -288,7 +288,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: command_getkeys,
+        handler: plain!(command_getkeys),
         docs: Docs {
             group: "server",
             since: "2.8.13",
@@ -305,7 +305,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: command_help,
+        handler: plain!(command_help),
         docs: Docs {
             group: "server",
             since: "5.0.0",

@@ -20,7 +20,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: replicaof,
+        handler: plain!(replicaof),
         docs: Docs {
             group: "server",
             since: "5.0.0",
@@ -37,7 +37,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: replicaof,
+        handler: plain!(replicaof),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -54,7 +54,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::ADMIN | acl::DANGEROUS),
-        handler: role,
+        handler: plain!(role),
         docs: Docs {
             group: "server",
             since: "2.8.12",
@@ -71,7 +71,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: wait,
+        handler: plain!(wait),
         docs: Docs {
             group: "server",
             since: "3.0.0",
@@ -89,7 +89,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: replconf,
+        handler: plain!(replconf),
         docs: Docs {
             group: "server",
             since: "3.0.0",
@@ -106,7 +106,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: psync,
+        handler: plain!(psync),
         docs: Docs {
             group: "server",
             since: "2.8.0",
@@ -123,7 +123,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: sync,
+        handler: plain!(sync),
         docs: Docs {
             group: "server",
             since: "1.0.0",

@@ -26,7 +26,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1).notes("We cannot tell how the keys will be used so we assume the worst, RW and UPDATE"),
         ],
         acl: Acl(acl::SCRIPTING),
-        handler: eval,
+        handler: plain!(eval),
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -45,7 +45,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1),
         ],
         acl: Acl(acl::SCRIPTING),
-        handler: evalsha,
+        handler: plain!(evalsha),
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -64,7 +64,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1).notes("We cannot tell how the keys will be used so we assume the worst, RO and ACCESS"),
         ],
         acl: Acl(acl::SCRIPTING),
-        handler: eval_ro,
+        handler: plain!(eval_ro),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -83,7 +83,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1),
         ],
         acl: Acl(acl::SCRIPTING),
-        handler: evalsha_ro,
+        handler: plain!(evalsha_ro),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -100,7 +100,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: script,
+        handler: plain!(script),
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -117,7 +117,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: script_load,
+        handler: plain!(script_load),
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -134,7 +134,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: script_exists,
+        handler: plain!(script_exists),
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -151,7 +151,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: script_flush,
+        handler: plain!(script_flush),
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -168,7 +168,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: script_kill,
+        handler: plain!(script_kill),
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -185,7 +185,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: script_help,
+        handler: plain!(script_help),
         docs: Docs {
             group: "scripting",
             since: "5.0.0",
@@ -204,7 +204,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1).notes("We cannot tell how the keys will be used so we assume the worst, RW and UPDATE"),
         ],
         acl: Acl(acl::SCRIPTING),
-        handler: fcall,
+        handler: plain!(fcall),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -223,7 +223,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1).notes("We cannot tell how the keys will be used so we assume the worst, RO and ACCESS"),
         ],
         acl: Acl(acl::SCRIPTING),
-        handler: fcall_ro,
+        handler: plain!(fcall_ro),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -240,7 +240,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: function,
+        handler: plain!(function),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -257,7 +257,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: function_load,
+        handler: plain!(function_load),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -274,7 +274,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: function_delete,
+        handler: plain!(function_delete),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -291,7 +291,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: function_list,
+        handler: plain!(function_list),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -308,7 +308,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: function_flush,
+        handler: plain!(function_flush),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -325,7 +325,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: function_dump,
+        handler: plain!(function_dump),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -342,7 +342,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: function_restore,
+        handler: plain!(function_restore),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -359,7 +359,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: function_stats,
+        handler: plain!(function_stats),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -376,7 +376,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: function_kill,
+        handler: plain!(function_kill),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -393,7 +393,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: function_help,
+        handler: plain!(function_help),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",

@@ -20,7 +20,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE),
-        handler: dbsize,
+        handler: plain!(dbsize),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -37,7 +37,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE | acl::DANGEROUS),
-        handler: flushdb,
+        handler: plain!(flushdb),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -54,7 +54,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE | acl::DANGEROUS),
-        handler: flushall,
+        handler: plain!(flushall),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -71,7 +71,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE | acl::DANGEROUS),
-        handler: swapdb,
+        handler: plain!(swapdb),
         docs: Docs {
             group: "server",
             since: "4.0.0",
@@ -88,7 +88,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: time,
+        handler: plain!(time),
         docs: Docs {
             group: "server",
             since: "2.6.0",
@@ -105,7 +105,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::ADMIN | acl::DANGEROUS),
-        handler: lastsave,
+        handler: plain!(lastsave),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -122,7 +122,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: bgsave,
+        handler: plain!(bgsave),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -139,7 +139,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: shutdown,
+        handler: plain!(shutdown),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -156,7 +156,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: debug,
+        handler: plain!(debug),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -173,7 +173,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::DANGEROUS),
-        handler: info,
+        handler: plain!(info),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -190,7 +190,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: config,
+        handler: plain!(config),
         docs: Docs {
             group: "server",
             since: "2.0.0",
@@ -207,7 +207,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: config_get,
+        handler: plain!(config_get),
         docs: Docs {
             group: "server",
             since: "2.0.0",
@@ -224,7 +224,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: config_set,
+        handler: plain!(config_set),
         docs: Docs {
             group: "server",
             since: "2.0.0",
@@ -241,7 +241,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: config_resetstat,
+        handler: plain!(config_resetstat),
         docs: Docs {
             group: "server",
             since: "2.0.0",
@@ -258,7 +258,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: config_rewrite,
+        handler: plain!(config_rewrite),
         docs: Docs {
             group: "server",
             since: "2.8.0",
@@ -275,7 +275,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: config_help,
+        handler: plain!(config_help),
         docs: Docs {
             group: "server",
             since: "5.0.0",

@@ -1,13 +1,14 @@
 //! String commands: GET, SET and its variants, counters, ranges, LCS. Each row of `COMMANDS` names
-//! its handler below; handlers parse, call `strata::Db`, and reply.
+//! its handler below; handlers read their arguments with the cursor ([`Args`]), call
+//! `strata::Db`, and reply, `?` carrying errors.
 
 use bytes::Bytes;
 use strata::{Expiry, GetExpiry, SetCondition, SetOptions};
 use strata_resp::Frame;
 
-use crate::args::{self, db, is, reply, Parsed};
 use crate::command::*;
-use crate::errors::{self, err};
+use crate::cursor::{syntax, Args, Failure, Reply};
+use crate::errors;
 use crate::notify::{GENERIC, STRING};
 use crate::Ctx;
 
@@ -433,19 +434,56 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-fn get(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.get(&argv[1]) {
-        Ok(v) => Frame::bulk_or_null(v),
-        Err(e) => errors::from_db(e),
-    }
+fn get(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::new(argv).key()?;
+    Ok(Frame::bulk_or_null(ctx.session.db.get(key)?))
 }
 
-/// Which command's option grammar `parse_set_options` follows.
+/// Which command's option grammar `set_options` follows.
 #[derive(PartialEq, Eq, Clone, Copy)]
 enum Grammar {
     Set,
     GetEx,
 }
+
+/// An expire option: EX / PX (relative) or EXAT / PXAT (absolute), in seconds or ms.
+#[derive(PartialEq, Eq, Clone, Copy)]
+struct ExpireKind {
+    seconds: bool,
+    absolute: bool,
+}
+
+/// EX, PX, EXAT, PXAT.
+const EXPIRE_WORDS: [(&str, ExpireKind); 4] = [
+    (
+        "EX",
+        ExpireKind {
+            seconds: true,
+            absolute: false,
+        },
+    ),
+    (
+        "PX",
+        ExpireKind {
+            seconds: false,
+            absolute: false,
+        },
+    ),
+    (
+        "EXAT",
+        ExpireKind {
+            seconds: true,
+            absolute: true,
+        },
+    ),
+    (
+        "PXAT",
+        ExpireKind {
+            seconds: false,
+            absolute: true,
+        },
+    ),
+];
 
 /// Options shared by SET and GETEX, as parsed (before the expire value is validated).
 #[derive(Default)]
@@ -455,397 +493,436 @@ struct StringOptions<'a> {
     get: bool,
     keepttl: bool,
     persist: bool,
-    /// (unit is seconds, absolute, value)
-    expire: Option<(bool, bool, &'a [u8])>,
+    /// The expire option and its value.
+    expire: Option<(ExpireKind, &'a [u8])>,
 }
 
-/// Redis's parseExtendedStringArgumentsOrReply: the same conflicts are syntax errors.
-fn parse_set_options(argv: &[Bytes], from: usize, grammar: Grammar) -> Parsed<StringOptions<'_>> {
+/// Redis's parseExtendedStringArgumentsOrReply over the rest of the arguments: the same
+/// conflicts are syntax errors.
+fn set_options<'a>(a: &mut Args<'a>, grammar: Grammar) -> Result<StringOptions<'a>, Failure> {
     let mut o = StringOptions::default();
-    let mut j = from;
-    while j < argv.len() {
-        let a = &argv[j][..];
-        let next = argv.get(j + 1).map(|b| &b[..]);
+    let set = grammar == Grammar::Set;
+    while !a.is_done() {
         let has_expire = o.expire.is_some();
-        let expire_kind = o.expire.map(|(s, abs, _)| (s, abs));
-        if is(a, "nx") && !o.xx && grammar == Grammar::Set {
+        if set && !o.xx && a.opt("NX") {
             o.nx = true;
-        } else if is(a, "xx") && !o.nx && grammar == Grammar::Set {
+        } else if set && !o.nx && a.opt("XX") {
             o.xx = true;
-        } else if is(a, "get") && grammar == Grammar::Set {
+        } else if set && a.opt("GET") {
             o.get = true;
-        } else if is(a, "keepttl") && !o.persist && !has_expire && grammar == Grammar::Set {
+        } else if set && !o.persist && !has_expire && a.opt("KEEPTTL") {
             o.keepttl = true;
-        } else if is(a, "persist") && grammar == Grammar::GetEx && !has_expire && !o.keepttl {
+        } else if !set && !has_expire && !o.keepttl && a.opt("PERSIST") {
             o.persist = true;
-        } else if let (Some(kind), Some(v)) = (expire_word(a), next) {
-            // The same expire option may repeat (last wins); a different one conflicts.
-            if o.keepttl || o.persist || expire_kind.is_some_and(|k| k != kind) {
-                return Err(err(errors::SYNTAX));
-            }
-            o.expire = Some((kind.0, kind.1, v));
-            j += 1;
         } else {
-            return Err(err(errors::SYNTAX));
+            let kind = a.word(&EXPIRE_WORDS)?;
+            let value = a.value()?;
+            // The same expire option may repeat (last wins); a different one conflicts.
+            if o.keepttl || o.persist || o.expire.is_some_and(|(k, _)| k != kind) {
+                return Err(syntax());
+            }
+            o.expire = Some((kind, value));
         }
-        j += 1;
     }
     Ok(o)
 }
 
-/// EX → (seconds, relative), PX → (ms, relative), EXAT → (seconds, absolute), PXAT → (ms, absolute).
-fn expire_word(a: &[u8]) -> Option<(bool, bool)> {
-    if is(a, "ex") {
-        Some((true, false))
-    } else if is(a, "px") {
-        Some((false, false))
-    } else if is(a, "exat") {
-        Some((true, true))
-    } else if is(a, "pxat") {
-        Some((false, true))
-    } else {
-        None
-    }
-}
-
 /// Redis's getExpireMillisecondsOrReply: an integer > 0 that converts to an absolute time in ms
 /// without overflow.
-fn expire_ms(value: &[u8], seconds: bool, absolute: bool, cmd: &str) -> Parsed<u64> {
-    let n = args::int(value)?;
-    if n <= 0 || (seconds && n > i64::MAX / 1000) {
-        return Err(errors::invalid_expire(cmd));
+fn expire_ms(value: &[u8], kind: ExpireKind, cmd: &str) -> Result<u64, Failure> {
+    let invalid = || Failure(errors::invalid_expire(cmd));
+    let n = crate::args::int(value)?;
+    if n <= 0 || (kind.seconds && n > i64::MAX / 1000) {
+        return Err(invalid());
     }
-    let mut ms = if seconds { n * 1000 } else { n };
-    if !absolute {
+    let mut ms = if kind.seconds { n * 1000 } else { n };
+    if !kind.absolute {
         ms = ms
             .checked_add(strata::now_ms() as i64)
-            .ok_or_else(|| errors::invalid_expire(cmd))?;
+            .ok_or_else(invalid)?;
     }
     if ms <= 0 {
-        return Err(errors::invalid_expire(cmd));
+        return Err(invalid());
     }
     Ok(ms as u64)
 }
 
-fn set(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let o = parse_set_options(argv, 3, Grammar::Set)?;
-        let expiry = match o.expire {
-            Some((s, abs, v)) => Expiry::At(expire_ms(v, s, abs, "set")?),
-            None if o.keepttl => Expiry::Keep,
-            None => Expiry::Never,
-        };
-        let condition = if o.nx {
-            SetCondition::IfAbsent
-        } else if o.xx {
-            SetCondition::IfPresent
-        } else {
-            SetCondition::Always
-        };
-        let out = db(ctx.session.db.set(
-            &argv[1],
-            &argv[2],
-            SetOptions {
-                condition,
-                expiry,
-                get: o.get,
-            },
-        ))?;
-        if out.written {
-            ctx.notify(STRING, "set", &argv[1]);
-            if matches!(expiry, Expiry::At(_)) {
-                ctx.notify(GENERIC, "expire", &argv[1]);
-            }
+fn set(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, value) = (a.key()?, a.value()?);
+    let o = set_options(&mut a, Grammar::Set)?;
+    let expiry = match o.expire {
+        Some((kind, v)) => Expiry::At(expire_ms(v, kind, "set")?),
+        None if o.keepttl => Expiry::Keep,
+        None => Expiry::Never,
+    };
+    let condition = if o.nx {
+        SetCondition::IfAbsent
+    } else if o.xx {
+        SetCondition::IfPresent
+    } else {
+        SetCondition::Always
+    };
+    let get = o.get;
+    let out = ctx.session.db.set(
+        key,
+        value,
+        SetOptions {
+            condition,
+            expiry,
+            get,
+        },
+    )?;
+    if out.written {
+        ctx.notify(STRING, "set", key);
+        if matches!(expiry, Expiry::At(_)) {
+            ctx.notify(GENERIC, "expire", key);
         }
-        Ok(if o.get {
-            Frame::bulk_or_null(out.old)
-        } else if out.written {
-            Frame::ok()
-        } else {
-            Frame::Null
-        })
-    })())
+    }
+    Ok(if get {
+        Frame::bulk_or_null(out.old)
+    } else if out.written {
+        Frame::ok()
+    } else {
+        Frame::Null
+    })
 }
 
-fn setnx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn setnx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, value) = (a.key()?, a.value()?);
     let opts = SetOptions {
         condition: SetCondition::IfAbsent,
         ..Default::default()
     };
-    match ctx.session.db.set(&argv[1], &argv[2], opts) {
-        Ok(o) => {
-            if o.written {
-                ctx.notify(STRING, "set", &argv[1]);
-            }
-            Frame::Integer(o.written as i64)
-        }
-        Err(e) => errors::from_db(e),
+    let out = ctx.session.db.set(key, value, opts)?;
+    if out.written {
+        ctx.notify(STRING, "set", key);
     }
+    Ok(Frame::Integer(out.written as i64))
 }
 
-fn set_with_ttl(ctx: &mut Ctx<'_>, argv: &[Bytes], seconds: bool, cmd: &str) -> Frame {
-    reply((|| {
-        let at = expire_ms(&argv[2], seconds, false, cmd)?;
-        let opts = SetOptions {
-            expiry: Expiry::At(at),
-            ..Default::default()
-        };
-        db(ctx.session.db.set(&argv[1], &argv[3], opts))?;
-        ctx.notify(STRING, "set", &argv[1]);
-        ctx.notify(GENERIC, "expire", &argv[1]);
-        Ok(Frame::ok())
-    })())
+/// SETEX / PSETEX key ttl value.
+fn set_with_ttl(ctx: &mut Ctx<'_>, argv: &[Bytes], seconds: bool, cmd: &str) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, ttl, value) = (a.key()?, a.value()?, a.value()?);
+    let kind = ExpireKind {
+        seconds,
+        absolute: false,
+    };
+    let opts = SetOptions {
+        expiry: Expiry::At(expire_ms(ttl, kind, cmd)?),
+        ..Default::default()
+    };
+    ctx.session.db.set(key, value, opts)?;
+    ctx.notify(STRING, "set", key);
+    ctx.notify(GENERIC, "expire", key);
+    Ok(Frame::ok())
 }
 
-fn setex(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn setex(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     set_with_ttl(ctx, argv, true, "setex")
 }
 
-fn psetex(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn psetex(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     set_with_ttl(ctx, argv, false, "psetex")
 }
 
-fn mget(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.mget(&args::slices(&argv[1..])) {
-        Ok(values) => Frame::Array(values.into_iter().map(Frame::bulk_or_null).collect()),
-        Err(e) => errors::from_db(e),
-    }
+fn mget(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let keys: Vec<&[u8]> = Args::new(argv).rest().iter().map(|k| &k[..]).collect();
+    let values = ctx.session.db.mget(&keys)?;
+    Ok(Frame::Array(
+        values.into_iter().map(Frame::bulk_or_null).collect(),
+    ))
 }
 
-fn pairs(argv: &[Bytes]) -> Vec<(&[u8], &[u8])> {
-    argv[1..]
+/// Key-value pairs.
+type Pairs<'a> = Vec<(&'a [u8], &'a [u8])>;
+
+/// The key-value pairs of MSET / MSETNX (a wrong arity error when one lacks its value).
+fn pairs<'a>(argv: &'a [Bytes], cmd: &str) -> Result<Pairs<'a>, Failure> {
+    let rest = Args::new(argv).rest();
+    if !rest.len().is_multiple_of(2) {
+        return Err(Failure(errors::wrong_arity(cmd)));
+    }
+    Ok(rest
         .chunks_exact(2)
         .map(|c| (&c[0][..], &c[1][..]))
-        .collect()
+        .collect())
 }
 
-fn mset(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if argv.len().is_multiple_of(2) {
-        return errors::wrong_arity("mset");
+fn mset(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let pairs = pairs(argv, "mset")?;
+    ctx.session.db.mset(&pairs)?;
+    for (k, _) in pairs {
+        ctx.notify(STRING, "set", k);
     }
-    match ctx.session.db.mset(&pairs(argv)) {
-        Ok(()) => {
-            for (k, _) in pairs(argv) {
-                ctx.notify(STRING, "set", k);
-            }
-            Frame::ok()
+    Ok(Frame::ok())
+}
+
+fn msetnx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let pairs = pairs(argv, "msetnx")?;
+    let done = ctx.session.db.msetnx(&pairs)?;
+    if done {
+        for (k, _) in pairs {
+            ctx.notify(STRING, "set", k);
         }
-        Err(e) => errors::from_db(e),
     }
+    Ok(Frame::Integer(done as i64))
 }
 
-fn msetnx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if argv.len().is_multiple_of(2) {
-        return errors::wrong_arity("msetnx");
-    }
-    match ctx.session.db.msetnx(&pairs(argv)) {
-        Ok(done) => {
-            if done {
-                for (k, _) in pairs(argv) {
-                    ctx.notify(STRING, "set", k);
-                }
-            }
-            Frame::Integer(done as i64)
-        }
-        Err(e) => errors::from_db(e),
-    }
-}
-
-fn getset(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn getset(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, value) = (a.key()?, a.value()?);
     let opts = SetOptions {
         get: true,
         ..Default::default()
     };
-    match ctx.session.db.set(&argv[1], &argv[2], opts) {
-        Ok(o) => {
-            ctx.notify(STRING, "set", &argv[1]);
-            Frame::bulk_or_null(o.old)
-        }
-        Err(e) => errors::from_db(e),
-    }
+    let out = ctx.session.db.set(key, value, opts)?;
+    ctx.notify(STRING, "set", key);
+    Ok(Frame::bulk_or_null(out.old))
 }
 
-fn getdel(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.getdel(&argv[1]) {
-        Ok(v) => {
-            if v.is_some() {
-                ctx.notify(GENERIC, "del", &argv[1]);
+fn getdel(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::new(argv).key()?;
+    let v = ctx.session.db.getdel(key)?;
+    if v.is_some() {
+        ctx.notify(GENERIC, "del", key);
+    }
+    Ok(Frame::bulk_or_null(v))
+}
+
+fn getex(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let o = set_options(&mut a, Grammar::GetEx)?;
+    let change = match o.expire {
+        Some((kind, v)) => GetExpiry::At(expire_ms(v, kind, "getex")?),
+        None if o.persist => GetExpiry::Persist,
+        None => GetExpiry::Unchanged,
+    };
+    // PERSIST raises an event only when there was a TTL to remove.
+    let had_ttl = matches!(change, GetExpiry::Persist)
+        && ctx.notifies(GENERIC)
+        && matches!(ctx.session.db.ttl(key), Ok(strata::Ttl::ExpiresAt(_)));
+    let v = ctx.session.db.getex(key, change)?;
+    if v.is_some() {
+        let absolute = o.expire.is_some_and(|(k, _)| k.absolute);
+        match change {
+            GetExpiry::At(ms) if ms <= strata::now_ms() && absolute => {
+                ctx.notify(GENERIC, "del", key)
             }
-            Frame::bulk_or_null(v)
+            GetExpiry::At(_) => ctx.notify(GENERIC, "expire", key),
+            GetExpiry::Persist if had_ttl => ctx.notify(GENERIC, "persist", key),
+            _ => {}
         }
-        Err(e) => errors::from_db(e),
     }
+    Ok(Frame::bulk_or_null(v))
 }
 
-fn getex(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let o = parse_set_options(argv, 2, Grammar::GetEx)?;
-        let change = match o.expire {
-            Some((s, abs, v)) => GetExpiry::At(expire_ms(v, s, abs, "getex")?),
-            None if o.persist => GetExpiry::Persist,
-            None => GetExpiry::Unchanged,
-        };
-        // PERSIST raises an event only when there was a TTL to remove.
-        let had_ttl = matches!(change, GetExpiry::Persist)
-            && ctx.notifies(GENERIC)
-            && matches!(ctx.session.db.ttl(&argv[1]), Ok(strata::Ttl::ExpiresAt(_)));
-        let v = db(ctx.session.db.getex(&argv[1], change))?;
-        if v.is_some() {
-            match change {
-                GetExpiry::At(ms) if ms <= strata::now_ms() && o.expire.is_some_and(|e| e.1) => {
-                    ctx.notify(GENERIC, "del", &argv[1])
-                }
-                GetExpiry::At(_) => ctx.notify(GENERIC, "expire", &argv[1]),
-                GetExpiry::Persist if had_ttl => ctx.notify(GENERIC, "persist", &argv[1]),
-                _ => {}
-            }
-        }
-        Ok(Frame::bulk_or_null(v))
-    })())
+fn append(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, value) = (a.key()?, a.value()?);
+    let n = ctx.session.db.append(key, value)?;
+    ctx.notify(STRING, "append", key);
+    Ok(Frame::Integer(n as i64))
 }
 
-fn append(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.append(&argv[1], &argv[2]) {
-        Ok(n) => {
-            ctx.notify(STRING, "append", &argv[1]);
-            Frame::Integer(n as i64)
-        }
-        Err(e) => errors::from_db(e),
+fn strlen(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::new(argv).key()?;
+    Ok(Frame::Integer(ctx.session.db.strlen(key)? as i64))
+}
+
+/// INCR and its variants: adds `delta` to the integer at `key`.
+fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> Reply {
+    let n = ctx.session.db.incr_by(key, delta)?;
+    ctx.notify(STRING, "incrby", key);
+    Ok(Frame::Integer(n))
+}
+
+fn incr(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::new(argv).key()?;
+    incr_by(ctx, key, 1)
+}
+
+fn decr(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::new(argv).key()?;
+    incr_by(ctx, key, -1)
+}
+
+fn incrby(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, delta) = (a.key()?, a.int()?);
+    incr_by(ctx, key, delta)
+}
+
+fn decrby(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, delta) = (a.key()?, a.int()?);
+    if delta == i64::MIN {
+        return Err(Failure::text(errors::DECREMENT_OVERFLOW));
     }
+    incr_by(ctx, key, -delta)
 }
 
-fn strlen(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.strlen(&argv[1]) {
-        Ok(n) => Frame::Integer(n as i64),
-        Err(e) => errors::from_db(e),
+fn incrbyfloat(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, delta) = (a.key()?, a.float()?);
+    let v = ctx.session.db.incr_by_float(key, delta)?;
+    ctx.notify(STRING, "incrbyfloat", key);
+    Ok(Frame::bulk(v))
+}
+
+fn getrange(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, start, end) = (a.key()?, a.int()?, a.int()?);
+    Ok(Frame::bulk(ctx.session.db.getrange(key, start, end)?))
+}
+
+fn setrange(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, offset) = (a.key()?, a.int()?);
+    if offset < 0 {
+        return Err(Failure::text(errors::OFFSET_OUT_OF_RANGE));
     }
-}
-
-fn incr_reply(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> Frame {
-    match ctx.session.db.incr_by(key, delta) {
-        Ok(n) => {
-            ctx.notify(STRING, "incrby", key);
-            Frame::Integer(n)
-        }
-        Err(e) => errors::from_db(e),
+    let value = a.value()?;
+    let n = ctx.session.db.setrange(key, offset as u64, value)?;
+    if !value.is_empty() {
+        ctx.notify(STRING, "setrange", key);
     }
-}
-
-fn incr(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    incr_reply(ctx, &argv[1], 1)
-}
-
-fn decr(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    incr_reply(ctx, &argv[1], -1)
-}
-
-fn incrby(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match args::int(&argv[2]) {
-        Ok(d) => incr_reply(ctx, &argv[1], d),
-        Err(e) => e,
-    }
-}
-
-fn decrby(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match args::int(&argv[2]) {
-        Ok(i64::MIN) => err(errors::DECREMENT_OVERFLOW),
-        Ok(d) => incr_reply(ctx, &argv[1], -d),
-        Err(e) => e,
-    }
-}
-
-fn incrbyfloat(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let delta = args::float(&argv[2])?;
-        let v = db(ctx.session.db.incr_by_float(&argv[1], delta))?;
-        ctx.notify(STRING, "incrbyfloat", &argv[1]);
-        Ok(Frame::bulk(v))
-    })())
-}
-
-fn getrange(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let start = args::int(&argv[2])?;
-        let end = args::int(&argv[3])?;
-        Ok(Frame::bulk(db(ctx
-            .session
-            .db
-            .getrange(&argv[1], start, end))?))
-    })())
-}
-
-fn setrange(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let offset = args::int(&argv[2])?;
-        if offset < 0 {
-            return Err(err(errors::OFFSET_OUT_OF_RANGE));
-        }
-        let n = db(ctx.session.db.setrange(&argv[1], offset as u64, &argv[3]))?;
-        if !argv[3].is_empty() {
-            ctx.notify(STRING, "setrange", &argv[1]);
-        }
-        Ok(Frame::Integer(n as i64))
-    })())
+    Ok(Frame::Integer(n as i64))
 }
 
 /// Largest transient LCS table (bytes) we agree to build.
 const LCS_TABLE_LIMIT: u64 = 512 << 20;
 
-fn lcs(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let (mut len, mut idx, mut withmatchlen, mut minmatchlen) = (false, false, false, 0i64);
-        let mut j = 3;
-        while j < argv.len() {
-            let a = &argv[j][..];
-            if is(a, "idx") {
-                idx = true;
-            } else if is(a, "len") {
-                len = true;
-            } else if is(a, "withmatchlen") {
-                withmatchlen = true;
-            } else if is(a, "minmatchlen") && j + 1 < argv.len() {
-                minmatchlen = args::int(&argv[j + 1])?.max(0);
-                j += 1;
-            } else {
-                return Err(err(errors::SYNTAX));
-            }
-            j += 1;
-        }
-        let fetch = |k: &[u8]| match ctx.session.db.get(k) {
-            Ok(v) => Ok(v.unwrap_or_default()),
-            Err(strata::Error::WrongType) => Err(err(errors::LCS_NOT_STRINGS)),
-            Err(e) => Err(errors::from_db(e)),
-        };
-        let a = fetch(&argv[1])?;
-        let b = fetch(&argv[2])?;
-        if len && idx {
-            return Err(err(errors::LCS_LEN_AND_IDX));
-        }
-        let r = strata::lcs(&a, &b, minmatchlen as u64, LCS_TABLE_LIMIT)
-            .map_err(|_| err(errors::LCS_TOO_BIG))?;
-        if idx {
-            let matches = r
-                .matches
-                .iter()
-                .map(|&((a0, a1), (b0, b1), l)| {
-                    let mut m = vec![
-                        Frame::Array(vec![Frame::Integer(a0 as i64), Frame::Integer(a1 as i64)]),
-                        Frame::Array(vec![Frame::Integer(b0 as i64), Frame::Integer(b1 as i64)]),
-                    ];
-                    if withmatchlen {
-                        m.push(Frame::Integer(l as i64));
-                    }
-                    Frame::Array(m)
-                })
-                .collect();
-            Ok(Frame::Map(vec![
-                (Frame::bulk("matches"), Frame::Array(matches)),
-                (Frame::bulk("len"), Frame::Integer(r.sequence.len() as i64)),
-            ]))
-        } else if len {
-            Ok(Frame::Integer(r.sequence.len() as i64))
+fn lcs(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (k1, k2) = (a.key()?, a.key()?);
+    let (mut len, mut idx, mut withmatchlen, mut minmatchlen) = (false, false, false, 0i64);
+    while !a.is_done() {
+        if a.opt("IDX") {
+            idx = true;
+        } else if a.opt("LEN") {
+            len = true;
+        } else if a.opt("WITHMATCHLEN") {
+            withmatchlen = true;
+        } else if a.remaining() >= 2 && a.opt("MINMATCHLEN") {
+            minmatchlen = a.int()?.max(0);
         } else {
-            Ok(Frame::bulk(r.sequence))
+            return Err(syntax());
         }
-    })())
+    }
+    let fetch = |k: &[u8]| match ctx.session.db.get(k) {
+        Ok(v) => Ok(v.unwrap_or_default()),
+        Err(strata::Error::WrongType) => Err(Failure::text(errors::LCS_NOT_STRINGS)),
+        Err(e) => Err(Failure::from(e)),
+    };
+    let (a, b) = (fetch(k1)?, fetch(k2)?);
+    if len && idx {
+        return Err(Failure::text(errors::LCS_LEN_AND_IDX));
+    }
+    let r = strata::lcs(&a, &b, minmatchlen as u64, LCS_TABLE_LIMIT)
+        .map_err(|_| Failure::text(errors::LCS_TOO_BIG))?;
+    if !idx {
+        return Ok(if len {
+            Frame::Integer(r.sequence.len() as i64)
+        } else {
+            Frame::bulk(r.sequence)
+        });
+    }
+    let range = |(from, to): (u64, u64)| {
+        Frame::Array(vec![Frame::Integer(from as i64), Frame::Integer(to as i64)])
+    };
+    let matches = r
+        .matches
+        .iter()
+        .map(|&(in_a, in_b, l)| {
+            let mut m = vec![range(in_a), range(in_b)];
+            if withmatchlen {
+                m.push(Frame::Integer(l as i64));
+            }
+            Frame::Array(m)
+        })
+        .collect();
+    Ok(Frame::Map(vec![
+        (Frame::bulk("matches"), Frame::Array(matches)),
+        (Frame::bulk("len"), Frame::Integer(r.sequence.len() as i64)),
+    ]))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::Harness;
+    use crate::Frame;
+
+    #[test]
+    fn set_then_get_round_trips_and_options_conflict() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["SET", "k", "v"]), Frame::ok());
+        assert_eq!(h.run(&["GET", "k"]), Frame::bulk("v"));
+        assert_eq!(h.run(&["SET", "k", "w", "NX"]), Frame::Null);
+        assert_eq!(h.run(&["SET", "k", "w", "XX", "GET"]), Frame::bulk("v"));
+        assert_eq!(h.error(&["SET", "k", "v", "NX", "XX"]), "ERR syntax error");
+        assert_eq!(
+            h.error(&["SET", "k", "v", "EX", "1", "PX", "1"]),
+            "ERR syntax error"
+        );
+        assert_eq!(h.error(&["SET", "k", "v", "EX"]), "ERR syntax error");
+        assert_eq!(
+            h.error(&["SET", "k", "v", "EX", "0"]),
+            "ERR invalid expire time in 'set' command"
+        );
+        assert_eq!(
+            h.run(&["SET", "k", "v", "EX", "100", "EX", "200"]),
+            Frame::ok()
+        );
+    }
+
+    #[test]
+    fn counters_reply_integers_and_storage_errors_in_redis_text() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["INCRBY", "n", "5"]), Frame::Integer(5));
+        assert_eq!(h.run(&["DECR", "n"]), Frame::Integer(4));
+        assert_eq!(
+            h.error(&["INCRBY", "n", "x"]),
+            "ERR value is not an integer or out of range"
+        );
+        assert_eq!(
+            h.error(&["DECRBY", "n", "-9223372036854775808"]),
+            "ERR decrement would overflow"
+        );
+        h.run(&["RPUSH", "l", "a"]);
+        assert_eq!(
+            h.error(&["INCR", "l"]),
+            "WRONGTYPE Operation against a key holding the wrong kind of value"
+        );
+        assert_eq!(h.run(&["INCRBYFLOAT", "f", "1.5"]), Frame::bulk("1.5"));
+    }
+
+    #[test]
+    fn ranges_and_multi_key_commands() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["MSET", "a", "hello", "b", "x"]), Frame::ok());
+        assert_eq!(
+            h.error(&["MSET", "a", "1", "b"]),
+            "ERR wrong number of arguments for 'mset' command"
+        );
+        assert_eq!(h.run(&["GETRANGE", "a", "1", "-2"]), Frame::bulk("ell"));
+        assert_eq!(
+            h.error(&["SETRANGE", "a", "-1", "x"]),
+            "ERR offset is out of range"
+        );
+        assert_eq!(h.run(&["SETRANGE", "a", "5", "!"]), Frame::Integer(6));
+        assert_eq!(h.run(&["MSETNX", "a", "1", "c", "2"]), Frame::Integer(0));
+        assert_eq!(
+            h.run(&["MGET", "a", "c"]),
+            Frame::Array(vec![Frame::bulk("hello!"), Frame::Null])
+        );
+        assert_eq!(h.run(&["LCS", "a", "b", "LEN"]), Frame::Integer(0));
+        assert_eq!(
+            h.error(&["LCS", "a", "b", "MINMATCHLEN"]),
+            "ERR syntax error"
+        );
+    }
 }

@@ -3,6 +3,11 @@
 
 use std::sync::Arc;
 
+#[cfg(test)]
+use bytes::Bytes;
+#[cfg(test)]
+use strata_resp::Frame;
+
 use crate::scripting::ScriptCache;
 use crate::watch::Watches;
 use crate::{KillFilter, ServerApi, Session};
@@ -60,5 +65,58 @@ impl ServerApi for NoServer {
     }
     fn functions(&self) -> &Arc<crate::scripting::functions::FunctionRegistry> {
         &self.functions
+    }
+}
+
+/// A connection of its own on a fresh temporary database, running commands through
+/// [`crate::execute`] with a [`NoServer`]: the in-process test bench of the families' unit
+/// tests.
+#[cfg(test)]
+pub struct Harness {
+    _dir: tempfile::TempDir,
+    session: Session,
+    server: NoServer,
+}
+
+#[cfg(test)]
+impl Default for Harness {
+    fn default() -> Harness {
+        Harness::new()
+    }
+}
+
+#[cfg(test)]
+impl Harness {
+    /// A new database in a temporary directory, and a session on it.
+    #[allow(clippy::expect_used)]
+    pub fn new() -> Harness {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let db = strata::Db::open(dir.path()).expect("open a temporary database");
+        Harness {
+            _dir: dir,
+            session: Session::new(1, db, false),
+            server: NoServer::default(),
+        }
+    }
+
+    /// Runs one command; its reply.
+    pub fn run(&mut self, words: &[&str]) -> Frame {
+        let argv: Vec<Bytes> = words
+            .iter()
+            .map(|w| Bytes::copy_from_slice(w.as_bytes()))
+            .collect();
+        let mut ctx = crate::Ctx {
+            session: &mut self.session,
+            server: &self.server,
+        };
+        crate::execute(&mut ctx, &argv)
+    }
+
+    /// Runs one command that must fail; the error text (panics on any other reply).
+    pub fn error(&mut self, words: &[&str]) -> String {
+        match self.run(words) {
+            Frame::Error(e) => String::from_utf8_lossy(&e).into_owned(),
+            other => panic!("{words:?} answered {other:?}, not an error"),
+        }
     }
 }

@@ -27,7 +27,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::TRANSACTION),
-        handler: multi,
+        handler: plain!(multi),
         docs: Docs {
             group: "transactions",
             since: "1.2.0",
@@ -44,7 +44,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::TRANSACTION),
-        handler: exec,
+        handler: plain!(exec),
         docs: Docs {
             group: "transactions",
             since: "1.2.0",
@@ -61,7 +61,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::TRANSACTION),
-        handler: discard,
+        handler: plain!(discard),
         docs: Docs {
             group: "transactions",
             since: "2.0.0",
@@ -78,7 +78,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::Range(Range::new(1, -1, 1)),
         key_specs: &[KeySpec::range(RO, 1, -1, 1, 0)],
         acl: Acl(acl::TRANSACTION),
-        handler: watch,
+        handler: plain!(watch),
         docs: Docs {
             group: "transactions",
             since: "2.2.0",
@@ -95,7 +95,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::TRANSACTION),
-        handler: unwatch,
+        handler: plain!(unwatch),
         docs: Docs {
             group: "transactions",
             since: "2.2.0",

@@ -30,7 +30,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zadd,
+        handler: plain!(zadd),
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -49,7 +49,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zincrby,
+        handler: plain!(zincrby),
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -68,7 +68,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrem,
+        handler: plain!(zrem),
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -87,7 +87,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zcard,
+        handler: plain!(zcard),
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -106,7 +106,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zscore,
+        handler: plain!(zscore),
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -125,7 +125,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zmscore,
+        handler: plain!(zmscore),
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -144,7 +144,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrank,
+        handler: plain!(zrank),
         docs: Docs {
             group: "sorted-set",
             since: "2.0.0",
@@ -163,7 +163,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrevrank,
+        handler: plain!(zrevrank),
         docs: Docs {
             group: "sorted-set",
             since: "2.0.0",
@@ -182,7 +182,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zcount,
+        handler: plain!(zcount),
         docs: Docs {
             group: "sorted-set",
             since: "2.0.0",
@@ -201,7 +201,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zlexcount,
+        handler: plain!(zlexcount),
         docs: Docs {
             group: "sorted-set",
             since: "2.8.9",
@@ -220,7 +220,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrange,
+        handler: plain!(zrange),
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -240,7 +240,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 2, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrangestore,
+        handler: plain!(zrangestore),
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -259,7 +259,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrevrange,
+        handler: plain!(zrevrange),
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -278,7 +278,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrangebyscore,
+        handler: plain!(zrangebyscore),
         docs: Docs {
             group: "sorted-set",
             since: "1.0.5",
@@ -297,7 +297,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrevrangebyscore,
+        handler: plain!(zrevrangebyscore),
         docs: Docs {
             group: "sorted-set",
             since: "2.2.0",
@@ -316,7 +316,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrangebylex,
+        handler: plain!(zrangebylex),
         docs: Docs {
             group: "sorted-set",
             since: "2.8.9",
@@ -335,7 +335,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrevrangebylex,
+        handler: plain!(zrevrangebylex),
         docs: Docs {
             group: "sorted-set",
             since: "2.8.9",
@@ -354,7 +354,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zremrangebyrank,
+        handler: plain!(zremrangebyrank),
         docs: Docs {
             group: "sorted-set",
             since: "2.0.0",
@@ -373,7 +373,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zremrangebyscore,
+        handler: plain!(zremrangebyscore),
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -392,7 +392,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zremrangebylex,
+        handler: plain!(zremrangebylex),
         docs: Docs {
             group: "sorted-set",
             since: "2.8.9",
@@ -411,7 +411,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zpopmin,
+        handler: plain!(zpopmin),
         docs: Docs {
             group: "sorted-set",
             since: "5.0.0",
@@ -430,7 +430,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zpopmax,
+        handler: plain!(zpopmax),
         docs: Docs {
             group: "sorted-set",
             since: "5.0.0",
@@ -449,7 +449,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | DELETE, 1, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zmpop,
+        handler: plain!(zmpop),
         docs: Docs {
             group: "sorted-set",
             since: "7.0.0",
@@ -468,7 +468,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrandmember,
+        handler: plain!(zrandmember),
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -487,7 +487,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 1, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zunion,
+        handler: plain!(zunion),
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -506,7 +506,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 1, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zinter,
+        handler: plain!(zinter),
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -525,7 +525,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 1, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zdiff,
+        handler: plain!(zdiff),
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -545,7 +545,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zunionstore,
+        handler: plain!(zunionstore),
         docs: Docs {
             group: "sorted-set",
             since: "2.0.0",
@@ -565,7 +565,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zinterstore,
+        handler: plain!(zinterstore),
         docs: Docs {
             group: "sorted-set",
             since: "2.0.0",
@@ -585,7 +585,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zdiffstore,
+        handler: plain!(zdiffstore),
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -604,7 +604,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 1, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zintercard,
+        handler: plain!(zintercard),
         docs: Docs {
             group: "sorted-set",
             since: "7.0.0",
@@ -623,7 +623,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zscan,
+        handler: plain!(zscan),
         docs: Docs {
             group: "sorted-set",
             since: "2.8.0",

@@ -1,12 +1,13 @@
 //! Hash commands: HSET, HGET, HGETALL, HINCRBY, HRANDFIELD, HSCAN and the rest. Each row of
-//! `COMMANDS` names its handler below; handlers parse, call `strata::Db`, and reply.
+//! `COMMANDS` names its handler below; handlers read their arguments with the cursor ([`Args`]),
+//! call `strata::Db`, and reply, `?` carrying errors.
 
 use bytes::Bytes;
 use strata_resp::{Frame, Protocol};
 
-use crate::args::{self, db, is, reply};
 use crate::command::*;
-use crate::errors::{self, err};
+use crate::cursor::{Args, Failure, Reply};
+use crate::errors;
 use crate::notify::HASH;
 use crate::scan;
 use crate::Ctx;
@@ -22,7 +23,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: plain!(hset),
+        handler: hset,
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -41,7 +42,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: plain!(hsetnx),
+        handler: hsetnx,
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -60,7 +61,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: plain!(hget),
+        handler: hget,
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -79,7 +80,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: plain!(hmget),
+        handler: hmget,
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -98,7 +99,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: plain!(hmset),
+        handler: hmset,
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -117,7 +118,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: plain!(hdel),
+        handler: hdel,
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -136,7 +137,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: plain!(hlen),
+        handler: hlen,
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -155,7 +156,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: plain!(hstrlen),
+        handler: hstrlen,
         docs: Docs {
             group: "hash",
             since: "3.2.0",
@@ -174,7 +175,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: plain!(hexists),
+        handler: hexists,
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -193,7 +194,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: plain!(hkeys),
+        handler: hkeys,
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -212,7 +213,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: plain!(hvals),
+        handler: hvals,
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -231,7 +232,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: plain!(hgetall),
+        handler: hgetall,
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -250,7 +251,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: plain!(hincrby),
+        handler: hincrby,
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -269,7 +270,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: plain!(hincrbyfloat),
+        handler: hincrbyfloat,
         docs: Docs {
             group: "hash",
             since: "2.6.0",
@@ -288,7 +289,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: plain!(hrandfield),
+        handler: hrandfield,
         docs: Docs {
             group: "hash",
             since: "6.2.0",
@@ -307,7 +308,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: plain!(hscan),
+        handler: hscan,
         docs: Docs {
             group: "hash",
             since: "2.8.0",
@@ -319,230 +320,281 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-/// `(field, value)` pairs of argv[2..]; None when a value is missing.
-fn field_pairs(argv: &[Bytes]) -> Option<Vec<(&[u8], &[u8])>> {
-    let rest = &argv[2..];
+/// Field-value pairs.
+type Pairs<'a> = Vec<(&'a [u8], &'a [u8])>;
+
+/// The `(field, value)` pairs after the key: a wrong arity error for `cmd` when there are none
+/// or a value is missing.
+fn field_pairs<'a>(a: &mut Args<'a>, cmd: &str) -> Result<Pairs<'a>, Failure> {
+    let rest = a.rest();
     if rest.is_empty() || !rest.len().is_multiple_of(2) {
-        return None;
+        return Err(Failure(errors::wrong_arity(cmd)));
     }
-    Some(
-        rest.chunks_exact(2)
-            .map(|c| (&c[0][..], &c[1][..]))
-            .collect(),
-    )
+    Ok(rest
+        .chunks_exact(2)
+        .map(|c| (&c[0][..], &c[1][..]))
+        .collect())
 }
 
-fn hset(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let Some(pairs) = field_pairs(argv) else {
-        return errors::wrong_arity("hset");
-    };
-    match ctx.session.db.hset(&argv[1], &pairs) {
-        Ok(n) => {
-            ctx.notify(HASH, "hset", &argv[1]);
-            Frame::Integer(n as i64)
-        }
-        Err(e) => errors::from_db(e),
-    }
+/// The remaining arguments as byte slices (fields).
+fn fields<'a>(a: &mut Args<'a>) -> Vec<&'a [u8]> {
+    a.rest().iter().map(|f| &f[..]).collect()
 }
 
-fn hmset(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let Some(pairs) = field_pairs(argv) else {
-        return errors::wrong_arity("hmset");
-    };
-    match ctx.session.db.hset(&argv[1], &pairs) {
-        Ok(_) => {
-            ctx.notify(HASH, "hset", &argv[1]);
-            Frame::ok()
-        }
-        Err(e) => errors::from_db(e),
-    }
+fn hset(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let pairs = field_pairs(&mut a, "hset")?;
+    let n = ctx.session.db.hset(key, &pairs)?;
+    ctx.notify(HASH, "hset", key);
+    Ok(Frame::Integer(n as i64))
 }
 
-fn hsetnx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.hsetnx(&argv[1], &argv[2], &argv[3]) {
-        Ok(done) => {
-            if done {
-                ctx.notify(HASH, "hset", &argv[1]);
-            }
-            Frame::Integer(done as i64)
-        }
-        Err(e) => errors::from_db(e),
-    }
+fn hmset(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let pairs = field_pairs(&mut a, "hmset")?;
+    ctx.session.db.hset(key, &pairs)?;
+    ctx.notify(HASH, "hset", key);
+    Ok(Frame::ok())
 }
 
-fn hget(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.hget(&argv[1], &argv[2]) {
-        Ok(v) => Frame::bulk_or_null(v),
-        Err(e) => errors::from_db(e),
+fn hsetnx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, field, value) = (a.key()?, a.value()?, a.value()?);
+    let done = ctx.session.db.hsetnx(key, field, value)?;
+    if done {
+        ctx.notify(HASH, "hset", key);
     }
+    Ok(Frame::Integer(done as i64))
 }
 
-fn hmget(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.hmget(&argv[1], &args::slices(&argv[2..])) {
-        Ok(values) => Frame::Array(values.into_iter().map(Frame::bulk_or_null).collect()),
-        Err(e) => errors::from_db(e),
-    }
+fn hget(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, field) = (a.key()?, a.value()?);
+    Ok(Frame::bulk_or_null(ctx.session.db.hget(key, field)?))
 }
 
-fn hdel(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.hdel(&argv[1], &args::slices(&argv[2..])) {
-        Ok(n) => {
-            if n > 0 {
-                ctx.notify(HASH, "hdel", &argv[1]);
-                crate::notify::del_if_gone(ctx, &argv[1]);
-            }
-            Frame::Integer(n as i64)
-        }
-        Err(e) => errors::from_db(e),
-    }
+fn hmget(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let values = ctx.session.db.hmget(key, &fields(&mut a))?;
+    Ok(Frame::Array(
+        values.into_iter().map(Frame::bulk_or_null).collect(),
+    ))
 }
 
-fn hlen(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.hlen(&argv[1]) {
-        Ok(n) => Frame::Integer(n as i64),
-        Err(e) => errors::from_db(e),
+fn hdel(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let n = ctx.session.db.hdel(key, &fields(&mut a))?;
+    if n > 0 {
+        ctx.notify(HASH, "hdel", key);
+        crate::notify::del_if_gone(ctx, key);
     }
+    Ok(Frame::Integer(n as i64))
 }
 
-fn hstrlen(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.hstrlen(&argv[1], &argv[2]) {
-        Ok(n) => Frame::Integer(n as i64),
-        Err(e) => errors::from_db(e),
-    }
+fn hlen(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::new(argv).key()?;
+    Ok(Frame::Integer(ctx.session.db.hlen(key)? as i64))
 }
 
-fn hexists(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.hexists(&argv[1], &argv[2]) {
-        Ok(b) => Frame::Integer(b as i64),
-        Err(e) => errors::from_db(e),
-    }
+fn hstrlen(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, field) = (a.key()?, a.value()?);
+    Ok(Frame::Integer(ctx.session.db.hstrlen(key, field)? as i64))
 }
 
-fn hkeys(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn hexists(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, field) = (a.key()?, a.value()?);
+    Ok(Frame::Integer(ctx.session.db.hexists(key, field)? as i64))
+}
+
+fn hkeys(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::new(argv).key()?;
     let mut out = Vec::new();
-    match ctx
-        .session
+    ctx.session
         .db
-        .hash_each(&argv[1], |f, _| out.push(Frame::bulk_from_slice(f)))
-    {
-        Ok(()) => Frame::Array(out),
-        Err(e) => errors::from_db(e),
-    }
+        .hash_each(key, |f, _| out.push(Frame::bulk_from_slice(f)))?;
+    Ok(Frame::Array(out))
 }
 
-fn hvals(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn hvals(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::new(argv).key()?;
     let mut out = Vec::new();
-    match ctx
-        .session
+    ctx.session
         .db
-        .hash_each(&argv[1], |_, v| out.push(Frame::bulk_from_slice(v)))
-    {
-        Ok(()) => Frame::Array(out),
-        Err(e) => errors::from_db(e),
-    }
+        .hash_each(key, |_, v| out.push(Frame::bulk_from_slice(v)))?;
+    Ok(Frame::Array(out))
 }
 
-fn hgetall(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn hgetall(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::new(argv).key()?;
     let mut out = Vec::new();
-    match ctx.session.db.hash_each(&argv[1], |f, v| {
+    ctx.session.db.hash_each(key, |f, v| {
         out.push((Frame::bulk_from_slice(f), Frame::bulk_from_slice(v)))
-    }) {
-        Ok(()) => Frame::Map(out),
-        Err(e) => errors::from_db(e),
-    }
+    })?;
+    Ok(Frame::Map(out))
 }
 
 /// Maps a data-model error of HINCRBY/HINCRBYFLOAT: the arguments were parsed already, so a
 /// NotInteger/NotFloat is about the stored value.
-fn hincr_error(e: strata::Error) -> Frame {
+fn hincr_error(e: strata::Error) -> Failure {
     match e {
-        strata::Error::NotInteger => err(errors::HASH_NOT_INTEGER),
-        strata::Error::NotFloat => err(errors::HASH_NOT_FLOAT),
-        other => errors::from_db(other),
+        strata::Error::NotInteger => Failure::text(errors::HASH_NOT_INTEGER),
+        strata::Error::NotFloat => Failure::text(errors::HASH_NOT_FLOAT),
+        other => other.into(),
     }
 }
 
-fn hincrby(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let delta = args::int(&argv[3])?;
-        let n = ctx
-            .session
-            .db
-            .hincr_by(&argv[1], &argv[2], delta)
-            .map_err(hincr_error)?;
-        ctx.notify(HASH, "hincrby", &argv[1]);
-        Ok(Frame::Integer(n))
-    })())
+fn hincrby(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, field, delta) = (a.key()?, a.value()?, a.int()?);
+    let n = ctx
+        .session
+        .db
+        .hincr_by(key, field, delta)
+        .map_err(hincr_error)?;
+    ctx.notify(HASH, "hincrby", key);
+    Ok(Frame::Integer(n))
 }
 
-fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let delta = args::float(&argv[3])?;
-        if delta.is_infinite() {
-            return Err(err(errors::VALUE_NAN_OR_INF));
-        }
-        let v = ctx
-            .session
-            .db
-            .hincr_by_float(&argv[1], &argv[2], delta)
-            .map_err(hincr_error)?;
-        ctx.notify(HASH, "hincrbyfloat", &argv[1]);
-        Ok(Frame::bulk(v))
-    })())
+fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, field, delta) = (a.key()?, a.value()?, a.float()?);
+    if delta.is_infinite() {
+        return Err(Failure::text(errors::VALUE_NAN_OR_INF));
+    }
+    let v = ctx
+        .session
+        .db
+        .hincr_by_float(key, field, delta)
+        .map_err(hincr_error)?;
+    ctx.notify(HASH, "hincrbyfloat", key);
+    Ok(Frame::bulk(v))
 }
 
-fn hrandfield(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        if argv.len() == 2 {
-            return Ok(Frame::bulk_or_null(db(ctx
-                .session
-                .db
-                .hrandfield(&argv[1]))?));
+fn hrandfield(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    if a.is_done() {
+        return Ok(Frame::bulk_or_null(ctx.session.db.hrandfield(key)?));
+    }
+    let count = crate::args::random_count(a.value()?)?;
+    let withvalues = a.opt("WITHVALUES");
+    a.finish()?;
+    if withvalues && !(-i64::MAX / 2..=i64::MAX / 2).contains(&count) {
+        return Err(Failure::text(errors::VALUE_OUT_OF_RANGE));
+    }
+    let pairs = ctx.session.db.hrandfield_count(key, count)?;
+    Ok(if !withvalues {
+        Frame::Array(pairs.into_iter().map(|(f, _)| Frame::bulk(f)).collect())
+    } else if ctx.session.protocol == Protocol::Resp3 {
+        Frame::Array(
+            pairs
+                .into_iter()
+                .map(|(f, v)| Frame::Array(vec![Frame::bulk(f), Frame::bulk(v)]))
+                .collect(),
+        )
+    } else {
+        let mut out = Vec::with_capacity(pairs.len() * 2);
+        for (f, v) in pairs {
+            out.push(Frame::bulk(f));
+            out.push(Frame::bulk(v));
         }
-        let count = args::random_count(&argv[2])?;
-        let withvalues = match argv.len() {
-            3 => false,
-            4 if is(&argv[3], "withvalues") => true,
-            _ => return Err(err(errors::SYNTAX)),
-        };
-        if withvalues && !(-i64::MAX / 2..=i64::MAX / 2).contains(&count) {
-            return Err(err(errors::VALUE_OUT_OF_RANGE));
-        }
-        let pairs = db(ctx.session.db.hrandfield_count(&argv[1], count))?;
-        Ok(if !withvalues {
-            Frame::Array(pairs.into_iter().map(|(f, _)| Frame::bulk(f)).collect())
-        } else if ctx.session.protocol == Protocol::Resp3 {
-            Frame::Array(
-                pairs
-                    .into_iter()
-                    .map(|(f, v)| Frame::Array(vec![Frame::bulk(f), Frame::bulk(v)]))
-                    .collect(),
-            )
-        } else {
-            let mut out = Vec::with_capacity(pairs.len() * 2);
-            for (f, v) in pairs {
-                out.push(Frame::bulk(f));
-                out.push(Frame::bulk(v));
-            }
-            Frame::Array(out)
-        })
-    })())
+        Frame::Array(out)
+    })
 }
 
-fn hscan(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let cursor = scan::cursor(&argv[2])?;
-        // A missing key answers an empty scan before the options are read (as Redis does).
-        if db(ctx.session.db.hlen(&argv[1]))? == 0 {
-            return Ok(scan::reply(0, Vec::new()));
-        }
-        let (pattern, count) = scan::options(argv)?;
-        let page = db(ctx.session.db.hscan(&argv[1], cursor, pattern, count))?;
-        let mut items = Vec::with_capacity(page.pairs.len() * 2);
-        for (f, v) in page.pairs {
-            items.push(Frame::bulk(f));
-            items.push(Frame::bulk(v));
-        }
-        Ok(scan::reply(page.cursor, items))
-    })())
+fn hscan(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let cursor = scan::cursor(a.value()?)?;
+    // A missing key answers an empty scan before the options are read (as Redis does).
+    if ctx.session.db.hlen(key)? == 0 {
+        return Ok(scan::reply(0, Vec::new()));
+    }
+    let (pattern, count) = scan::options(argv)?;
+    let page = ctx.session.db.hscan(key, cursor, pattern, count)?;
+    let mut items = Vec::with_capacity(page.pairs.len() * 2);
+    for (f, v) in page.pairs {
+        items.push(Frame::bulk(f));
+        items.push(Frame::bulk(v));
+    }
+    Ok(scan::reply(page.cursor, items))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::Harness;
+    use crate::Frame;
+
+    #[test]
+    fn fields_are_set_read_and_deleted() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["HSET", "h", "a", "1", "b", "2"]), Frame::Integer(2));
+        assert_eq!(
+            h.error(&["HSET", "h", "a"]),
+            "ERR wrong number of arguments for 'hset' command"
+        );
+        assert_eq!(h.run(&["HSETNX", "h", "a", "9"]), Frame::Integer(0));
+        assert_eq!(h.run(&["HGET", "h", "a"]), Frame::bulk("1"));
+        assert_eq!(
+            h.run(&["HMGET", "h", "a", "zz"]),
+            Frame::Array(vec![Frame::bulk("1"), Frame::Null])
+        );
+        assert_eq!(h.run(&["HLEN", "h"]), Frame::Integer(2));
+        assert_eq!(h.run(&["HSTRLEN", "h", "b"]), Frame::Integer(1));
+        assert_eq!(h.run(&["HDEL", "h", "a", "b", "c"]), Frame::Integer(2));
+        assert_eq!(h.run(&["EXISTS", "h"]), Frame::Integer(0));
+    }
+
+    #[test]
+    fn increments_name_the_stored_value_in_their_errors() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["HINCRBY", "h", "n", "3"]), Frame::Integer(3));
+        assert_eq!(
+            h.error(&["HINCRBY", "h", "n", "x"]),
+            "ERR value is not an integer or out of range"
+        );
+        h.run(&["HSET", "h", "s", "abc"]);
+        assert_eq!(
+            h.error(&["HINCRBY", "h", "s", "1"]),
+            "ERR hash value is not an integer"
+        );
+        assert_eq!(
+            h.error(&["HINCRBYFLOAT", "h", "s", "1"]),
+            "ERR hash value is not a float"
+        );
+        h.run(&["SET", "str", "x"]);
+        assert_eq!(
+            h.error(&["HGET", "str", "f"]),
+            "WRONGTYPE Operation against a key holding the wrong kind of value"
+        );
+    }
+
+    #[test]
+    fn random_fields_and_scans_check_their_options() {
+        let mut h = Harness::new();
+        h.run(&["HSET", "h", "a", "1"]);
+        assert_eq!(
+            h.run(&["HRANDFIELD", "h", "1", "WITHVALUES"]),
+            Frame::Array(vec![Frame::bulk("a"), Frame::bulk("1")])
+        );
+        assert_eq!(
+            h.error(&["HRANDFIELD", "h", "1", "NOPE"]),
+            "ERR syntax error"
+        );
+        assert_eq!(h.error(&["HSCAN", "h", "x"]), "ERR invalid cursor");
+        assert_eq!(
+            h.run(&["HSCAN", "nokey", "0", "COUNT", "0"]),
+            Frame::Array(vec![Frame::bulk("0"), Frame::Array(vec![])])
+        );
+        assert_eq!(
+            h.error(&["HSCAN", "h", "0", "COUNT", "0"]),
+            "ERR syntax error"
+        );
+    }
 }

@@ -401,22 +401,15 @@ impl Range {
         Range { first, last, step }
     }
 
-    /// Pushes the positions of the keys in an `argc`-argument call.
-    fn positions(self, argc: usize, out: &mut Vec<usize>) {
-        if self.first == 0 || argc <= self.first as usize {
-            return;
-        }
-        let last = if self.last < 0 {
-            argc as i64 + self.last as i64
-        } else {
-            self.last as i64
+    /// The positions of the keys in an `argc`-argument call.
+    fn positions(self, argc: usize) -> impl Iterator<Item = usize> {
+        let last = match (self.first, self.last) {
+            (0, _) => -1,
+            (_, l) if l < 0 => argc as i64 + l as i64,
+            (_, l) => l as i64,
         };
-        let step = self.step.max(1) as usize;
-        let mut i = self.first as usize;
-        while (i as i64) <= last && i < argc {
-            out.push(i);
-            i += step;
-        }
+        let end = (last + 1).clamp(0, argc as i64) as usize;
+        (self.first as usize..end).step_by(self.step.max(1) as usize)
     }
 }
 
@@ -533,41 +526,42 @@ impl CommandSpec {
 
     /// The positions of the keys in `argv` (argv[0] is the command name), each once, in order:
     /// the fixed ones, then the counted ones (or those a custom rule finds). None when the count
-    /// is negative or runs past the end of `argv`.
+    /// is negative or runs past the end of `argv`. (COMMAND GETKEYS; the dispatcher uses
+    /// [`CommandSpec::targets`].)
     pub fn key_positions(&self, argv: &[Bytes]) -> Option<Vec<usize>> {
-        let mut out = Vec::new();
-        self.keys.range().positions(argv.len(), &mut out);
-        match self.keys {
-            Keys::None | Keys::Range(_) => {}
-            Keys::Counted(_, at) => out.extend(counted(argv, at as usize)?),
-            Keys::Custom(_, find) => {
-                let mut extra = Vec::new();
-                find(argv, 0, &mut extra);
-                for (_, i) in extra {
-                    if !out.contains(&i) {
-                        out.push(i);
-                    }
-                }
+        if let Keys::Counted(_, at) = self.keys {
+            counted(argv, at as usize)?;
+        }
+        let mut targets = Vec::new();
+        self.targets(argv, 0, &mut targets);
+        let mut out: Vec<usize> = Vec::with_capacity(targets.len());
+        for (_, i) in targets {
+            if !out.contains(&i) {
+                out.push(i);
             }
         }
         Some(out)
     }
 
     /// The keys `argv` (a call of this command, run with database `db` selected) touches, as
-    /// `(database, argv index)` pairs, pushed onto `out`: [`CommandSpec::key_positions`] in `db`,
-    /// plus those a custom rule finds in other databases. A malformed count yields no keys.
+    /// `(database, argv index)` pairs, pushed onto `out`: the fixed ones and the counted ones in
+    /// `db`, plus those a custom rule finds (MOVE's key in the other database). Worked out once
+    /// per command by the dispatcher, which hands the list to locks, keyspace events, WATCH and
+    /// blocked-client wake-ups. A malformed count yields no keys at all (the command fails).
     pub fn targets(&self, argv: &[Bytes], db: u32, out: &mut Vec<(u32, usize)>) {
-        let mut fixed = Vec::new();
-        self.keys.range().positions(argv.len(), &mut fixed);
-        out.extend(fixed.into_iter().map(|i| (db, i)));
-        match self.keys {
-            Keys::None | Keys::Range(_) => {}
-            Keys::Counted(_, at) => {
-                if let Some(keys) = counted(argv, at as usize) {
-                    out.extend(keys.map(|i| (db, i)));
-                }
-            }
-            Keys::Custom(_, find) => find(argv, db, out),
+        let counted_keys = match self.keys {
+            Keys::Counted(_, at) => match counted(argv, at as usize) {
+                Some(keys) => Some(keys),
+                None => return,
+            },
+            _ => None,
+        };
+        out.extend(self.keys.range().positions(argv.len()).map(|i| (db, i)));
+        if let Some(keys) = counted_keys {
+            out.extend(keys.map(|i| (db, i)));
+        }
+        if let Keys::Custom(_, find) = self.keys {
+            find(argv, db, out);
         }
     }
 }
@@ -629,6 +623,17 @@ mod tests {
             f.names().collect::<Vec<_>>(),
             ["noscript", "fast", "no_auth"]
         );
+    }
+
+    #[test]
+    fn ranges_count_from_either_end() {
+        let all = |r: Range, argc| r.positions(argc).collect::<Vec<_>>();
+        assert_eq!(all(Range::new(1, -1, 2), 5), [1, 3]);
+        assert_eq!(all(Range::new(1, -2, 1), 4), [1, 2]);
+        assert_eq!(all(Range::new(2, 2, 1), 3), [2]);
+        assert_eq!(all(Range::new(2, 2, 1), 2), Vec::<usize>::new());
+        assert_eq!(all(Range::NONE, 4), Vec::<usize>::new());
+        assert_eq!(all(Range::new(1, -1, 1), 1), Vec::<usize>::new());
     }
 
     #[test]

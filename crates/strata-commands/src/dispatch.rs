@@ -77,6 +77,10 @@ fn refuse(ctx: &mut Ctx<'_>, reply: Frame) -> Frame {
 /// of the keys it names (shared for reads, exclusive for writes; see [`isolation`]) while the
 /// handler runs and WATCHed keys are touched, then wakes clients blocked on the written keys
 /// (after a transaction: once EXEC has released its locks, see [`Session::ready_keys`]).
+/// The command's keys are worked out once, from its row ([`CommandSpec::targets`]), and that
+/// one list serves the locks, lazy expiry, key-miss and new-key events, WATCH and the wake-ups.
+///
+/// [`Session::ready_keys`]: crate::Session::ready_keys
 pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Frame {
     ctx.server.note_command(ctx.session, spec.name);
     let write = spec.has(command::WRITE);
@@ -113,14 +117,14 @@ pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Fra
     // that could wait while holding others.
     let events = ctx.server.notify_flags();
     if events & notify::EXPIRED != 0 && complete {
-        notify::expire_due_keys(ctx, spec, argv);
+        notify::expire_due_keys(ctx, argv, &targets);
     }
     if events & notify::KEY_MISS != 0 && spec.has(command::READONLY) {
-        notify::key_misses(ctx, spec, argv);
+        notify::key_misses(ctx, argv, &targets);
     }
     let track_new = events & notify::NEW != 0 && write;
     if track_new {
-        notify::note_absent_keys(ctx, spec, argv);
+        notify::note_absent_keys(ctx, argv, &targets);
     }
     let reply = crate::cursor::into_frame((spec.handler)(ctx, argv));
     if track_new {

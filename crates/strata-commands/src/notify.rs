@@ -7,7 +7,6 @@ use bytes::Bytes;
 
 use strata::ListEnd;
 
-use crate::command::CommandSpec;
 use crate::Ctx;
 
 /// `K`: publish on `__keyspace@<db>__:<key>`.
@@ -72,11 +71,20 @@ pub fn parse_flags(s: &str) -> u32 {
     }
 }
 
+/// The argv indexes of the command's keys in database `db`, each once, from the dispatcher's
+/// key list (`(database, argv index)` pairs).
+fn keys_in(db: u32, keys: &[(u32, usize)]) -> impl Iterator<Item = usize> + '_ {
+    keys.iter()
+        .enumerate()
+        .filter(move |&(n, &(d, i))| d == db && !keys[..n].contains(&(d, i)))
+        .map(|(_, &(_, i))| i)
+}
+
 /// Raises `keymiss` for each key of a read-only command that does not exist, before the
 /// command runs (Redis raises it from the lookup, before replying). OBJECT, which Redis looks
 /// up without events, is a container whose row has no keys.
-pub(crate) fn key_misses(ctx: &Ctx<'_>, spec: &CommandSpec, argv: &[Bytes]) {
-    for i in spec.key_positions(argv).unwrap_or_default() {
+pub(crate) fn key_misses(ctx: &Ctx<'_>, argv: &[Bytes], keys: &[(u32, usize)]) {
+    for i in keys_in(ctx.session.db.index(), keys) {
         if matches!(ctx.session.db.exists(&argv[i]), Ok(false)) {
             ctx.notify(KEY_MISS, "keymiss", &argv[i]);
         }
@@ -134,8 +142,8 @@ pub(crate) fn list_moved(
 
 /// Deletes the command's keys whose time has passed, raising `expired` for each (through the
 /// server's expiry hook), before the command looks at them, as Redis's lazy expiry does.
-pub(crate) fn expire_due_keys(ctx: &Ctx<'_>, spec: &CommandSpec, argv: &[Bytes]) {
-    for i in spec.key_positions(argv).unwrap_or_default() {
+pub(crate) fn expire_due_keys(ctx: &Ctx<'_>, argv: &[Bytes], keys: &[(u32, usize)]) {
+    for i in keys_in(ctx.session.db.index(), keys) {
         let _ = ctx.session.db.expire_if_due(&argv[i]);
     }
 }
@@ -147,12 +155,9 @@ thread_local! {
 }
 
 /// Before a write command runs with `n` events on: remembers which of its keys are absent.
-pub(crate) fn note_absent_keys(ctx: &Ctx<'_>, spec: &CommandSpec, argv: &[Bytes]) {
+pub(crate) fn note_absent_keys(ctx: &Ctx<'_>, argv: &[Bytes], keys: &[(u32, usize)]) {
     let db = ctx.session.db.index();
-    let absent: Vec<(u32, Bytes)> = spec
-        .key_positions(argv)
-        .unwrap_or_default()
-        .into_iter()
+    let absent: Vec<(u32, Bytes)> = keys_in(db, keys)
         .filter(|&i| matches!(ctx.session.db.exists(&argv[i]), Ok(false)))
         .map(|i| (db, argv[i].clone()))
         .collect();

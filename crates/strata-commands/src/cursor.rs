@@ -129,6 +129,12 @@ impl<'a> Args<'a> {
         r
     }
 
+    /// The arguments not read yet as byte slices (keys, members, fields); the cursor moves to
+    /// the end.
+    pub fn rest_slices(&mut self) -> Vec<&'a [u8]> {
+        self.rest().iter().map(|a| &a[..]).collect()
+    }
+
     /// How many arguments are left.
     #[inline]
     pub fn remaining(&self) -> usize {

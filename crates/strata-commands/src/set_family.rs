@@ -4,9 +4,9 @@
 use bytes::Bytes;
 use strata_resp::Frame;
 
-use crate::args::{self, db, is, reply, Parsed};
 use crate::command::*;
-use crate::errors::{self, err};
+use crate::cursor::{syntax, Args, Failure, Reply};
+use crate::errors;
 use crate::notify;
 use crate::scan;
 use crate::Ctx;
@@ -22,7 +22,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: plain!(sadd),
+        handler: sadd,
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -41,7 +41,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: plain!(srem),
+        handler: srem,
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -60,7 +60,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: plain!(sismember),
+        handler: sismember,
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -79,7 +79,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: plain!(smismember),
+        handler: smismember,
         docs: Docs {
             group: "set",
             since: "6.2.0",
@@ -98,7 +98,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: plain!(scard),
+        handler: scard,
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -117,7 +117,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: plain!(smembers),
+        handler: smembers,
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -136,7 +136,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: plain!(srandmember),
+        handler: srandmember,
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -155,7 +155,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: plain!(spop),
+        handler: spop,
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -175,7 +175,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 2, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: plain!(smove),
+        handler: smove,
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -194,7 +194,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, -1, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: plain!(sinter),
+        handler: sinter,
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -213,7 +213,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 1, 0, 1, 1),
         ],
         acl: Acl(acl::SET),
-        handler: plain!(sintercard),
+        handler: sintercard,
         docs: Docs {
             group: "set",
             since: "7.0.0",
@@ -233,7 +233,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 2, -1, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: plain!(sinterstore),
+        handler: sinterstore,
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -252,7 +252,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, -1, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: plain!(sunion),
+        handler: sunion,
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -272,7 +272,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 2, -1, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: plain!(sunionstore),
+        handler: sunionstore,
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -291,7 +291,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, -1, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: plain!(sdiff),
+        handler: sdiff,
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -311,7 +311,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 2, -1, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: plain!(sdiffstore),
+        handler: sdiffstore,
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -330,7 +330,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: plain!(sscan),
+        handler: sscan,
         docs: Docs {
             group: "set",
             since: "2.8.0",
@@ -350,238 +350,279 @@ fn members_array(members: Vec<Vec<u8>>) -> Frame {
     Frame::Array(members.into_iter().map(Frame::bulk).collect())
 }
 
-fn sadd(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.sadd(&argv[1], &args::slices(&argv[2..])) {
-        Ok(n) => {
-            if n > 0 {
-                ctx.notify(notify::SET, "sadd", &argv[1]);
-            }
-            Frame::Integer(n as i64)
+fn sadd(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let n = ctx.session.db.sadd(key, &a.rest_slices())?;
+    if n > 0 {
+        ctx.notify(notify::SET, "sadd", key);
+    }
+    Ok(Frame::Integer(n as i64))
+}
+
+fn srem(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let n = ctx.session.db.srem(key, &a.rest_slices())?;
+    if n > 0 {
+        ctx.notify(notify::SET, "srem", key);
+        notify::del_if_gone(ctx, key);
+    }
+    Ok(Frame::Integer(n as i64))
+}
+
+fn sismember(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, member) = (a.key()?, a.value()?);
+    Ok(Frame::Integer(ctx.session.db.sismember(key, member)? as i64))
+}
+
+fn smismember(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let found = ctx.session.db.smismember(key, &a.rest_slices())?;
+    Ok(Frame::Array(
+        found
+            .into_iter()
+            .map(|b| Frame::Integer(b as i64))
+            .collect(),
+    ))
+}
+
+fn scard(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::new(argv).key()?;
+    Ok(Frame::Integer(ctx.session.db.scard(key)? as i64))
+}
+
+fn smembers(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::new(argv).key()?;
+    Ok(members_set(ctx.session.db.smembers(key)?))
+}
+
+fn srandmember(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    if a.is_done() {
+        return Ok(Frame::bulk_or_null(ctx.session.db.srandmember(key)?));
+    }
+    if a.remaining() > 1 {
+        return Err(syntax());
+    }
+    let count = crate::args::random_count(a.value()?)?;
+    Ok(members_array(ctx.session.db.srandmember_count(key, count)?))
+}
+
+fn spop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    if a.is_done() {
+        let v = ctx.session.db.spop(key)?;
+        if v.is_some() {
+            ctx.notify(notify::SET, "spop", key);
+            notify::del_if_gone(ctx, key);
         }
-        Err(e) => errors::from_db(e),
+        return Ok(Frame::bulk_or_null(v));
     }
-}
-
-fn srem(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.srem(&argv[1], &args::slices(&argv[2..])) {
-        Ok(n) => {
-            if n > 0 {
-                ctx.notify(notify::SET, "srem", &argv[1]);
-                notify::del_if_gone(ctx, &argv[1]);
-            }
-            Frame::Integer(n as i64)
-        }
-        Err(e) => errors::from_db(e),
+    if a.remaining() > 1 {
+        return Err(syntax());
     }
-}
-
-fn sismember(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.sismember(&argv[1], &argv[2]) {
-        Ok(b) => Frame::Integer(b as i64),
-        Err(e) => errors::from_db(e),
+    let count = match strata::num::parse_i64(a.value()?) {
+        Some(n) if n >= 0 => n as u64,
+        _ => return Err(Failure::text(errors::OUT_OF_RANGE_MUST_BE_POSITIVE)),
+    };
+    let popped = ctx.session.db.spop_count(key, count)?;
+    if !popped.is_empty() {
+        ctx.notify(notify::SET, "spop", key);
+        notify::del_if_gone(ctx, key);
     }
+    Ok(members_set(popped))
 }
 
-fn smismember(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx
-        .session
-        .db
-        .smismember(&argv[1], &args::slices(&argv[2..]))
-    {
-        Ok(v) => Frame::Array(v.into_iter().map(|b| Frame::Integer(b as i64)).collect()),
-        Err(e) => errors::from_db(e),
-    }
-}
-
-fn scard(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.scard(&argv[1]) {
-        Ok(n) => Frame::Integer(n as i64),
-        Err(e) => errors::from_db(e),
-    }
-}
-
-fn smembers(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.smembers(&argv[1]) {
-        Ok(m) => members_set(m),
-        Err(e) => errors::from_db(e),
-    }
-}
-
-fn srandmember(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| match argv.len() {
-        2 => Ok(Frame::bulk_or_null(db(ctx
-            .session
-            .db
-            .srandmember(&argv[1]))?)),
-        3 => {
-            let count = args::random_count(&argv[2])?;
-            Ok(members_array(db(ctx
-                .session
-                .db
-                .srandmember_count(&argv[1], count))?))
-        }
-        _ => Err(err(errors::SYNTAX)),
-    })())
-}
-
-fn spop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| match argv.len() {
-        2 => {
-            let v = db(ctx.session.db.spop(&argv[1]))?;
-            if v.is_some() {
-                ctx.notify(notify::SET, "spop", &argv[1]);
-                notify::del_if_gone(ctx, &argv[1]);
-            }
-            Ok(Frame::bulk_or_null(v))
-        }
-        3 => {
-            let count = match strata::num::parse_i64(&argv[2]) {
-                Some(n) if n >= 0 => n as u64,
-                _ => return Err(err(errors::OUT_OF_RANGE_MUST_BE_POSITIVE)),
-            };
-            let popped = db(ctx.session.db.spop_count(&argv[1], count))?;
-            if !popped.is_empty() {
-                ctx.notify(notify::SET, "spop", &argv[1]);
-                notify::del_if_gone(ctx, &argv[1]);
-            }
-            Ok(members_set(popped))
-        }
-        _ => Err(err(errors::SYNTAX)),
-    })())
-}
-
-fn smove(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let already = argv[1] != argv[2]
+fn smove(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (src, dst, member) = (a.key()?, a.key()?, a.value()?);
+    let already = src != dst
         && ctx.notifies(notify::SET)
-        && matches!(ctx.session.db.sismember(&argv[2], &argv[3]), Ok(true));
-    match ctx.session.db.smove(&argv[1], &argv[2], &argv[3]) {
-        Ok(b) => {
-            if b && argv[1] != argv[2] {
-                ctx.notify(notify::SET, "srem", &argv[1]);
-                notify::del_if_gone(ctx, &argv[1]);
-                if !already {
-                    ctx.notify(notify::SET, "sadd", &argv[2]);
-                }
-            }
-            Frame::Integer(b as i64)
+        && matches!(ctx.session.db.sismember(dst, member), Ok(true));
+    let moved = ctx.session.db.smove(src, dst, member)?;
+    if moved && src != dst {
+        ctx.notify(notify::SET, "srem", src);
+        notify::del_if_gone(ctx, src);
+        if !already {
+            ctx.notify(notify::SET, "sadd", dst);
         }
-        Err(e) => errors::from_db(e),
     }
+    Ok(Frame::Integer(moved as i64))
 }
 
-fn sinter(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.sinter(&args::slices(&argv[1..])) {
-        Ok(m) => members_set(m),
-        Err(e) => errors::from_db(e),
-    }
+fn sinter(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let keys = Args::new(argv).rest_slices();
+    Ok(members_set(ctx.session.db.sinter(&keys)?))
 }
 
-fn sunion(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.sunion(&args::slices(&argv[1..])) {
-        Ok(m) => members_set(m),
-        Err(e) => errors::from_db(e),
-    }
+fn sunion(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let keys = Args::new(argv).rest_slices();
+    Ok(members_set(ctx.session.db.sunion(&keys)?))
 }
 
-fn sdiff(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.sdiff(&args::slices(&argv[1..])) {
-        Ok(m) => members_set(m),
-        Err(e) => errors::from_db(e),
-    }
+fn sdiff(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let keys = Args::new(argv).rest_slices();
+    Ok(members_set(ctx.session.db.sdiff(&keys)?))
 }
 
-fn sinterstore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let existed = notify::existed(ctx, notify::GENERIC, &argv[1]);
-    match ctx
-        .session
-        .db
-        .sinterstore(&argv[1], &args::slices(&argv[2..]))
-    {
-        Ok(n) => {
-            notify::stored(ctx, notify::SET, "sinterstore", &argv[1], n, existed);
-            Frame::Integer(n as i64)
-        }
-        Err(e) => errors::from_db(e),
-    }
+/// Which set operation a `*STORE` command stores.
+#[derive(Clone, Copy)]
+enum Op {
+    Inter,
+    Union,
+    Diff,
 }
 
-fn sunionstore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let existed = notify::existed(ctx, notify::GENERIC, &argv[1]);
-    match ctx
-        .session
-        .db
-        .sunionstore(&argv[1], &args::slices(&argv[2..]))
-    {
-        Ok(n) => {
-            notify::stored(ctx, notify::SET, "sunionstore", &argv[1], n, existed);
-            Frame::Integer(n as i64)
-        }
-        Err(e) => errors::from_db(e),
-    }
+/// SINTERSTORE / SUNIONSTORE / SDIFFSTORE destination key [key ...].
+fn store(ctx: &mut Ctx<'_>, argv: &[Bytes], op: Op, event: &str) -> Reply {
+    let mut a = Args::new(argv);
+    let dst = a.key()?;
+    let keys = a.rest_slices();
+    let existed = notify::existed(ctx, notify::GENERIC, dst);
+    let db = &ctx.session.db;
+    let n = match op {
+        Op::Inter => db.sinterstore(dst, &keys)?,
+        Op::Union => db.sunionstore(dst, &keys)?,
+        Op::Diff => db.sdiffstore(dst, &keys)?,
+    };
+    notify::stored(ctx, notify::SET, event, dst, n, existed);
+    Ok(Frame::Integer(n as i64))
 }
 
-fn sdiffstore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let existed = notify::existed(ctx, notify::GENERIC, &argv[1]);
-    match ctx
-        .session
-        .db
-        .sdiffstore(&argv[1], &args::slices(&argv[2..]))
-    {
-        Ok(n) => {
-            notify::stored(ctx, notify::SET, "sdiffstore", &argv[1], n, existed);
-            Frame::Integer(n as i64)
-        }
-        Err(e) => errors::from_db(e),
-    }
+fn sinterstore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    store(ctx, argv, Op::Inter, "sinterstore")
+}
+
+fn sunionstore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    store(ctx, argv, Op::Union, "sunionstore")
+}
+
+fn sdiffstore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    store(ctx, argv, Op::Diff, "sdiffstore")
 }
 
 /// SINTERCARD numkeys key [key ...] [LIMIT limit], parsed as Redis's sinterCardCommand does.
-fn sintercard_args(argv: &[Bytes]) -> Parsed<(Vec<&[u8]>, u64)> {
-    let numkeys = match strata::num::parse_i64(&argv[1]) {
+fn sintercard(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let numkeys = match strata::num::parse_i64(a.value()?) {
         Some(n) if n >= 1 => n as u64,
-        _ => return Err(err(errors::NUMKEYS_NOT_POSITIVE)),
+        _ => return Err(Failure::text(errors::NUMKEYS_NOT_POSITIVE)),
     };
-    if numkeys > (argv.len() - 2) as u64 {
-        return Err(err(errors::NUMKEYS_GREATER_THAN_ARGS));
+    if numkeys > a.remaining() as u64 {
+        return Err(Failure::text(errors::NUMKEYS_GREATER_THAN_ARGS));
     }
-    let first_option = 2 + numkeys as usize;
+    let keys: Vec<&[u8]> = (0..numkeys)
+        .map(|_| a.key().map(|k| &k[..]))
+        .collect::<Result<_, _>>()?;
     let mut limit = 0u64;
-    let mut j = first_option;
-    while j < argv.len() {
-        if is(&argv[j], "limit") && j + 1 < argv.len() {
-            limit = match strata::num::parse_i64(&argv[j + 1]) {
-                Some(n) if n >= 0 => n as u64,
-                _ => return Err(err(errors::LIMIT_NEGATIVE)),
-            };
-            j += 2;
-        } else {
-            return Err(err(errors::SYNTAX));
+    while !a.is_done() {
+        if a.remaining() < 2 || !a.opt("LIMIT") {
+            return Err(syntax());
         }
+        limit = match strata::num::parse_i64(a.value()?) {
+            Some(n) if n >= 0 => n as u64,
+            _ => return Err(Failure::text(errors::LIMIT_NEGATIVE)),
+        };
     }
-    Ok((args::slices(&argv[2..first_option]), limit))
+    Ok(Frame::Integer(
+        ctx.session.db.sintercard(&keys, limit)? as i64
+    ))
 }
 
-fn sintercard(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let (keys, limit) = sintercard_args(argv)?;
-        Ok(Frame::Integer(
-            db(ctx.session.db.sintercard(&keys, limit))? as i64
-        ))
-    })())
+fn sscan(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let cursor = scan::cursor(a.value()?)?;
+    // A missing key answers an empty scan before the options are read (as Redis does).
+    if ctx.session.db.scard(key)? == 0 {
+        return Ok(scan::reply(0, Vec::new()));
+    }
+    let (pattern, count) = scan::options(argv)?;
+    let page = ctx.session.db.sscan(key, cursor, pattern, count)?;
+    Ok(scan::reply(
+        page.cursor,
+        page.members.into_iter().map(Frame::bulk).collect(),
+    ))
 }
 
-fn sscan(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let cursor = scan::cursor(&argv[2])?;
-        // A missing key answers an empty scan before the options are read (as Redis does).
-        if db(ctx.session.db.scard(&argv[1]))? == 0 {
-            return Ok(scan::reply(0, Vec::new()));
-        }
-        let (pattern, count) = scan::options(argv)?;
-        let page = db(ctx.session.db.sscan(&argv[1], cursor, pattern, count))?;
-        Ok(scan::reply(
-            page.cursor,
-            page.members.into_iter().map(Frame::bulk).collect(),
-        ))
-    })())
+#[cfg(test)]
+mod tests {
+    use crate::testing::Harness;
+    use crate::Frame;
+
+    #[test]
+    fn members_are_added_tested_and_removed() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["SADD", "s", "a", "b", "a"]), Frame::Integer(2));
+        assert_eq!(h.run(&["SISMEMBER", "s", "a"]), Frame::Integer(1));
+        assert_eq!(
+            h.run(&["SMISMEMBER", "s", "a", "z"]),
+            Frame::Array(vec![Frame::Integer(1), Frame::Integer(0)])
+        );
+        assert_eq!(h.run(&["SCARD", "s"]), Frame::Integer(2));
+        assert_eq!(h.run(&["SMOVE", "s", "t", "a"]), Frame::Integer(1));
+        assert_eq!(h.run(&["SREM", "s", "b"]), Frame::Integer(1));
+        assert_eq!(h.run(&["EXISTS", "s"]), Frame::Integer(0));
+        h.run(&["SET", "str", "x"]);
+        assert_eq!(
+            h.error(&["SADD", "str", "a"]),
+            "WRONGTYPE Operation against a key holding the wrong kind of value"
+        );
+    }
+
+    #[test]
+    fn pops_and_random_members_check_their_count() {
+        let mut h = Harness::new();
+        h.run(&["SADD", "s", "a"]);
+        assert_eq!(
+            h.error(&["SPOP", "s", "-1"]),
+            "ERR value is out of range, must be positive"
+        );
+        assert_eq!(
+            h.error(&["SRANDMEMBER", "s", "x"]),
+            "ERR value is not an integer or out of range"
+        );
+        assert_eq!(
+            h.run(&["SRANDMEMBER", "s", "-2"]),
+            Frame::Array(vec![Frame::bulk("a"), Frame::bulk("a")])
+        );
+        assert_eq!(h.error(&["SPOP", "s", "x", "y"]), "ERR syntax error");
+        assert_eq!(h.error(&["SRANDMEMBER", "s", "x", "y"]), "ERR syntax error");
+        assert_eq!(h.run(&["SPOP", "s"]), Frame::bulk("a"));
+    }
+
+    #[test]
+    fn set_algebra_and_intersection_cardinality() {
+        let mut h = Harness::new();
+        h.run(&["SADD", "a", "1", "2", "3"]);
+        h.run(&["SADD", "b", "2", "3", "4"]);
+        assert_eq!(h.run(&["SINTERSTORE", "d", "a", "b"]), Frame::Integer(2));
+        assert_eq!(h.run(&["SDIFFSTORE", "d", "a", "b"]), Frame::Integer(1));
+        assert_eq!(h.run(&["SUNIONSTORE", "d", "a", "b"]), Frame::Integer(4));
+        assert_eq!(
+            h.run(&["SINTERCARD", "2", "a", "b", "LIMIT", "1"]),
+            Frame::Integer(1)
+        );
+        assert_eq!(
+            h.error(&["SINTERCARD", "0", "a"]),
+            "ERR numkeys should be greater than 0"
+        );
+        assert_eq!(
+            h.error(&["SINTERCARD", "3", "a", "b"]),
+            "ERR Number of keys can't be greater than number of args"
+        );
+        assert_eq!(
+            h.error(&["SINTERCARD", "1", "a", "LIMIT"]),
+            "ERR syntax error"
+        );
+        assert_eq!(
+            h.error(&["SINTERCARD", "1", "a", "LIMIT", "-1"]),
+            "ERR LIMIT can't be negative"
+        );
+    }
 }

@@ -7,9 +7,10 @@ use bytes::Bytes;
 use strata::ListEnd;
 use strata_resp::Frame;
 
-use crate::args::{self, db, is, reply, Parsed};
+use crate::args::end_arg;
 use crate::command::*;
-use crate::errors::{self, err};
+use crate::cursor::{syntax, Args, Failure, Reply};
+use crate::errors;
 use crate::notify;
 use crate::Ctx;
 
@@ -24,7 +25,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(lpush),
+        handler: lpush,
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -43,7 +44,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(rpush),
+        handler: rpush,
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -62,7 +63,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(lpushx),
+        handler: lpushx,
         docs: Docs {
             group: "list",
             since: "2.2.0",
@@ -81,7 +82,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(rpushx),
+        handler: rpushx,
         docs: Docs {
             group: "list",
             since: "2.2.0",
@@ -100,7 +101,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(lpop),
+        handler: lpop,
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -119,7 +120,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(rpop),
+        handler: rpop,
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -138,7 +139,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(llen),
+        handler: llen,
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -157,7 +158,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(lindex),
+        handler: lindex,
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -176,7 +177,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(lrange),
+        handler: lrange,
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -195,7 +196,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(lset),
+        handler: lset,
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -214,7 +215,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(linsert),
+        handler: linsert,
         docs: Docs {
             group: "list",
             since: "2.2.0",
@@ -233,7 +234,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(lrem),
+        handler: lrem,
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -252,7 +253,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(ltrim),
+        handler: ltrim,
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -271,7 +272,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(lpos),
+        handler: lpos,
         docs: Docs {
             group: "list",
             since: "6.0.6",
@@ -291,7 +292,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 2, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(lmove),
+        handler: lmove,
         docs: Docs {
             group: "list",
             since: "6.2.0",
@@ -311,7 +312,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 2, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(rpoplpush),
+        handler: rpoplpush,
         docs: Docs {
             group: "list",
             since: "1.2.0",
@@ -330,7 +331,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | DELETE, 1, 0, 1, 1),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(lmpop),
+        handler: lmpop,
         docs: Docs {
             group: "list",
             since: "7.0.0",
@@ -343,272 +344,318 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 /// A non-negative long; any failure replies `msg` (Redis's getPositiveLongFromObjectOrReply).
-fn positive(a: &[u8], msg: &str) -> Parsed<u64> {
+fn positive(a: &[u8], msg: &str) -> Result<u64, Failure> {
     match strata::num::parse_i64(a) {
         Some(n) if n >= 0 => Ok(n as u64),
-        _ => Err(err(msg)),
+        _ => Err(Failure::text(msg)),
     }
 }
 
 /// A long of at least 1; any failure replies `msg`.
-fn at_least_one(a: &[u8], msg: &str) -> Parsed<u64> {
+fn at_least_one(a: &[u8], msg: &str) -> Result<u64, Failure> {
     match strata::num::parse_i64(a) {
         Some(n) if n >= 1 => Ok(n as u64),
-        _ => Err(err(msg)),
+        _ => Err(Failure::text(msg)),
     }
 }
 
-fn push_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], end: ListEnd, only_if_exists: bool) -> Frame {
-    match ctx
+/// LEFT / RIGHT.
+const ENDS: [(&str, ListEnd); 2] = [("LEFT", ListEnd::Left), ("RIGHT", ListEnd::Right)];
+
+fn push_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], end: ListEnd, only_if_exists: bool) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let n = ctx
         .session
         .db
-        .list_push(&argv[1], end, &args::slices(&argv[2..]), only_if_exists)
-    {
-        Ok(n) => {
-            if n > 0 {
-                ctx.notify(notify::LIST, notify::list_event(end, true), &argv[1]);
-            }
-            Frame::Integer(n as i64)
-        }
-        Err(e) => errors::from_db(e),
+        .list_push(key, end, &a.rest_slices(), only_if_exists)?;
+    if n > 0 {
+        ctx.notify(notify::LIST, notify::list_event(end, true), key);
     }
+    Ok(Frame::Integer(n as i64))
 }
 
-fn lpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn lpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     push_generic(ctx, argv, ListEnd::Left, false)
 }
 
-fn rpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn rpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     push_generic(ctx, argv, ListEnd::Right, false)
 }
 
-fn lpushx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn lpushx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     push_generic(ctx, argv, ListEnd::Left, true)
 }
 
-fn rpushx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn rpushx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     push_generic(ctx, argv, ListEnd::Right, true)
 }
 
-fn pop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], end: ListEnd) -> Frame {
-    reply((|| {
-        if argv.len() > 3 {
-            return Err(errors::wrong_arity(if end == ListEnd::Left {
-                "lpop"
-            } else {
-                "rpop"
-            }));
-        }
-        let count = match argv.get(2) {
-            Some(a) => Some(positive(a, errors::OUT_OF_RANGE_MUST_BE_POSITIVE)?),
-            None => None,
-        };
-        let items = db(ctx.session.db.list_pop(&argv[1], end, count.unwrap_or(1)))?;
-        if items.is_some() {
-            ctx.notify(notify::LIST, notify::list_event(end, false), &argv[1]);
-            notify::del_if_gone(ctx, &argv[1]);
-        }
-        Ok(match (items, count) {
-            (None, Some(_)) => Frame::NullArray,
-            (None, None) => Frame::Null,
-            (Some(items), Some(_)) => Frame::bulk_array(items),
-            (Some(items), None) => Frame::bulk_or_null(items.into_iter().next()),
-        })
-    })())
+fn pop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], end: ListEnd) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    if a.remaining() > 1 {
+        let name = if end == ListEnd::Left { "lpop" } else { "rpop" };
+        return Err(Failure(errors::wrong_arity(name)));
+    }
+    let count = match a.is_done() {
+        false => Some(positive(a.value()?, errors::OUT_OF_RANGE_MUST_BE_POSITIVE)?),
+        true => None,
+    };
+    let items = ctx.session.db.list_pop(key, end, count.unwrap_or(1))?;
+    if items.is_some() {
+        ctx.notify(notify::LIST, notify::list_event(end, false), key);
+        notify::del_if_gone(ctx, key);
+    }
+    Ok(match (items, count) {
+        (None, Some(_)) => Frame::NullArray,
+        (None, None) => Frame::Null,
+        (Some(items), Some(_)) => Frame::bulk_array(items),
+        (Some(items), None) => Frame::bulk_or_null(items.into_iter().next()),
+    })
 }
 
-fn lpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn lpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     pop_generic(ctx, argv, ListEnd::Left)
 }
 
-fn rpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn rpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     pop_generic(ctx, argv, ListEnd::Right)
 }
 
-fn llen(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.llen(&argv[1]) {
-        Ok(n) => Frame::Integer(n as i64),
-        Err(e) => errors::from_db(e),
+fn llen(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::new(argv).key()?;
+    Ok(Frame::Integer(ctx.session.db.llen(key)? as i64))
+}
+
+fn lindex(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    // Redis looks the key up (and checks its type) before it reads the index.
+    if ctx.session.db.llen(key)? == 0 {
+        return Ok(Frame::Null);
     }
+    let index = a.int()?;
+    Ok(Frame::bulk_or_null(ctx.session.db.lindex(key, index)?))
 }
 
-fn lindex(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        // Redis looks the key up (and checks its type) before it reads the index.
-        if db(ctx.session.db.llen(&argv[1]))? == 0 {
-            return Ok(Frame::Null);
-        }
-        let index = args::int(&argv[2])?;
-        Ok(Frame::bulk_or_null(db(ctx
-            .session
-            .db
-            .lindex(&argv[1], index))?))
-    })())
+fn lrange(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, start, stop) = (a.key()?, a.int()?, a.int()?);
+    Ok(Frame::bulk_array(ctx.session.db.lrange(key, start, stop)?))
 }
 
-fn lrange(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let (start, stop) = (args::int(&argv[2])?, args::int(&argv[3])?);
-        Ok(Frame::bulk_array(db(ctx
-            .session
-            .db
-            .lrange(&argv[1], start, stop))?))
-    })())
+fn lset(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    if ctx.session.db.llen(key)? == 0 {
+        return Err(Failure::text(errors::NO_SUCH_KEY));
+    }
+    let (index, value) = (a.int()?, a.value()?);
+    if !ctx.session.db.lset(key, index, value)? {
+        return Err(Failure::text(errors::INDEX_OUT_OF_RANGE));
+    }
+    ctx.notify(notify::LIST, "lset", key);
+    Ok(Frame::ok())
 }
 
-fn lset(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        if db(ctx.session.db.llen(&argv[1]))? == 0 {
-            return Err(err(errors::NO_SUCH_KEY));
-        }
-        let index = args::int(&argv[2])?;
-        if db(ctx.session.db.lset(&argv[1], index, &argv[3]))? {
-            ctx.notify(notify::LIST, "lset", &argv[1]);
-            Ok(Frame::ok())
-        } else {
-            Err(err(errors::INDEX_OUT_OF_RANGE))
-        }
-    })())
+fn linsert(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let before = a.word(&[("BEFORE", true), ("AFTER", false)])?;
+    let (pivot, value) = (a.value()?, a.value()?);
+    let n = ctx.session.db.linsert(key, before, pivot, value)?;
+    if n > 0 {
+        ctx.notify(notify::LIST, "linsert", key);
+    }
+    Ok(Frame::Integer(n))
 }
 
-fn linsert(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let before = if is(&argv[2], "before") {
-            true
-        } else if is(&argv[2], "after") {
-            false
-        } else {
-            return Err(err(errors::SYNTAX));
-        };
-        let n = db(ctx.session.db.linsert(&argv[1], before, &argv[3], &argv[4]))?;
-        if n > 0 {
-            ctx.notify(notify::LIST, "linsert", &argv[1]);
-        }
-        Ok(Frame::Integer(n))
-    })())
+fn lrem(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, count, value) = (a.key()?, a.int()?, a.value()?);
+    let n = ctx.session.db.lrem(key, count, value)?;
+    if n > 0 {
+        ctx.notify(notify::LIST, "lrem", key);
+        notify::del_if_gone(ctx, key);
+    }
+    Ok(Frame::Integer(n as i64))
 }
 
-fn lrem(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let count = args::int(&argv[2])?;
-        let n = db(ctx.session.db.lrem(&argv[1], count, &argv[3]))?;
-        if n > 0 {
-            ctx.notify(notify::LIST, "lrem", &argv[1]);
-            notify::del_if_gone(ctx, &argv[1]);
-        }
-        Ok(Frame::Integer(n as i64))
-    })())
+fn ltrim(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, start, stop) = (a.key()?, a.int()?, a.int()?);
+    let existed = notify::existed(ctx, notify::LIST, key);
+    ctx.session.db.ltrim(key, start, stop)?;
+    if existed {
+        ctx.notify(notify::LIST, "ltrim", key);
+        notify::del_if_gone(ctx, key);
+    }
+    Ok(Frame::ok())
 }
 
-fn ltrim(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let (start, stop) = (args::int(&argv[2])?, args::int(&argv[3])?);
-        let existed = notify::existed(ctx, notify::LIST, &argv[1]);
-        db(ctx.session.db.ltrim(&argv[1], start, stop))?;
-        if existed {
-            ctx.notify(notify::LIST, "ltrim", &argv[1]);
-            notify::del_if_gone(ctx, &argv[1]);
-        }
-        Ok(Frame::ok())
-    })())
-}
-
-fn lpos(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let (mut rank, mut count, mut maxlen) = (1i64, None, 0u64);
-        let mut j = 3;
-        while j < argv.len() {
-            let more = argv.len() - 1 - j;
-            if is(&argv[j], "rank") && more > 0 {
-                j += 1;
-                rank = args::int(&argv[j])?;
-                if rank == 0 {
-                    return Err(err(errors::LPOS_RANK_ZERO));
-                }
-            } else if is(&argv[j], "count") && more > 0 {
-                j += 1;
-                count = Some(positive(&argv[j], errors::LPOS_COUNT_NEGATIVE)?);
-            } else if is(&argv[j], "maxlen") && more > 0 {
-                j += 1;
-                maxlen = positive(&argv[j], errors::LPOS_MAXLEN_NEGATIVE)?;
-            } else {
-                return Err(err(errors::SYNTAX));
+fn lpos(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, element) = (a.key()?, a.value()?);
+    let (mut rank, mut count, mut maxlen) = (1i64, None, 0u64);
+    while !a.is_done() {
+        let has_value = a.remaining() >= 2;
+        if has_value && a.opt("RANK") {
+            rank = a.int()?;
+            if rank == 0 {
+                return Err(Failure::text(errors::LPOS_RANK_ZERO));
             }
-            j += 1;
+        } else if has_value && a.opt("COUNT") {
+            count = Some(positive(a.value()?, errors::LPOS_COUNT_NEGATIVE)?);
+        } else if has_value && a.opt("MAXLEN") {
+            maxlen = positive(a.value()?, errors::LPOS_MAXLEN_NEGATIVE)?;
+        } else {
+            return Err(syntax());
         }
-        let found = db(ctx
-            .session
-            .db
-            .lpos(&argv[1], &argv[2], rank, count.unwrap_or(1), maxlen))?;
-        Ok(match count {
-            Some(_) => Frame::Array(
-                found
-                    .into_iter()
-                    .map(|p| Frame::Integer(p as i64))
-                    .collect(),
-            ),
-            None => found
-                .first()
-                .map_or(Frame::Null, |p| Frame::Integer(*p as i64)),
-        })
-    })())
-}
-
-fn lmove(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let from = args::end_arg(&argv[3])?;
-        let to = args::end_arg(&argv[4])?;
-        let v = db(ctx.session.db.lmove(&argv[1], &argv[2], from, to))?;
-        notify::list_moved(ctx, argv, &v, from, to);
-        Ok(Frame::bulk_or_null(v))
-    })())
-}
-
-fn rpoplpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx
+    }
+    let found = ctx
         .session
         .db
-        .lmove(&argv[1], &argv[2], ListEnd::Right, ListEnd::Left)
-    {
-        Ok(v) => {
-            notify::list_moved(ctx, argv, &v, ListEnd::Right, ListEnd::Left);
-            Frame::bulk_or_null(v)
+        .lpos(key, element, rank, count.unwrap_or(1), maxlen)?;
+    Ok(match count {
+        Some(_) => Frame::Array(
+            found
+                .into_iter()
+                .map(|p| Frame::Integer(p as i64))
+                .collect(),
+        ),
+        None => found
+            .first()
+            .map_or(Frame::Null, |p| Frame::Integer(*p as i64)),
+    })
+}
+
+fn lmove(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (src, dst) = (a.key()?, a.key()?);
+    let (from, to) = (a.word(&ENDS)?, a.word(&ENDS)?);
+    let v = ctx.session.db.lmove(src, dst, from, to)?;
+    notify::list_moved(ctx, argv, &v, from, to);
+    Ok(Frame::bulk_or_null(v))
+}
+
+fn rpoplpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (src, dst) = (a.key()?, a.key()?);
+    let v = ctx
+        .session
+        .db
+        .lmove(src, dst, ListEnd::Right, ListEnd::Left)?;
+    notify::list_moved(ctx, argv, &v, ListEnd::Right, ListEnd::Left);
+    Ok(Frame::bulk_or_null(v))
+}
+
+fn lmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let numkeys = at_least_one(a.value()?, errors::NUMKEYS_NOT_POSITIVE)?;
+    // The keys, then LEFT | RIGHT: at least one argument must follow them.
+    if numkeys >= a.remaining() as u64 {
+        return Err(syntax());
+    }
+    let keys: Vec<&[u8]> = (0..numkeys)
+        .map(|_| a.key().map(|k| &k[..]))
+        .collect::<Result<_, _>>()?;
+    let end = end_arg(a.value()?)?;
+    let mut count = None;
+    while !a.is_done() {
+        if count.is_some() || a.remaining() < 2 || !a.opt("COUNT") {
+            return Err(syntax());
         }
-        Err(e) => errors::from_db(e),
+        count = Some(at_least_one(a.value()?, errors::COUNT_NOT_POSITIVE)?);
+    }
+    match ctx.session.db.lmpop(&keys, end, count.unwrap_or(1))? {
+        None => Ok(Frame::NullArray),
+        Some((key, items)) => {
+            ctx.notify(notify::LIST, notify::list_event(end, false), &key);
+            notify::del_if_gone(ctx, &key);
+            Ok(Frame::Array(vec![
+                Frame::bulk(key),
+                Frame::bulk_array(items),
+            ]))
+        }
     }
 }
 
-fn lmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let numkeys = at_least_one(&argv[1], errors::NUMKEYS_NOT_POSITIVE)?;
-        let where_idx = match usize::try_from(numkeys).ok().and_then(|n| n.checked_add(2)) {
-            Some(w) if w < argv.len() => w,
-            _ => return Err(err(errors::SYNTAX)),
-        };
-        let end = args::end_arg(&argv[where_idx])?;
-        let mut count = None;
-        let mut j = where_idx + 1;
-        while j < argv.len() {
-            let more = argv.len() - 1 - j;
-            if count.is_none() && is(&argv[j], "count") && more > 0 {
-                j += 1;
-                count = Some(at_least_one(&argv[j], errors::COUNT_NOT_POSITIVE)?);
-            } else {
-                return Err(err(errors::SYNTAX));
-            }
-            j += 1;
-        }
-        let keys = args::slices(&argv[2..where_idx]);
-        match db(ctx.session.db.lmpop(&keys, end, count.unwrap_or(1)))? {
-            None => Ok(Frame::NullArray),
-            Some((key, items)) => {
-                ctx.notify(notify::LIST, notify::list_event(end, false), &key);
-                notify::del_if_gone(ctx, &key);
-                Ok(Frame::Array(vec![
-                    Frame::bulk(key),
-                    Frame::bulk_array(items),
-                ]))
-            }
-        }
-    })())
+#[cfg(test)]
+mod tests {
+    use crate::testing::Harness;
+    use crate::Frame;
+
+    fn bulks(items: &[&str]) -> Frame {
+        Frame::Array(items.iter().map(|i| Frame::bulk(i.to_string())).collect())
+    }
+
+    #[test]
+    fn pushes_pops_and_ranges() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["RPUSH", "l", "a", "b", "c"]), Frame::Integer(3));
+        assert_eq!(h.run(&["LPUSHX", "nokey", "a"]), Frame::Integer(0));
+        assert_eq!(h.run(&["LRANGE", "l", "0", "-1"]), bulks(&["a", "b", "c"]));
+        assert_eq!(h.run(&["LPOP", "l"]), Frame::bulk("a"));
+        assert_eq!(h.run(&["RPOP", "l", "5"]), bulks(&["c", "b"]));
+        assert_eq!(h.run(&["RPOP", "l", "1"]), Frame::NullArray);
+        assert_eq!(
+            h.error(&["LPOP", "l", "1", "2"]),
+            "ERR wrong number of arguments for 'lpop' command"
+        );
+        assert_eq!(
+            h.error(&["LPOP", "l", "-1"]),
+            "ERR value is out of range, must be positive"
+        );
+    }
+
+    #[test]
+    fn positions_inserts_and_moves() {
+        let mut h = Harness::new();
+        h.run(&["RPUSH", "l", "a", "b", "a"]);
+        assert_eq!(h.run(&["LPOS", "l", "a", "RANK", "-1"]), Frame::Integer(2));
+        assert_eq!(
+            h.error(&["LPOS", "l", "a", "RANK", "0"]),
+            crate::errors::LPOS_RANK_ZERO
+        );
+        assert_eq!(h.error(&["LPOS", "l", "a", "COUNT"]), "ERR syntax error");
+        assert_eq!(
+            h.run(&["LINSERT", "l", "BEFORE", "b", "x"]),
+            Frame::Integer(4)
+        );
+        assert_eq!(
+            h.error(&["LINSERT", "l", "NEAR", "b", "x"]),
+            "ERR syntax error"
+        );
+        assert_eq!(
+            h.run(&["LMOVE", "l", "m", "LEFT", "RIGHT"]),
+            Frame::bulk("a")
+        );
+        assert_eq!(
+            h.error(&["LMOVE", "l", "m", "UP", "RIGHT"]),
+            "ERR syntax error"
+        );
+        assert_eq!(h.error(&["LSET", "nokey", "0", "v"]), "ERR no such key");
+        assert_eq!(h.error(&["LSET", "l", "9", "v"]), "ERR index out of range");
+    }
+
+    #[test]
+    fn lmpop_reads_its_count_of_keys() {
+        let mut h = Harness::new();
+        h.run(&["RPUSH", "b", "1", "2"]);
+        assert_eq!(
+            h.run(&["LMPOP", "2", "a", "b", "LEFT", "COUNT", "5"]),
+            Frame::Array(vec![Frame::bulk("b"), bulks(&["1", "2"])])
+        );
+        assert_eq!(
+            h.error(&["LMPOP", "0", "a", "LEFT"]),
+            "ERR numkeys should be greater than 0"
+        );
+        assert_eq!(h.error(&["LMPOP", "2", "a", "LEFT"]), "ERR syntax error");
+        assert_eq!(
+            h.error(&["LMPOP", "1", "a", "LEFT", "COUNT", "1", "COUNT", "1"]),
+            "ERR syntax error"
+        );
+        assert_eq!(h.run(&["LMPOP", "1", "a", "RIGHT"]), Frame::NullArray);
+    }
 }

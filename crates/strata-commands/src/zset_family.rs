@@ -1,7 +1,8 @@
 //! Sorted-set commands (Redis's "sorted-set" group): ZADD, the ZRANGE family, pops, random
 //! members, set algebra (ZUNION/ZINTER/ZDIFF and their STORE forms) and ZSCAN. Each row of
-//! `COMMANDS` names its handler below; handlers parse arguments with Redis's exact rules (scores
-//! as C's `strtod` reads them), call `strata::Db`, and reply. Scores are replied as doubles
+//! `COMMANDS` names its handler below; handlers read their arguments with the cursor ([`Args`])
+//! and Redis's exact rules (scores as C's `strtod` reads them), call `strata::Db`, and reply,
+//! `?` carrying errors. Scores are replied as doubles
 //! (`%.17g` bulk strings in RESP2, `,` doubles in RESP3).
 
 use bytes::Bytes;
@@ -12,8 +13,9 @@ use strata::{
 };
 use strata_resp::{Frame, Protocol};
 
-use crate::args::{self, db, is, reply, Parsed};
+use crate::args::{self, Parsed};
 use crate::command::*;
+use crate::cursor::{syntax, Args, Failure, Reply};
 use crate::errors::{self, err};
 use crate::notify;
 use crate::scan;
@@ -30,7 +32,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zadd),
+        handler: zadd,
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -49,7 +51,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zincrby),
+        handler: zincrby,
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -68,7 +70,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zrem),
+        handler: zrem,
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -87,7 +89,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zcard),
+        handler: zcard,
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -106,7 +108,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zscore),
+        handler: zscore,
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -125,7 +127,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zmscore),
+        handler: zmscore,
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -144,7 +146,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zrank),
+        handler: zrank,
         docs: Docs {
             group: "sorted-set",
             since: "2.0.0",
@@ -163,7 +165,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zrevrank),
+        handler: zrevrank,
         docs: Docs {
             group: "sorted-set",
             since: "2.0.0",
@@ -182,7 +184,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zcount),
+        handler: zcount,
         docs: Docs {
             group: "sorted-set",
             since: "2.0.0",
@@ -201,7 +203,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zlexcount),
+        handler: zlexcount,
         docs: Docs {
             group: "sorted-set",
             since: "2.8.9",
@@ -220,7 +222,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zrange),
+        handler: zrange,
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -240,7 +242,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 2, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zrangestore),
+        handler: zrangestore,
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -259,7 +261,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zrevrange),
+        handler: zrevrange,
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -278,7 +280,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zrangebyscore),
+        handler: zrangebyscore,
         docs: Docs {
             group: "sorted-set",
             since: "1.0.5",
@@ -297,7 +299,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zrevrangebyscore),
+        handler: zrevrangebyscore,
         docs: Docs {
             group: "sorted-set",
             since: "2.2.0",
@@ -316,7 +318,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zrangebylex),
+        handler: zrangebylex,
         docs: Docs {
             group: "sorted-set",
             since: "2.8.9",
@@ -335,7 +337,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zrevrangebylex),
+        handler: zrevrangebylex,
         docs: Docs {
             group: "sorted-set",
             since: "2.8.9",
@@ -354,7 +356,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zremrangebyrank),
+        handler: zremrangebyrank,
         docs: Docs {
             group: "sorted-set",
             since: "2.0.0",
@@ -373,7 +375,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zremrangebyscore),
+        handler: zremrangebyscore,
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -392,7 +394,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zremrangebylex),
+        handler: zremrangebylex,
         docs: Docs {
             group: "sorted-set",
             since: "2.8.9",
@@ -411,7 +413,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zpopmin),
+        handler: zpopmin,
         docs: Docs {
             group: "sorted-set",
             since: "5.0.0",
@@ -430,7 +432,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zpopmax),
+        handler: zpopmax,
         docs: Docs {
             group: "sorted-set",
             since: "5.0.0",
@@ -449,7 +451,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | DELETE, 1, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zmpop),
+        handler: zmpop,
         docs: Docs {
             group: "sorted-set",
             since: "7.0.0",
@@ -468,7 +470,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zrandmember),
+        handler: zrandmember,
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -487,7 +489,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 1, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zunion),
+        handler: zunion,
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -506,7 +508,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 1, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zinter),
+        handler: zinter,
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -525,7 +527,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 1, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zdiff),
+        handler: zdiff,
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -545,7 +547,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zunionstore),
+        handler: zunionstore,
         docs: Docs {
             group: "sorted-set",
             since: "2.0.0",
@@ -565,7 +567,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zinterstore),
+        handler: zinterstore,
         docs: Docs {
             group: "sorted-set",
             since: "2.0.0",
@@ -585,7 +587,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zdiffstore),
+        handler: zdiffstore,
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -604,7 +606,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 1, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zintercard),
+        handler: zintercard,
         docs: Docs {
             group: "sorted-set",
             since: "7.0.0",
@@ -623,7 +625,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(zscan),
+        handler: zscan,
         docs: Docs {
             group: "sorted-set",
             since: "2.8.0",
@@ -759,166 +761,166 @@ pub fn d2string(v: f64) -> String {
 
 // ----- handlers -----
 
-fn zadd(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let (mut nx, mut xx, mut ch, mut incr, mut gt, mut lt) =
-            (false, false, false, false, false, false);
-        let mut j = 2;
-        while j < argv.len() {
-            let a = &argv[j];
-            if is(a, "nx") {
-                nx = true;
-            } else if is(a, "xx") {
-                xx = true;
-            } else if is(a, "ch") {
-                ch = true;
-            } else if is(a, "incr") {
-                incr = true;
-            } else if is(a, "gt") {
-                gt = true;
-            } else if is(a, "lt") {
-                lt = true;
-            } else {
-                break;
-            }
-            j += 1;
-        }
-        let elements = argv.len() - j;
-        if elements == 0 || elements & 1 == 1 {
-            return Err(err(errors::SYNTAX));
-        }
-        if nx && xx {
-            return Err(err(errors::ZADD_XX_AND_NX));
-        }
-        if nx && (gt || lt) || (gt && lt) {
-            return Err(err(errors::ZADD_GT_LT_NX));
-        }
-        if incr && elements > 2 {
-            return Err(err(errors::ZADD_INCR_PAIR));
-        }
-        let mut pairs = Vec::with_capacity(elements / 2);
-        for pair in argv[j..].chunks_exact(2) {
-            pairs.push((score_arg(&pair[0])?, &pair[1][..]));
-        }
-        let opts = ZAddOptions {
-            condition: if nx {
-                ZAddCondition::IfAbsent
-            } else if xx {
-                ZAddCondition::IfPresent
-            } else {
-                ZAddCondition::Always
-            },
-            compare: if gt {
-                ZAddCompare::Greater
-            } else if lt {
-                ZAddCompare::Less
-            } else {
-                ZAddCompare::Any
-            },
-            incr,
-        };
-        let out = ctx
-            .session
-            .db
-            .zadd(&argv[1], &pairs, opts)
-            .map_err(nan_error)?;
-        if out.added + out.updated > 0 {
-            ctx.notify(notify::ZSET, if incr { "zincr" } else { "zadd" }, &argv[1]);
-        }
-        Ok(if incr {
-            out.score.map_or(Frame::Null, Frame::Double)
-        } else if ch {
-            Frame::Integer((out.added + out.updated) as i64)
+/// ZADD's flags, before the score-member pairs.
+#[derive(Default)]
+struct ZAddFlags {
+    nx: bool,
+    xx: bool,
+    ch: bool,
+    incr: bool,
+    gt: bool,
+    lt: bool,
+}
+
+fn zadd(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let mut f = ZAddFlags::default();
+    loop {
+        let flag = if a.opt("NX") {
+            &mut f.nx
+        } else if a.opt("XX") {
+            &mut f.xx
+        } else if a.opt("CH") {
+            &mut f.ch
+        } else if a.opt("INCR") {
+            &mut f.incr
+        } else if a.opt("GT") {
+            &mut f.gt
+        } else if a.opt("LT") {
+            &mut f.lt
         } else {
-            Frame::Integer(out.added as i64)
-        })
-    })())
-}
-
-fn zincrby(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let by = score_arg(&argv[2])?;
-        let s = ctx
-            .session
-            .db
-            .zincrby(&argv[1], by, &argv[3])
-            .map_err(nan_error)?;
-        if by != 0.0 {
-            ctx.notify(notify::ZSET, "zincr", &argv[1]);
-        }
-        Ok(Frame::Double(s))
-    })())
-}
-
-fn zrem(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.zrem(&argv[1], &args::slices(&argv[2..])) {
-        Ok(n) => {
-            if n > 0 {
-                ctx.notify(notify::ZSET, "zrem", &argv[1]);
-                notify::del_if_gone(ctx, &argv[1]);
-            }
-            Frame::Integer(n as i64)
-        }
-        Err(e) => errors::from_db(e),
+            break;
+        };
+        *flag = true;
     }
-}
-
-fn zcard(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.zcard(&argv[1]) {
-        Ok(n) => Frame::Integer(n as i64),
-        Err(e) => errors::from_db(e),
+    let elements = a.rest();
+    if elements.is_empty() || elements.len() & 1 == 1 {
+        return Err(syntax());
     }
-}
-
-fn zscore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.zscore(&argv[1], &argv[2]) {
-        Ok(s) => s.map_or(Frame::Null, Frame::Double),
-        Err(e) => errors::from_db(e),
+    if f.nx && f.xx {
+        return Err(Failure::text(errors::ZADD_XX_AND_NX));
     }
-}
-
-fn zmscore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.zmscore(&argv[1], &args::slices(&argv[2..])) {
-        Ok(v) => Frame::Array(
-            v.into_iter()
-                .map(|s| s.map_or(Frame::Null, Frame::Double))
-                .collect(),
-        ),
-        Err(e) => errors::from_db(e),
+    if f.nx && (f.gt || f.lt) || (f.gt && f.lt) {
+        return Err(Failure::text(errors::ZADD_GT_LT_NX));
     }
-}
-
-fn rank_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], rev: bool) -> Frame {
-    match ctx.session.db.zrank(&argv[1], &argv[2], rev) {
-        Ok(r) => r.map_or(Frame::Null, |r| Frame::Integer(r as i64)),
-        Err(e) => errors::from_db(e),
+    if f.incr && elements.len() > 2 {
+        return Err(Failure::text(errors::ZADD_INCR_PAIR));
     }
+    let mut pairs = Vec::with_capacity(elements.len() / 2);
+    for pair in elements.chunks_exact(2) {
+        pairs.push((score_arg(&pair[0])?, &pair[1][..]));
+    }
+    let opts = ZAddOptions {
+        condition: if f.nx {
+            ZAddCondition::IfAbsent
+        } else if f.xx {
+            ZAddCondition::IfPresent
+        } else {
+            ZAddCondition::Always
+        },
+        compare: if f.gt {
+            ZAddCompare::Greater
+        } else if f.lt {
+            ZAddCompare::Less
+        } else {
+            ZAddCompare::Any
+        },
+        incr: f.incr,
+    };
+    let out = ctx.session.db.zadd(key, &pairs, opts).map_err(nan_error)?;
+    if out.added + out.updated > 0 {
+        ctx.notify(notify::ZSET, if f.incr { "zincr" } else { "zadd" }, key);
+    }
+    Ok(if f.incr {
+        out.score.map_or(Frame::Null, Frame::Double)
+    } else if f.ch {
+        Frame::Integer((out.added + out.updated) as i64)
+    } else {
+        Frame::Integer(out.added as i64)
+    })
 }
 
-fn zrank(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn zincrby(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let by = score_arg(a.value()?)?;
+    let member = a.value()?;
+    let s = ctx.session.db.zincrby(key, by, member).map_err(nan_error)?;
+    if by != 0.0 {
+        ctx.notify(notify::ZSET, "zincr", key);
+    }
+    Ok(Frame::Double(s))
+}
+
+fn zrem(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let n = ctx.session.db.zrem(key, &a.rest_slices())?;
+    if n > 0 {
+        ctx.notify(notify::ZSET, "zrem", key);
+        notify::del_if_gone(ctx, key);
+    }
+    Ok(Frame::Integer(n as i64))
+}
+
+fn zcard(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::new(argv).key()?;
+    Ok(Frame::Integer(ctx.session.db.zcard(key)? as i64))
+}
+
+fn zscore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, member) = (a.key()?, a.value()?);
+    Ok(ctx
+        .session
+        .db
+        .zscore(key, member)?
+        .map_or(Frame::Null, Frame::Double))
+}
+
+fn zmscore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let scores = ctx.session.db.zmscore(key, &a.rest_slices())?;
+    Ok(Frame::Array(
+        scores
+            .into_iter()
+            .map(|s| s.map_or(Frame::Null, Frame::Double))
+            .collect(),
+    ))
+}
+
+fn rank_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], rev: bool) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, member) = (a.key()?, a.value()?);
+    Ok(ctx
+        .session
+        .db
+        .zrank(key, member, rev)?
+        .map_or(Frame::Null, |r| Frame::Integer(r as i64)))
+}
+
+fn zrank(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     rank_generic(ctx, argv, false)
 }
 
-fn zrevrank(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn zrevrank(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     rank_generic(ctx, argv, true)
 }
 
-fn zcount(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let range = score_range(&argv[2], &argv[3])?;
-        Ok(Frame::Integer(
-            db(ctx.session.db.zcount(&argv[1], &range))? as i64
-        ))
-    })())
+fn zcount(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let range = score_range(a.value()?, a.value()?)?;
+    Ok(Frame::Integer(ctx.session.db.zcount(key, &range)? as i64))
 }
 
-fn zlexcount(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let range = lex_range(&argv[2], &argv[3])?;
-        Ok(Frame::Integer(
-            db(ctx.session.db.zlexcount(&argv[1], &range))? as i64,
-        ))
-    })())
+fn zlexcount(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let range = lex_range(a.value()?, a.value()?)?;
+    Ok(Frame::Integer(ctx.session.db.zlexcount(key, &range)? as i64))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -928,370 +930,370 @@ enum RangeKind {
     Lex,
 }
 
-/// Redis's zrangeGenericCommand: `first` is the index of the source key (1, or 2 for
-/// ZRANGESTORE); `kind`/`rev` are fixed by the legacy commands and chosen by options otherwise.
+/// Redis's zrangeGenericCommand (ZRANGESTORE when `store`: a destination key first);
+/// `kind`/`rev` are fixed by the legacy commands and chosen by options otherwise.
 fn zrange_generic(
     ctx: &mut Ctx<'_>,
     argv: &[Bytes],
-    first: usize,
     store: bool,
     kind: Option<RangeKind>,
     rev: Option<bool>,
-) -> Frame {
-    reply((|| {
-        let (mut kind, mut rev) = (kind, rev);
-        let (mut withscores, mut offset, mut limit) = (false, 0i64, -1i64);
-        let mut j = first + 3;
-        while j < argv.len() {
-            let left = argv.len() - j - 1;
-            let a = &argv[j];
-            if !store && is(a, "withscores") {
-                withscores = true;
-            } else if is(a, "limit") && left >= 2 {
-                offset = args::int(&argv[j + 1])?;
-                limit = args::int(&argv[j + 2])?;
-                j += 2;
-            } else if rev.is_none() && is(a, "rev") {
-                rev = Some(true);
-            } else if kind.is_none() && is(a, "bylex") {
-                kind = Some(RangeKind::Lex);
-            } else if kind.is_none() && is(a, "byscore") {
-                kind = Some(RangeKind::Score);
-            } else {
-                return Err(err(errors::SYNTAX));
-            }
-            j += 1;
+) -> Reply {
+    let mut a = Args::new(argv);
+    let dst = if store { Some(a.key()?) } else { None };
+    let (src, lo, hi) = (a.key()?, a.value()?, a.value()?);
+    let (mut kind, mut rev) = (kind, rev);
+    let (mut withscores, mut offset, mut limit) = (false, 0i64, -1i64);
+    while !a.is_done() {
+        let left = a.remaining() - 1;
+        if !store && a.opt("WITHSCORES") {
+            withscores = true;
+        } else if left >= 2 && a.opt("LIMIT") {
+            offset = a.int()?;
+            limit = a.int()?;
+        } else if rev.is_none() && a.opt("REV") {
+            rev = Some(true);
+        } else if kind.is_none() && a.opt("BYLEX") {
+            kind = Some(RangeKind::Lex);
+        } else if kind.is_none() && a.opt("BYSCORE") {
+            kind = Some(RangeKind::Score);
+        } else {
+            return Err(syntax());
         }
-        let kind = kind.unwrap_or(RangeKind::Rank);
-        let rev = rev.unwrap_or(false);
-        if limit != -1 && kind == RangeKind::Rank {
-            return Err(err(errors::LIMIT_NEEDS_BYSCORE_OR_BYLEX));
-        }
-        if withscores && kind == RangeKind::Lex {
-            return Err(err(errors::WITHSCORES_WITH_BYLEX));
-        }
-        let (mut lo, mut hi) = (&argv[first + 1][..], &argv[first + 2][..]);
-        if rev && kind != RangeKind::Rank {
-            std::mem::swap(&mut lo, &mut hi);
-        }
-        let by = match kind {
-            RangeKind::Rank => ZRangeBy::Rank(args::int(lo)?, args::int(hi)?),
-            RangeKind::Score => ZRangeBy::Score(score_range(lo, hi)?),
-            RangeKind::Lex => ZRangeBy::Lex(lex_range(lo, hi)?),
-        };
-        let spec = ZRangeSpec {
-            by,
-            rev,
-            limit: if kind == RangeKind::Rank {
-                None
-            } else {
-                Some((offset, limit))
-            },
-        };
-        if store {
-            let existed = notify::existed(ctx, notify::GENERIC, &argv[1]);
-            let n = db(ctx.session.db.zrangestore(&argv[1], &argv[2], &spec))?;
-            notify::stored(
-                ctx,
-                notify::ZSET,
-                "zrangestore",
-                &argv[1],
-                n as u64,
-                existed,
-            );
-            return Ok(Frame::Integer(n as i64));
-        }
-        let items = db(ctx.session.db.zrange(&argv[first], &spec))?;
-        Ok(scored_reply(items, withscores, resp3(ctx)))
-    })())
+    }
+    let kind = kind.unwrap_or(RangeKind::Rank);
+    let rev = rev.unwrap_or(false);
+    if limit != -1 && kind == RangeKind::Rank {
+        return Err(Failure::text(errors::LIMIT_NEEDS_BYSCORE_OR_BYLEX));
+    }
+    if withscores && kind == RangeKind::Lex {
+        return Err(Failure::text(errors::WITHSCORES_WITH_BYLEX));
+    }
+    let (mut lo, mut hi) = (&lo[..], &hi[..]);
+    if rev && kind != RangeKind::Rank {
+        std::mem::swap(&mut lo, &mut hi);
+    }
+    let by = match kind {
+        RangeKind::Rank => ZRangeBy::Rank(args::int(lo)?, args::int(hi)?),
+        RangeKind::Score => ZRangeBy::Score(score_range(lo, hi)?),
+        RangeKind::Lex => ZRangeBy::Lex(lex_range(lo, hi)?),
+    };
+    let spec = ZRangeSpec {
+        by,
+        rev,
+        limit: if kind == RangeKind::Rank {
+            None
+        } else {
+            Some((offset, limit))
+        },
+    };
+    if let Some(dst) = dst {
+        let existed = notify::existed(ctx, notify::GENERIC, dst);
+        let n = ctx.session.db.zrangestore(dst, src, &spec)?;
+        notify::stored(ctx, notify::ZSET, "zrangestore", dst, n as u64, existed);
+        return Ok(Frame::Integer(n as i64));
+    }
+    let items = ctx.session.db.zrange(src, &spec)?;
+    Ok(scored_reply(items, withscores, resp3(ctx)))
 }
 
-fn zrange(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    zrange_generic(ctx, argv, 1, false, None, None)
+fn zrange(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    zrange_generic(ctx, argv, false, None, None)
 }
 
-fn zrangestore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    zrange_generic(ctx, argv, 2, true, None, None)
+fn zrangestore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    zrange_generic(ctx, argv, true, None, None)
 }
 
-fn zrevrange(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    zrange_generic(ctx, argv, 1, false, Some(RangeKind::Rank), Some(true))
+fn zrevrange(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    zrange_generic(ctx, argv, false, Some(RangeKind::Rank), Some(true))
 }
 
-fn zrangebyscore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    zrange_generic(ctx, argv, 1, false, Some(RangeKind::Score), Some(false))
+fn zrangebyscore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    zrange_generic(ctx, argv, false, Some(RangeKind::Score), Some(false))
 }
 
-fn zrevrangebyscore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    zrange_generic(ctx, argv, 1, false, Some(RangeKind::Score), Some(true))
+fn zrevrangebyscore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    zrange_generic(ctx, argv, false, Some(RangeKind::Score), Some(true))
 }
 
-fn zrangebylex(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    zrange_generic(ctx, argv, 1, false, Some(RangeKind::Lex), Some(false))
+fn zrangebylex(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    zrange_generic(ctx, argv, false, Some(RangeKind::Lex), Some(false))
 }
 
-fn zrevrangebylex(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    zrange_generic(ctx, argv, 1, false, Some(RangeKind::Lex), Some(true))
+fn zrevrangebylex(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    zrange_generic(ctx, argv, false, Some(RangeKind::Lex), Some(true))
 }
 
-fn zremrange_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], kind: RangeKind) -> Frame {
-    reply((|| {
-        let by = match kind {
-            RangeKind::Rank => ZRangeBy::Rank(args::int(&argv[2])?, args::int(&argv[3])?),
-            RangeKind::Score => ZRangeBy::Score(score_range(&argv[2], &argv[3])?),
-            RangeKind::Lex => ZRangeBy::Lex(lex_range(&argv[2], &argv[3])?),
-        };
-        let n = db(ctx.session.db.zremrange(&argv[1], &by))?;
-        if n > 0 && ctx.notifies(notify::ZSET | notify::GENERIC) {
-            let event = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
-            ctx.notify(notify::ZSET, &event, &argv[1]);
-            notify::del_if_gone(ctx, &argv[1]);
-        }
-        Ok(Frame::Integer(n as i64))
-    })())
+/// ZREMRANGEBYRANK / BYSCORE / BYLEX key min max; `event` is the command's name.
+fn zremrange_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], kind: RangeKind, event: &str) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, lo, hi) = (a.key()?, a.value()?, a.value()?);
+    let by = match kind {
+        RangeKind::Rank => ZRangeBy::Rank(args::int(lo)?, args::int(hi)?),
+        RangeKind::Score => ZRangeBy::Score(score_range(lo, hi)?),
+        RangeKind::Lex => ZRangeBy::Lex(lex_range(lo, hi)?),
+    };
+    let n = ctx.session.db.zremrange(key, &by)?;
+    if n > 0 && ctx.notifies(notify::ZSET | notify::GENERIC) {
+        ctx.notify(notify::ZSET, event, key);
+        notify::del_if_gone(ctx, key);
+    }
+    Ok(Frame::Integer(n as i64))
 }
 
-fn zremrangebyrank(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    zremrange_generic(ctx, argv, RangeKind::Rank)
+fn zremrangebyrank(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    zremrange_generic(ctx, argv, RangeKind::Rank, "zremrangebyrank")
 }
 
-fn zremrangebyscore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    zremrange_generic(ctx, argv, RangeKind::Score)
+fn zremrangebyscore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    zremrange_generic(ctx, argv, RangeKind::Score, "zremrangebyscore")
 }
 
-fn zremrangebylex(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    zremrange_generic(ctx, argv, RangeKind::Lex)
+fn zremrangebylex(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    zremrange_generic(ctx, argv, RangeKind::Lex, "zremrangebylex")
 }
 
-fn pop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], max: bool) -> Frame {
-    reply((|| {
-        if argv.len() > 3 {
-            return Err(err(errors::SYNTAX));
-        }
-        let count = match argv.get(2) {
-            Some(a) => Some(positive(a, errors::OUT_OF_RANGE_MUST_BE_POSITIVE)? as u64),
-            None => None,
-        };
-        let items = db(ctx.session.db.zpop(&argv[1], max, count.unwrap_or(1)))?;
-        if !items.is_empty() {
-            ctx.notify(
-                notify::ZSET,
-                if max { "zpopmax" } else { "zpopmin" },
-                &argv[1],
-            );
-            notify::del_if_gone(ctx, &argv[1]);
-        }
-        let nested = resp3(ctx) && count.is_some();
-        Ok(scored_reply(items, true, nested))
-    })())
+fn pop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], max: bool) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    if a.remaining() > 1 {
+        return Err(syntax());
+    }
+    let count = match a.is_done() {
+        false => Some(positive(a.value()?, errors::OUT_OF_RANGE_MUST_BE_POSITIVE)? as u64),
+        true => None,
+    };
+    let items = ctx.session.db.zpop(key, max, count.unwrap_or(1))?;
+    if !items.is_empty() {
+        let event = if max { "zpopmax" } else { "zpopmin" };
+        ctx.notify(notify::ZSET, event, key);
+        notify::del_if_gone(ctx, key);
+    }
+    let nested = resp3(ctx) && count.is_some();
+    Ok(scored_reply(items, true, nested))
 }
 
-fn zpopmin(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn zpopmin(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     pop_generic(ctx, argv, false)
 }
 
-fn zpopmax(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn zpopmax(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     pop_generic(ctx, argv, true)
 }
 
-fn zmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let numkeys = long_at_least_one(&argv[1], errors::NUMKEYS_NOT_POSITIVE)? as u64;
-        let where_idx = match usize::try_from(numkeys).ok().and_then(|n| n.checked_add(2)) {
-            Some(w) if w < argv.len() => w,
-            _ => return Err(err(errors::SYNTAX)),
-        };
-        let max = if is(&argv[where_idx], "min") {
-            false
-        } else if is(&argv[where_idx], "max") {
-            true
-        } else {
-            return Err(err(errors::SYNTAX));
-        };
-        let mut count = None;
-        let mut j = where_idx + 1;
-        while j < argv.len() {
-            let more = argv.len() - 1 - j;
-            if count.is_none() && is(&argv[j], "count") && more > 0 {
-                j += 1;
-                count = Some(long_at_least_one(&argv[j], errors::COUNT_NOT_POSITIVE)? as u64);
-            } else {
-                return Err(err(errors::SYNTAX));
-            }
-            j += 1;
+fn zmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let numkeys = long_at_least_one(a.value()?, errors::NUMKEYS_NOT_POSITIVE)? as u64;
+    // The keys, then MIN | MAX: at least one argument must follow them.
+    if numkeys >= a.remaining() as u64 {
+        return Err(syntax());
+    }
+    let keys: Vec<&[u8]> = (0..numkeys)
+        .map(|_| a.key().map(|k| &k[..]))
+        .collect::<Result<_, _>>()?;
+    let max = a.word(&[("MIN", false), ("MAX", true)])?;
+    let mut count = None;
+    while !a.is_done() {
+        if count.is_some() || a.remaining() < 2 || !a.opt("COUNT") {
+            return Err(syntax());
         }
-        let keys = args::slices(&argv[2..where_idx]);
-        match db(ctx.session.db.zmpop(&keys, max, count.unwrap_or(1)))? {
-            None => Ok(Frame::NullArray),
-            Some((key, items)) => {
-                ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, &key);
-                notify::del_if_gone(ctx, &key);
-                Ok(Frame::Array(vec![
-                    Frame::bulk(key),
-                    scored_reply(items, true, true),
-                ]))
-            }
+        count = Some(long_at_least_one(a.value()?, errors::COUNT_NOT_POSITIVE)? as u64);
+    }
+    match ctx.session.db.zmpop(&keys, max, count.unwrap_or(1))? {
+        None => Ok(Frame::NullArray),
+        Some((key, items)) => {
+            ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, &key);
+            notify::del_if_gone(ctx, &key);
+            Ok(Frame::Array(vec![
+                Frame::bulk(key),
+                scored_reply(items, true, true),
+            ]))
         }
-    })())
+    }
 }
 
-fn zrandmember(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        if argv.len() < 3 {
-            let items = db(ctx.session.db.zrandmember(&argv[1], 1))?;
-            return Ok(Frame::bulk_or_null(
-                items.into_iter().next().map(|(m, _)| m),
-            ));
-        }
-        let count = args::int(&argv[2])?;
-        if count == i64::MIN {
-            return Err(errors::value_out_of_range_between(-i64::MAX, i64::MAX));
-        }
-        if argv.len() > 4 || (argv.len() == 4 && !is(&argv[3], "withscores")) {
-            return Err(err(errors::SYNTAX));
-        }
-        let withscores = argv.len() == 4;
-        if withscores && !(-i64::MAX / 2..=i64::MAX / 2).contains(&count) {
-            return Err(err(errors::VALUE_OUT_OF_RANGE));
-        }
-        let items = db(ctx.session.db.zrandmember(&argv[1], count))?;
-        Ok(scored_reply(items, withscores, resp3(ctx)))
-    })())
+fn zrandmember(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    if a.is_done() {
+        let items = ctx.session.db.zrandmember(key, 1)?;
+        return Ok(Frame::bulk_or_null(
+            items.into_iter().next().map(|(m, _)| m),
+        ));
+    }
+    let count = a.int()?;
+    if count == i64::MIN {
+        return Err(Failure(errors::value_out_of_range_between(
+            -i64::MAX,
+            i64::MAX,
+        )));
+    }
+    let withscores = a.opt("WITHSCORES");
+    a.finish()?;
+    if withscores && !(-i64::MAX / 2..=i64::MAX / 2).contains(&count) {
+        return Err(Failure::text(errors::VALUE_OUT_OF_RANGE));
+    }
+    let items = ctx.session.db.zrandmember(key, count)?;
+    Ok(scored_reply(items, withscores, resp3(ctx)))
+}
+
+/// Which of ZUNION/ZINTER/ZDIFF[STORE] and ZINTERCARD a call is.
+#[derive(Clone, Copy)]
+struct SetCall {
+    op: SetOp,
+    /// A destination key comes first (the STORE forms).
+    store: bool,
+    /// ZINTERCARD.
+    card_only: bool,
+    /// The command's name, for its error text and event.
+    name: &'static str,
 }
 
 /// ZUNION/ZINTER/ZDIFF[STORE] and ZINTERCARD (Redis's zunionInterDiffGenericCommand).
-fn setop_generic(
-    ctx: &mut Ctx<'_>,
-    argv: &[Bytes],
-    op: SetOp,
-    store: bool,
-    card_only: bool,
-) -> Frame {
-    reply((|| {
-        let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
-        let numkeys_idx = if store { 2 } else { 1 };
-        let setnum = args::int(&argv[numkeys_idx])?;
-        if setnum < 1 {
-            return Err(errors::at_least_one_input_key(&name));
+fn setop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], call: SetCall) -> Reply {
+    let SetCall {
+        op,
+        store,
+        card_only,
+        name,
+    } = call;
+    let mut a = Args::new(argv);
+    let dst = if store { Some(a.key()?) } else { None };
+    let setnum = a.int()?;
+    if setnum < 1 {
+        return Err(Failure(errors::at_least_one_input_key(name)));
+    }
+    if setnum as u64 > a.remaining() as u64 {
+        return Err(syntax());
+    }
+    let setnum = setnum as usize;
+    let keys: Vec<&[u8]> = (0..setnum)
+        .map(|_| a.key().map(|k| &k[..]))
+        .collect::<Result<_, _>>()?;
+    // Redis checks the input types before it reads the options.
+    for k in &keys {
+        match ctx.session.db.key_type(k)? {
+            None | Some(KeyType::ZSet) | Some(KeyType::Set) => {}
+            Some(_) => return Err(Failure::text(errors::WRONGTYPE)),
         }
-        if setnum as u64 > (argv.len() - numkeys_idx - 1) as u64 {
-            return Err(err(errors::SYNTAX));
-        }
-        let setnum = setnum as usize;
-        let keys = args::slices(&argv[numkeys_idx + 1..numkeys_idx + 1 + setnum]);
-        // Redis checks the input types before it reads the options.
-        for k in &keys {
-            match db(ctx.session.db.key_type(k))? {
-                None | Some(KeyType::ZSet) | Some(KeyType::Set) => {}
-                Some(_) => return Err(err(errors::WRONGTYPE)),
+    }
+    let mut weights: Option<Vec<f64>> = None;
+    let mut aggregate = Aggregate::Sum;
+    let mut withscores = false;
+    let mut limit = 0u64;
+    let algebra = op != SetOp::Diff && !card_only;
+    while !a.is_done() {
+        let remaining = a.remaining();
+        if algebra && remaining > setnum && a.opt("WEIGHTS") {
+            let mut w = Vec::with_capacity(setnum);
+            for _ in 0..setnum {
+                w.push(parse_double(a.value()?).ok_or_else(|| err(errors::WEIGHT_NOT_FLOAT))?);
             }
+            weights = Some(w);
+        } else if algebra && remaining >= 2 && a.opt("AGGREGATE") {
+            aggregate = a.word(&[
+                ("SUM", Aggregate::Sum),
+                ("MIN", Aggregate::Min),
+                ("MAX", Aggregate::Max),
+            ])?;
+        } else if !store && !card_only && a.opt("WITHSCORES") {
+            withscores = true;
+        } else if card_only && remaining >= 2 && a.opt("LIMIT") {
+            limit = positive(a.value()?, errors::LIMIT_NEGATIVE)? as u64;
+        } else {
+            return Err(syntax());
         }
-        let mut weights: Option<Vec<f64>> = None;
-        let mut aggregate = Aggregate::Sum;
-        let mut withscores = false;
-        let mut limit = 0u64;
-        let mut j = numkeys_idx + 1 + setnum;
-        while j < argv.len() {
-            let remaining = argv.len() - j;
-            let a = &argv[j];
-            if op != SetOp::Diff && !card_only && remaining > setnum && is(a, "weights") {
-                j += 1;
-                let mut w = Vec::with_capacity(setnum);
-                for k in 0..setnum {
-                    w.push(
-                        parse_double(&argv[j + k]).ok_or_else(|| err(errors::WEIGHT_NOT_FLOAT))?,
-                    );
-                }
-                weights = Some(w);
-                j += setnum;
-            } else if op != SetOp::Diff && !card_only && remaining >= 2 && is(a, "aggregate") {
-                let v = &argv[j + 1];
-                aggregate = if is(v, "sum") {
-                    Aggregate::Sum
-                } else if is(v, "min") {
-                    Aggregate::Min
-                } else if is(v, "max") {
-                    Aggregate::Max
-                } else {
-                    return Err(err(errors::SYNTAX));
-                };
-                j += 2;
-            } else if !store && !card_only && is(a, "withscores") {
-                withscores = true;
-                j += 1;
-            } else if card_only && remaining >= 2 && is(a, "limit") {
-                limit = positive(&argv[j + 1], errors::LIMIT_NEGATIVE)? as u64;
-                j += 2;
-            } else {
-                return Err(err(errors::SYNTAX));
-            }
-        }
-        let d = &ctx.session.db;
-        if card_only {
-            return Ok(Frame::Integer(db(d.zintercard(&keys, limit))? as i64));
-        }
-        if store {
-            let existed = notify::existed(ctx, notify::GENERIC, &argv[1]);
-            let n = db(d.zsetop_store(op, &argv[1], &keys, weights.as_deref(), aggregate))?;
-            notify::stored(ctx, notify::ZSET, &name, &argv[1], n as u64, existed);
-            return Ok(Frame::Integer(n as i64));
-        }
-        let items = db(d.zsetop(op, &keys, weights.as_deref(), aggregate))?;
-        Ok(scored_reply(items, withscores, resp3(ctx)))
-    })())
+    }
+    let d = &ctx.session.db;
+    if card_only {
+        return Ok(Frame::Integer(d.zintercard(&keys, limit)? as i64));
+    }
+    if let Some(dst) = dst {
+        let existed = notify::existed(ctx, notify::GENERIC, dst);
+        let n = ctx
+            .session
+            .db
+            .zsetop_store(op, dst, &keys, weights.as_deref(), aggregate)?;
+        notify::stored(ctx, notify::ZSET, name, dst, n, existed);
+        return Ok(Frame::Integer(n as i64));
+    }
+    let items = d.zsetop(op, &keys, weights.as_deref(), aggregate)?;
+    Ok(scored_reply(items, withscores, resp3(ctx)))
 }
 
-fn zunion(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    setop_generic(ctx, argv, SetOp::Union, false, false)
+/// A [`SetCall`] that reads.
+const fn reads(op: SetOp, name: &'static str) -> SetCall {
+    SetCall {
+        op,
+        store: false,
+        card_only: false,
+        name,
+    }
 }
 
-fn zinter(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    setop_generic(ctx, argv, SetOp::Inter, false, false)
+/// A [`SetCall`] that stores.
+const fn stores(op: SetOp, name: &'static str) -> SetCall {
+    SetCall {
+        op,
+        store: true,
+        card_only: false,
+        name,
+    }
 }
 
-fn zdiff(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    setop_generic(ctx, argv, SetOp::Diff, false, false)
+fn zunion(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    setop_generic(ctx, argv, reads(SetOp::Union, "zunion"))
 }
 
-fn zunionstore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    setop_generic(ctx, argv, SetOp::Union, true, false)
+fn zinter(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    setop_generic(ctx, argv, reads(SetOp::Inter, "zinter"))
 }
 
-fn zinterstore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    setop_generic(ctx, argv, SetOp::Inter, true, false)
+fn zdiff(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    setop_generic(ctx, argv, reads(SetOp::Diff, "zdiff"))
 }
 
-fn zdiffstore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    setop_generic(ctx, argv, SetOp::Diff, true, false)
+fn zunionstore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    setop_generic(ctx, argv, stores(SetOp::Union, "zunionstore"))
 }
 
-fn zintercard(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    setop_generic(ctx, argv, SetOp::Inter, false, true)
+fn zinterstore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    setop_generic(ctx, argv, stores(SetOp::Inter, "zinterstore"))
 }
 
-fn zscan(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let cursor = scan::cursor(&argv[2])?;
-        // A missing key answers an empty scan before the options are read (as Redis does).
-        if db(ctx.session.db.zcard(&argv[1]))? == 0 {
-            return Ok(Frame::Array(vec![Frame::bulk("0"), Frame::Array(vec![])]));
-        }
-        let (pattern, count) = scan::options(argv)?;
-        let page = db(ctx.session.db.zscan(&argv[1], cursor, pattern, count))?;
-        let mut out = Vec::with_capacity(page.items.len() * 2);
-        for (m, s) in page.items {
-            out.push(Frame::bulk(m));
-            out.push(Frame::bulk(if page.compact {
-                d2string(s)
-            } else {
-                strata_resp::format_double(s)
-            }));
-        }
-        Ok(Frame::Array(vec![
-            Frame::bulk(page.cursor.to_string()),
-            Frame::Array(out),
-        ]))
-    })())
+fn zdiffstore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    setop_generic(ctx, argv, stores(SetOp::Diff, "zdiffstore"))
+}
+
+fn zintercard(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let call = SetCall {
+        card_only: true,
+        ..reads(SetOp::Inter, "zintercard")
+    };
+    setop_generic(ctx, argv, call)
+}
+
+fn zscan(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let cursor = scan::cursor(a.value()?)?;
+    // A missing key answers an empty scan before the options are read (as Redis does).
+    if ctx.session.db.zcard(key)? == 0 {
+        return Ok(scan::reply(0, Vec::new()));
+    }
+    let (pattern, count) = scan::options(argv)?;
+    let page = ctx.session.db.zscan(key, cursor, pattern, count)?;
+    let mut out = Vec::with_capacity(page.items.len() * 2);
+    for (m, s) in page.items {
+        out.push(Frame::bulk(m));
+        out.push(Frame::bulk(if page.compact {
+            d2string(s)
+        } else {
+            strata_resp::format_double(s)
+        }));
+    }
+    Ok(scan::reply(page.cursor, out))
 }
 
 #[cfg(test)]
@@ -1332,6 +1334,109 @@ mod tests {
         assert_eq!(score_bound(b"  "), None);
         assert_eq!(score_bound(b"1 "), None);
         assert_eq!(score_bound(b"nan"), None);
+    }
+
+    use crate::testing::Harness;
+
+    #[test]
+    fn zadd_flags_conflict_as_in_redis() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["ZADD", "z", "1", "a", "2", "b"]), Frame::Integer(2));
+        assert_eq!(
+            h.run(&["ZADD", "z", "CH", "GT", "3", "a"]),
+            Frame::Integer(1)
+        );
+        assert_eq!(
+            h.error(&["ZADD", "z", "NX", "XX", "1", "a"]),
+            errors::ZADD_XX_AND_NX
+        );
+        assert_eq!(
+            h.error(&["ZADD", "z", "GT", "LT", "1", "a"]),
+            errors::ZADD_GT_LT_NX
+        );
+        assert_eq!(
+            h.error(&["ZADD", "z", "INCR", "1", "a", "2", "b"]),
+            errors::ZADD_INCR_PAIR
+        );
+        assert_eq!(h.error(&["ZADD", "z", "NX", "1"]), errors::SYNTAX);
+        assert_eq!(h.error(&["ZADD", "z", "x", "a"]), errors::NOT_FLOAT);
+    }
+
+    #[test]
+    fn ranges_read_their_options() {
+        let mut h = Harness::new();
+        h.run(&["ZADD", "z", "1", "a", "2", "b", "3", "c"]);
+        assert_eq!(
+            h.run(&["ZRANGE", "z", "(1", "+inf", "BYSCORE", "LIMIT", "0", "1"]),
+            Frame::Array(vec![Frame::bulk("b")])
+        );
+        assert_eq!(
+            h.error(&["ZRANGE", "z", "0", "1", "LIMIT", "0", "1"]),
+            errors::LIMIT_NEEDS_BYSCORE_OR_BYLEX
+        );
+        assert_eq!(
+            h.error(&["ZRANGE", "z", "[a", "[b", "BYLEX", "WITHSCORES"]),
+            errors::WITHSCORES_WITH_BYLEX
+        );
+        assert_eq!(
+            h.run(&["ZRANGESTORE", "d", "z", "0", "1"]),
+            Frame::Integer(2)
+        );
+        assert_eq!(
+            h.run(&["ZREMRANGEBYSCORE", "z", "-inf", "(2"]),
+            Frame::Integer(1)
+        );
+        assert_eq!(
+            h.error(&["ZCOUNT", "z", "x", "1"]),
+            errors::MIN_MAX_NOT_FLOAT
+        );
+    }
+
+    #[test]
+    fn set_algebra_counts_its_keys() {
+        let mut h = Harness::new();
+        h.run(&["ZADD", "a", "1", "x", "2", "y"]);
+        h.run(&["ZADD", "b", "10", "y"]);
+        assert_eq!(
+            h.run(&[
+                "ZUNIONSTORE",
+                "d",
+                "2",
+                "a",
+                "b",
+                "WEIGHTS",
+                "1",
+                "2",
+                "AGGREGATE",
+                "MAX"
+            ]),
+            Frame::Integer(2)
+        );
+        assert_eq!(h.run(&["ZSCORE", "d", "y"]), Frame::Double(20.0));
+        assert_eq!(
+            h.run(&["ZINTERCARD", "2", "a", "b", "LIMIT", "0"]),
+            Frame::Integer(1)
+        );
+        assert_eq!(
+            h.error(&["ZUNION", "0", "a"]),
+            "ERR at least 1 input key is needed for 'zunion' command"
+        );
+        assert_eq!(h.error(&["ZUNION", "3", "a", "b"]), errors::SYNTAX);
+        assert_eq!(
+            h.error(&["ZINTER", "1", "a", "AGGREGATE", "AVG"]),
+            errors::SYNTAX
+        );
+        assert_eq!(h.error(&["ZMPOP", "1", "a", "UP"]), errors::SYNTAX);
+        assert_eq!(
+            h.run(&["ZMPOP", "1", "a", "MIN"]),
+            Frame::Array(vec![
+                Frame::bulk("a"),
+                Frame::Array(vec![Frame::Array(vec![
+                    Frame::bulk("x"),
+                    Frame::Double(1.0)
+                ])])
+            ])
+        );
     }
 
     #[test]

@@ -71,6 +71,12 @@ impl<'a> Args<'a> {
         Args { argv, at: 1 }
     }
 
+    /// A cursor at the first argument after a subcommand's name (`OBJECT ENCODING key`).
+    #[inline]
+    pub fn after_subcommand(argv: &'a [Bytes]) -> Args<'a> {
+        Args { argv, at: 2 }
+    }
+
     /// The next argument, whatever it is (a value, a member, a field...).
     #[inline]
     pub fn value(&mut self) -> Result<&'a Bytes, Failure> {

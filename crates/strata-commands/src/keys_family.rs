@@ -5,9 +5,10 @@ use bytes::Bytes;
 use strata::{ExpireCondition, KeyType, Ttl};
 use strata_resp::Frame;
 
-use crate::args::{self, db, is, reply, Parsed};
+use crate::args::is;
 use crate::command::*;
-use crate::errors::{self, err};
+use crate::cursor::{syntax, Args, Failure, Reply};
+use crate::errors;
 use crate::help;
 use crate::scan;
 use crate::Ctx;
@@ -23,7 +24,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RM | DELETE, 1, -1, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(del),
+        handler: del,
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -42,7 +43,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RM | DELETE, 1, -1, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(del),
+        handler: del,
         docs: Docs {
             group: "generic",
             since: "4.0.0",
@@ -61,7 +62,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, -1, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(exists),
+        handler: exists,
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -80,7 +81,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(key_type),
+        handler: key_type,
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -99,7 +100,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(expire),
+        handler: expire,
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -118,7 +119,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(pexpire),
+        handler: pexpire,
         docs: Docs {
             group: "generic",
             since: "2.6.0",
@@ -137,7 +138,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(expireat),
+        handler: expireat,
         docs: Docs {
             group: "generic",
             since: "1.2.0",
@@ -156,7 +157,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(pexpireat),
+        handler: pexpireat,
         docs: Docs {
             group: "generic",
             since: "2.6.0",
@@ -175,7 +176,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(ttl),
+        handler: ttl,
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -194,7 +195,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(pttl),
+        handler: pttl,
         docs: Docs {
             group: "generic",
             since: "2.6.0",
@@ -213,7 +214,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(expiretime),
+        handler: expiretime,
         docs: Docs {
             group: "generic",
             since: "7.0.0",
@@ -232,7 +233,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(pexpiretime),
+        handler: pexpiretime,
         docs: Docs {
             group: "generic",
             since: "7.0.0",
@@ -251,7 +252,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(persist),
+        handler: persist,
         docs: Docs {
             group: "generic",
             since: "2.2.0",
@@ -271,7 +272,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(OW | UPDATE, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(rename),
+        handler: rename,
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -291,7 +292,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(OW | INSERT, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(renamenx),
+        handler: renamenx,
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -311,7 +312,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(OW | UPDATE, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(copy),
+        handler: copy,
         docs: Docs {
             group: "generic",
             since: "6.2.0",
@@ -330,7 +331,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(move_key),
+        handler: move_key,
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -349,7 +350,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, -1, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(exists),
+        handler: exists,
         docs: Docs {
             group: "generic",
             since: "3.2.1",
@@ -366,7 +367,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE | acl::DANGEROUS),
-        handler: plain!(keys),
+        handler: keys,
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -383,7 +384,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(scan),
+        handler: scan,
         docs: Docs {
             group: "generic",
             since: "2.8.0",
@@ -400,7 +401,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(randomkey),
+        handler: randomkey,
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -417,7 +418,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(object),
+        handler: object,
         docs: Docs {
             group: "generic",
             since: "2.2.3",
@@ -436,7 +437,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(object_encoding),
+        handler: object_encoding,
         docs: Docs {
             group: "generic",
             since: "2.2.3",
@@ -455,7 +456,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(object_freq),
+        handler: object_freq,
         docs: Docs {
             group: "generic",
             since: "4.0.0",
@@ -474,7 +475,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(object_idletime),
+        handler: object_idletime,
         docs: Docs {
             group: "generic",
             since: "2.2.3",
@@ -493,7 +494,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(object_refcount),
+        handler: object_refcount,
         docs: Docs {
             group: "generic",
             since: "2.2.3",
@@ -510,7 +511,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(object_help),
+        handler: object_help,
         docs: Docs {
             group: "generic",
             since: "6.2.0",
@@ -538,70 +539,59 @@ fn copy_keys(argv: &[Bytes], _db: u32, out: &mut Vec<(u32, usize)>) {
     }
 }
 
-fn del(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if ctx.notifies(crate::notify::GENERIC) {
-        // One key at a time, so each deleted key raises its own `del`.
-        let mut n = 0;
-        for k in &argv[1..] {
-            match ctx.session.db.del(&[&k[..]]) {
-                Ok(d) => {
-                    if d > 0 {
-                        ctx.notify(crate::notify::GENERIC, "del", k);
-                    }
-                    n += d;
-                }
-                Err(e) => return errors::from_db(e),
-            }
+fn del(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let keys = Args::new(argv).rest_slices();
+    if !ctx.notifies(crate::notify::GENERIC) {
+        return Ok(Frame::Integer(ctx.session.db.del(&keys)? as i64));
+    }
+    // One key at a time, so each deleted key raises its own `del`.
+    let mut n = 0;
+    for k in keys {
+        let d = ctx.session.db.del(&[k])?;
+        if d > 0 {
+            ctx.notify(crate::notify::GENERIC, "del", k);
         }
-        return Frame::Integer(n as i64);
+        n += d;
     }
-    match ctx.session.db.del(&args::slices(&argv[1..])) {
-        Ok(n) => Frame::Integer(n as i64),
-        Err(e) => errors::from_db(e),
-    }
+    Ok(Frame::Integer(n as i64))
 }
 
-fn exists(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let mut n = 0;
-        for k in &argv[1..] {
-            n += db(ctx.session.db.exists(k))? as i64;
-        }
-        Ok(Frame::Integer(n))
-    })())
-}
-
-fn key_type(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.key_type(&argv[1]) {
-        Ok(t) => Frame::simple(t.map(KeyType::name).unwrap_or("none")),
-        Err(e) => errors::from_db(e),
+fn exists(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut n = 0;
+    for k in Args::new(argv).rest() {
+        n += ctx.session.db.exists(k)? as i64;
     }
+    Ok(Frame::Integer(n))
 }
 
-/// Redis's parseExtendedExpireArgumentsOrReply.
-fn expire_conditions(argv: &[Bytes]) -> Parsed<Vec<ExpireCondition>> {
+fn key_type(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::new(argv).key()?;
+    let t = ctx.session.db.key_type(key)?;
+    Ok(Frame::simple(t.map(KeyType::name).unwrap_or("none")))
+}
+
+/// Redis's parseExtendedExpireArgumentsOrReply over the rest of the arguments.
+fn expire_conditions(a: &mut Args<'_>) -> Result<Vec<ExpireCondition>, Failure> {
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
-    for a in &argv[3..] {
-        if is(a, "nx") {
+    while !a.is_done() {
+        if a.opt("NX") {
             nx = true;
-        } else if is(a, "xx") {
+        } else if a.opt("XX") {
             xx = true;
-        } else if is(a, "gt") {
+        } else if a.opt("GT") {
             gt = true;
-        } else if is(a, "lt") {
+        } else if a.opt("LT") {
             lt = true;
         } else {
-            return Err(err(format!(
-                "ERR Unsupported option {}",
-                String::from_utf8_lossy(a)
-            )));
+            let word = String::from_utf8_lossy(a.value()?);
+            return Err(Failure::text(format!("ERR Unsupported option {word}")));
         }
     }
     if nx && (xx || gt || lt) {
-        return Err(err(errors::NX_XX_GT_LT));
+        return Err(Failure::text(errors::NX_XX_GT_LT));
     }
     if gt && lt {
-        return Err(err(errors::GT_AND_LT));
+        return Err(Failure::text(errors::GT_AND_LT));
     }
     let mut conds = Vec::new();
     for (on, c) in [
@@ -617,276 +607,263 @@ fn expire_conditions(argv: &[Bytes]) -> Parsed<Vec<ExpireCondition>> {
     Ok(conds)
 }
 
-fn expire_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], seconds: bool, absolute: bool) -> Frame {
-    let cmd = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
-    reply((|| {
-        let conds = expire_conditions(argv)?;
-        let mut when = args::int(&argv[2])?;
-        if seconds {
-            if !(i64::MIN / 1000..=i64::MAX / 1000).contains(&when) {
-                return Err(errors::invalid_expire(&cmd));
-            }
-            when *= 1000;
+/// EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT key time [NX | XX | GT | LT]; `cmd` names the command
+/// in its error text.
+fn expire_generic(
+    ctx: &mut Ctx<'_>,
+    argv: &[Bytes],
+    seconds: bool,
+    absolute: bool,
+    cmd: &str,
+) -> Reply {
+    let invalid = || Failure(errors::invalid_expire(cmd));
+    let mut a = Args::new(argv);
+    let (key, when) = (a.key()?, a.value()?);
+    let conds = expire_conditions(&mut a)?;
+    let mut when = crate::args::int(when)?;
+    if seconds {
+        if !(i64::MIN / 1000..=i64::MAX / 1000).contains(&when) {
+            return Err(invalid());
         }
-        if !absolute {
-            when = when
-                .checked_add(strata::now_ms() as i64)
-                .ok_or_else(|| errors::invalid_expire(&cmd))?;
-        }
-        let changed = db(ctx.session.db.expire_at(&argv[1], when, &conds))?;
-        if changed {
-            let past = when <= strata::now_ms() as i64;
-            let event = if past { "del" } else { "expire" };
-            ctx.notify(crate::notify::GENERIC, event, &argv[1]);
-        }
-        Ok(Frame::Integer(changed as i64))
-    })())
+        when *= 1000;
+    }
+    if !absolute {
+        when = when
+            .checked_add(strata::now_ms() as i64)
+            .ok_or_else(invalid)?;
+    }
+    let changed = ctx.session.db.expire_at(key, when, &conds)?;
+    if changed {
+        let past = when <= strata::now_ms() as i64;
+        let event = if past { "del" } else { "expire" };
+        ctx.notify(crate::notify::GENERIC, event, key);
+    }
+    Ok(Frame::Integer(changed as i64))
 }
 
-fn expire(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    expire_generic(ctx, argv, true, false)
+fn expire(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    expire_generic(ctx, argv, true, false, "expire")
 }
 
-fn pexpire(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    expire_generic(ctx, argv, false, false)
+fn pexpire(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    expire_generic(ctx, argv, false, false, "pexpire")
 }
 
-fn expireat(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    expire_generic(ctx, argv, true, true)
+fn expireat(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    expire_generic(ctx, argv, true, true, "expireat")
 }
 
-fn pexpireat(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    expire_generic(ctx, argv, false, true)
+fn pexpireat(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    expire_generic(ctx, argv, false, true, "pexpireat")
 }
 
 /// TTL, PTTL, EXPIRETIME, PEXPIRETIME share Redis's ttlGenericCommand.
-fn ttl_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], ms: bool, absolute: bool) -> Frame {
-    match ctx.session.db.ttl(&argv[1]) {
-        Ok(Ttl::Missing) => Frame::Integer(-2),
-        Ok(Ttl::Persistent) => Frame::Integer(-1),
-        Ok(Ttl::ExpiresAt(at)) => {
+fn ttl_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], ms: bool, absolute: bool) -> Reply {
+    let key = Args::new(argv).key()?;
+    Ok(Frame::Integer(match ctx.session.db.ttl(key)? {
+        Ttl::Missing => -2,
+        Ttl::Persistent => -1,
+        Ttl::ExpiresAt(at) => {
             let t = if absolute {
                 at as i64
             } else {
                 (at as i64 - strata::now_ms() as i64).max(0)
             };
-            Frame::Integer(if ms {
+            if ms {
                 t
             } else if absolute {
                 t / 1000
             } else {
                 (t + 500) / 1000
-            })
+            }
         }
-        Err(e) => errors::from_db(e),
-    }
+    }))
 }
 
-fn ttl(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn ttl(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     ttl_generic(ctx, argv, false, false)
 }
 
-fn pttl(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn pttl(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     ttl_generic(ctx, argv, true, false)
 }
 
-fn expiretime(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn expiretime(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     ttl_generic(ctx, argv, false, true)
 }
 
-fn pexpiretime(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn pexpiretime(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     ttl_generic(ctx, argv, true, true)
 }
 
-fn persist(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.persist(&argv[1]) {
-        Ok(b) => {
-            if b {
-                ctx.notify(crate::notify::GENERIC, "persist", &argv[1]);
-            }
-            Frame::Integer(b as i64)
-        }
-        Err(e) => errors::from_db(e),
+fn persist(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::new(argv).key()?;
+    let removed = ctx.session.db.persist(key)?;
+    if removed {
+        ctx.notify(crate::notify::GENERIC, "persist", key);
     }
+    Ok(Frame::Integer(removed as i64))
 }
 
-fn rename(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.rename(&argv[1], &argv[2], false) {
-        Ok(_) => {
-            notify_rename(ctx, argv);
-            Frame::ok()
-        }
-        Err(e) => errors::from_db(e),
-    }
+fn rename(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (src, dst) = (a.key()?, a.key()?);
+    ctx.session.db.rename(src, dst, false)?;
+    notify_rename(ctx, src, dst);
+    Ok(Frame::ok())
 }
 
-fn renamenx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.rename(&argv[1], &argv[2], true) {
-        Ok(b) => {
-            if b {
-                notify_rename(ctx, argv);
-            }
-            Frame::Integer(b as i64)
-        }
-        Err(e) => errors::from_db(e),
+fn renamenx(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (src, dst) = (a.key()?, a.key()?);
+    let done = ctx.session.db.rename(src, dst, true)?;
+    if done {
+        notify_rename(ctx, src, dst);
     }
+    Ok(Frame::Integer(done as i64))
 }
 
 /// `rename_from` on the source, `rename_to` on the destination (none for a key renamed to
 /// itself, as in Redis).
-fn notify_rename(ctx: &Ctx<'_>, argv: &[Bytes]) {
-    if argv[1] != argv[2] {
+fn notify_rename(ctx: &Ctx<'_>, src: &[u8], dst: &[u8]) {
+    if src != dst {
         // Redis re-adds the destination (raising `new`) before it reports the rename.
-        crate::notify::new_key_always(ctx, ctx.session.db.index(), &argv[2]);
-        ctx.notify(crate::notify::GENERIC, "rename_from", &argv[1]);
-        ctx.notify(crate::notify::GENERIC, "rename_to", &argv[2]);
+        crate::notify::new_key_always(ctx, ctx.session.db.index(), dst);
+        ctx.notify(crate::notify::GENERIC, "rename_from", src);
+        ctx.notify(crate::notify::GENERIC, "rename_to", dst);
     }
 }
 
-fn copy(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let session_db = ctx.session.db.index();
-        let mut dst_db = session_db;
-        let mut replace = false;
-        let mut j = 3;
-        while j < argv.len() {
-            if is(&argv[j], "replace") {
-                replace = true;
-            } else if is(&argv[j], "db") && j + 1 < argv.len() {
-                let n = args::int(&argv[j + 1])?;
-                if n < 0 || n >= ctx.session.db.databases() as i64 {
-                    return Err(err(errors::DB_INDEX));
-                }
-                dst_db = n as u32;
-                j += 1;
-            } else {
-                return Err(err(errors::SYNTAX));
-            }
-            j += 1;
-        }
-        if dst_db == session_db && argv[1] == argv[2] {
-            return Err(err(errors::SAME_OBJECT));
-        }
-        let done = db(ctx.session.db.copy(&argv[1], dst_db, &argv[2], replace))?;
-        if done {
-            crate::notify::new_key_always(ctx, dst_db, &argv[2]);
-            ctx.notify_in(dst_db, crate::notify::GENERIC, "copy_to", &argv[2]);
-        }
-        Ok(Frame::Integer(done as i64))
-    })())
-}
-
-fn move_key(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let n = args::int(&argv[2])?;
-        if n < i32::MIN as i64 || n > i32::MAX as i64 {
-            return Err(err(errors::NOT_INTEGER));
-        }
-        if n < 0 || n >= ctx.session.db.databases() as i64 {
-            return Err(err(errors::DB_INDEX));
-        }
-        if n as u32 == ctx.session.db.index() {
-            return Err(err(errors::SAME_OBJECT));
-        }
-        let done = db(ctx.session.db.move_to(&argv[1], n as u32))?;
-        if done {
-            let src = ctx.session.db.index();
-            crate::notify::new_key_always(ctx, n as u32, &argv[1]);
-            ctx.notify_in(src, crate::notify::GENERIC, "move_from", &argv[1]);
-            ctx.notify_in(n as u32, crate::notify::GENERIC, "move_to", &argv[1]);
-        }
-        Ok(Frame::Integer(done as i64))
-    })())
-}
-
-fn keys(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.keys(&argv[1]) {
-        Ok(ks) => Frame::bulk_array(ks),
-        Err(e) => errors::from_db(e),
+/// A database number in range for this server (`ERR DB index is out of range`).
+fn database(ctx: &Ctx<'_>, n: i64) -> Result<u32, Failure> {
+    if n < 0 || n >= ctx.session.db.databases() as i64 {
+        return Err(Failure::text(errors::DB_INDEX));
     }
+    Ok(n as u32)
 }
 
-/// Parses a SCAN-family cursor: an unsigned 64-bit decimal ("ERR invalid cursor" otherwise).
-pub fn parse_cursor(a: &[u8]) -> Parsed<u64> {
+fn copy(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (src, dst) = (a.key()?, a.key()?);
+    let session_db = ctx.session.db.index();
+    let mut dst_db = session_db;
+    let mut replace = false;
+    while !a.is_done() {
+        if a.opt("REPLACE") {
+            replace = true;
+        } else if a.remaining() >= 2 && a.opt("DB") {
+            dst_db = database(ctx, a.int()?)?;
+        } else {
+            return Err(syntax());
+        }
+    }
+    if dst_db == session_db && src == dst {
+        return Err(Failure::text(errors::SAME_OBJECT));
+    }
+    let done = ctx.session.db.copy(src, dst_db, dst, replace)?;
+    if done {
+        crate::notify::new_key_always(ctx, dst_db, dst);
+        ctx.notify_in(dst_db, crate::notify::GENERIC, "copy_to", dst);
+    }
+    Ok(Frame::Integer(done as i64))
+}
+
+fn move_key(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, n) = (a.key()?, a.int()?);
+    if n < i32::MIN as i64 || n > i32::MAX as i64 {
+        return Err(Failure::text(errors::NOT_INTEGER));
+    }
+    let to = database(ctx, n)?;
+    let src = ctx.session.db.index();
+    if to == src {
+        return Err(Failure::text(errors::SAME_OBJECT));
+    }
+    let done = ctx.session.db.move_to(key, to)?;
+    if done {
+        crate::notify::new_key_always(ctx, to, key);
+        ctx.notify_in(src, crate::notify::GENERIC, "move_from", key);
+        ctx.notify_in(to, crate::notify::GENERIC, "move_to", key);
+    }
+    Ok(Frame::Integer(done as i64))
+}
+
+fn keys(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let pattern = Args::new(argv).value()?;
+    Ok(Frame::bulk_array(ctx.session.db.keys(pattern)?))
+}
+
+/// Parses a SCAN cursor: an unsigned 64-bit decimal ("ERR invalid cursor" otherwise).
+pub fn parse_cursor(a: &[u8]) -> Result<u64, Failure> {
     std::str::from_utf8(a)
         .ok()
         .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(|| err(errors::INVALID_CURSOR))
+        .ok_or_else(|| Failure::text(errors::INVALID_CURSOR))
 }
 
-fn scan(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let cursor = parse_cursor(&argv[1])?;
-        let o = scan::scan_options(argv, 2, true)?;
-        let kind = match o.type_name {
-            Some(name) => match KeyType::from_name(name) {
-                Some(k) => Some(k),
-                // An unknown TYPE name matches nothing (as in Redis 7.0); the cursor still moves.
-                None => {
-                    let page = db(ctx.session.db.scan(cursor, o.pattern, o.count, None))?;
-                    return Ok(Frame::Array(vec![
-                        Frame::bulk(page.cursor.to_string()),
-                        Frame::Array(vec![]),
-                    ]));
-                }
-            },
-            None => None,
-        };
-        let (pattern, count) = (o.pattern, o.count);
-        let page = db(ctx.session.db.scan(cursor, pattern, count, kind))?;
-        Ok(Frame::Array(vec![
-            Frame::bulk(page.cursor.to_string()),
-            Frame::bulk_array(page.keys),
-        ]))
-    })())
+fn scan(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let cursor = parse_cursor(Args::new(argv).value()?)?;
+    let o = scan::scan_options(argv, 2, true)?;
+    let kind = match o.type_name.map(KeyType::from_name) {
+        None => None,
+        Some(Some(k)) => Some(k),
+        // An unknown TYPE name matches nothing (as in Redis 7.0); the cursor still moves.
+        Some(None) => {
+            let page = ctx.session.db.scan(cursor, o.pattern, o.count, None)?;
+            return Ok(scan::reply(page.cursor, Vec::new()));
+        }
+    };
+    let page = ctx.session.db.scan(cursor, o.pattern, o.count, kind)?;
+    Ok(scan::reply(
+        page.cursor,
+        page.keys.into_iter().map(Frame::bulk).collect(),
+    ))
 }
 
-fn randomkey(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    match ctx.session.db.random_key() {
-        Ok(k) => Frame::bulk_or_null(k),
-        Err(e) => errors::from_db(e),
+fn randomkey(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(Frame::bulk_or_null(ctx.session.db.random_key()?))
+}
+
+fn object(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    Ok(dispatch_sub(ctx, argv, COMMANDS, "object"))
+}
+
+fn object_encoding(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::after_subcommand(argv).key()?;
+    let encoding = ctx.session.db.object_encoding(key)?;
+    Ok(Frame::bulk_or_null(
+        encoding.map(|s| Bytes::from_static(s.as_bytes())),
+    ))
+}
+
+fn object_freq(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::after_subcommand(argv).key()?;
+    if !ctx.session.db.exists(key)? {
+        return Ok(Frame::Null);
     }
+    Err(Failure::text(errors::LFU_NOT_SELECTED))
 }
 
-fn object(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    dispatch_sub(ctx, argv, COMMANDS, "object")
+fn object_idletime(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::after_subcommand(argv).key()?;
+    // Access times are not tracked on disk (see docs/differences.md).
+    Ok(match ctx.session.db.exists(key)? {
+        false => Frame::Null,
+        true => Frame::Integer(0),
+    })
 }
 
-fn object_encoding(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.object_encoding(&argv[2]) {
-        Ok(e) => Frame::bulk_or_null(e.map(|s| Bytes::from_static(s.as_bytes()))),
-        Err(e) => errors::from_db(e),
-    }
+fn object_refcount(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::after_subcommand(argv).key()?;
+    Ok(match ctx.session.db.exists(key)? {
+        false => Frame::Null,
+        true => Frame::Integer(1),
+    })
 }
 
-fn object_freq(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.exists(&argv[2]) {
-        Ok(false) => Frame::Null,
-        Ok(true) => err(errors::LFU_NOT_SELECTED),
-        Err(e) => errors::from_db(e),
-    }
-}
-
-fn object_idletime(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.exists(&argv[2]) {
-        Ok(false) => Frame::Null,
-        // Access times are not tracked on disk (see docs/differences.md).
-        Ok(true) => Frame::Integer(0),
-        Err(e) => errors::from_db(e),
-    }
-}
-
-fn object_refcount(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match ctx.session.db.exists(&argv[2]) {
-        Ok(false) => Frame::Null,
-        Ok(true) => Frame::Integer(1),
-        Err(e) => errors::from_db(e),
-    }
-}
-
-fn object_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    help::reply(
+fn object_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(help::reply(
         "OBJECT",
         &[
             "ENCODING <key>",
@@ -902,5 +879,77 @@ fn object_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
             "    Return the number of references of the value associated with the specified",
             "    <key>.",
         ],
-    )
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::errors;
+    use crate::testing::Harness;
+    use crate::Frame;
+
+    #[test]
+    fn expire_options_and_ttls() {
+        let mut h = Harness::new();
+        h.run(&["SET", "k", "v"]);
+        assert_eq!(h.run(&["TTL", "k"]), Frame::Integer(-1));
+        assert_eq!(h.run(&["TTL", "nokey"]), Frame::Integer(-2));
+        assert_eq!(h.run(&["EXPIRE", "k", "100", "NX"]), Frame::Integer(1));
+        assert_eq!(h.run(&["EXPIRE", "k", "50", "GT"]), Frame::Integer(0));
+        assert_eq!(h.run(&["TTL", "k"]), Frame::Integer(100));
+        assert_eq!(
+            h.error(&["EXPIRE", "k", "1", "NX", "XX"]),
+            errors::NX_XX_GT_LT
+        );
+        assert_eq!(
+            h.error(&["EXPIRE", "k", "1", "GT", "LT"]),
+            errors::GT_AND_LT
+        );
+        assert_eq!(
+            h.error(&["EXPIRE", "k", "1", "SOON"]),
+            "ERR Unsupported option SOON"
+        );
+        assert_eq!(
+            h.error(&["EXPIRE", "k", "9223372036854775807"]),
+            "ERR invalid expire time in 'expire' command"
+        );
+        assert_eq!(h.run(&["PERSIST", "k"]), Frame::Integer(1));
+    }
+
+    #[test]
+    fn renames_copies_and_moves() {
+        let mut h = Harness::new();
+        h.run(&["SET", "a", "1"]);
+        assert_eq!(h.run(&["COPY", "a", "b"]), Frame::Integer(1));
+        assert_eq!(h.run(&["COPY", "a", "b"]), Frame::Integer(0));
+        assert_eq!(h.run(&["COPY", "a", "b", "REPLACE"]), Frame::Integer(1));
+        assert_eq!(h.error(&["COPY", "a", "a"]), errors::SAME_OBJECT);
+        assert_eq!(h.error(&["COPY", "a", "b", "DB", "999"]), errors::DB_INDEX);
+        assert_eq!(h.error(&["COPY", "a", "b", "DB"]), errors::SYNTAX);
+        assert_eq!(h.run(&["MOVE", "a", "1"]), Frame::Integer(1));
+        assert_eq!(h.error(&["MOVE", "b", "0"]), errors::SAME_OBJECT);
+        assert_eq!(h.error(&["MOVE", "b", "x"]), errors::NOT_INTEGER);
+        assert_eq!(h.run(&["RENAMENX", "b", "c"]), Frame::Integer(1));
+        assert_eq!(h.error(&["RENAME", "nokey", "d"]), errors::NO_SUCH_KEY);
+        assert_eq!(h.run(&["DEL", "c", "nokey"]), Frame::Integer(1));
+        assert_eq!(h.run(&["EXISTS", "a", "c"]), Frame::Integer(0));
+    }
+
+    #[test]
+    fn object_subcommands_and_scan() {
+        let mut h = Harness::new();
+        h.run(&["RPUSH", "l", "x"]);
+        assert_eq!(h.run(&["TYPE", "l"]), Frame::simple("list"));
+        assert_eq!(h.run(&["OBJECT", "REFCOUNT", "l"]), Frame::Integer(1));
+        assert_eq!(h.run(&["OBJECT", "FREQ", "nokey"]), Frame::Null);
+        assert_eq!(h.error(&["SCAN", "x"]), errors::INVALID_CURSOR);
+        assert_eq!(
+            h.run(&["SCAN", "0", "TYPE", "nosuchtype"]),
+            Frame::Array(vec![Frame::bulk("0"), Frame::Array(vec![])])
+        );
+        assert_eq!(
+            h.run(&["SCAN", "0", "TYPE", "list"]),
+            Frame::Array(vec![Frame::bulk("0"), Frame::Array(vec![Frame::bulk("l")])])
+        );
+    }
 }

@@ -164,15 +164,6 @@ pub(crate) fn note_absent_keys(ctx: &Ctx<'_>, argv: &[Bytes], keys: &[(u32, usiz
     ABSENT.with(|a| *a.borrow_mut() = absent);
 }
 
-/// Remembers one more key of the running command (one not at the row's key positions, such
-/// as SORT's STORE destination) if it is absent, so creating it raises `new`.
-pub(crate) fn note_absent_key(ctx: &Ctx<'_>, key: &[u8]) {
-    if ctx.notifies(NEW) && matches!(ctx.session.db.exists(key), Ok(false)) {
-        let db = ctx.session.db.index();
-        ABSENT.with(|a| a.borrow_mut().push((db, Bytes::copy_from_slice(key))));
-    }
-}
-
 /// After the command: forgets the absent keys.
 pub(crate) fn clear_absent_keys() {
     ABSENT.with(|a| a.borrow_mut().clear());

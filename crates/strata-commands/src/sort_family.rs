@@ -6,9 +6,10 @@ use bytes::Bytes;
 use strata::SortOptions;
 use strata_resp::Frame;
 
-use crate::args::{self, is, reply};
+use crate::args::is;
 use crate::command::*;
-use crate::errors::{self, err};
+use crate::cursor::{syntax, Args, Failure, Reply};
+use crate::errors;
 use crate::Ctx;
 
 const COMPLEXITY: &str = "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).";
@@ -26,7 +27,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::unknown(OW | UPDATE, "For the optional STORE keyword. It is marked 'unknown' because the keyword can appear anywhere in the argument array"),
         ],
         acl: Acl(acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS),
-        handler: plain!(sort),
+        handler: sort,
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -46,7 +47,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::unknown(RO | ACCESS, "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort"),
         ],
         acl: Acl(acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS),
-        handler: plain!(sort_ro),
+        handler: sort_ro,
         docs: Docs {
             group: "generic",
             since: "7.0.0",
@@ -65,75 +66,82 @@ fn sort_store_key(argv: &[Bytes], db: u32, out: &mut Vec<(u32, usize)>) {
     }
 }
 
-fn sort(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn sort(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     sort_generic(ctx, argv, false)
 }
 
-fn sort_ro(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn sort_ro(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     sort_generic(ctx, argv, true)
 }
 
 /// Redis's sortCommandGeneric: options in any order, the last BY/LIMIT/ASC|DESC wins, GETs
-/// accumulate; an unknown word (or STORE in SORT_RO) is a syntax error.
-fn sort_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], readonly: bool) -> Frame {
-    reply((|| {
-        let mut opts = SortOptions::default();
-        let mut store: Option<&[u8]> = None;
-        let mut j = 2;
-        while j < argv.len() {
-            let a = &argv[j][..];
-            let left = argv.len() - j - 1;
-            if is(a, "asc") {
-                opts.desc = false;
-            } else if is(a, "desc") {
-                opts.desc = true;
-            } else if is(a, "alpha") {
-                opts.alpha = true;
-            } else if is(a, "limit") && left >= 2 {
-                let start = args::int(&argv[j + 1])?;
-                let count = args::int(&argv[j + 2])?;
-                opts.limit = Some((start, count));
-                j += 2;
-            } else if !readonly && is(a, "store") && left >= 1 {
-                store = Some(&argv[j + 1]);
-                j += 1;
-            } else if is(a, "by") && left >= 1 {
-                opts.by = Some(argv[j + 1].to_vec());
-                j += 1;
-            } else if is(a, "get") && left >= 1 {
-                opts.get.push(argv[j + 1].to_vec());
-                j += 1;
-            } else {
-                return Err(err(errors::SYNTAX));
-            }
-            j += 1;
+/// accumulate; an unknown word (or STORE in SORT_RO) is a syntax error. The STORE destination
+/// is among the command's keys (see `sort_store_key`), so the dispatcher locks it, notes it for
+/// `new` and wakes its BLPOP waiters.
+fn sort_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], readonly: bool) -> Reply {
+    let mut a = Args::new(argv);
+    let key = a.key()?;
+    let mut opts = SortOptions::default();
+    let mut store: Option<&[u8]> = None;
+    while !a.is_done() {
+        let left = a.remaining() - 1;
+        if a.opt("ASC") {
+            opts.desc = false;
+        } else if a.opt("DESC") {
+            opts.desc = true;
+        } else if a.opt("ALPHA") {
+            opts.alpha = true;
+        } else if left >= 2 && a.opt("LIMIT") {
+            opts.limit = Some((a.int()?, a.int()?));
+        } else if !readonly && left >= 1 && a.opt("STORE") {
+            store = Some(a.key()?);
+        } else if left >= 1 && a.opt("BY") {
+            opts.by = Some(a.value()?.to_vec());
+        } else if left >= 1 && a.opt("GET") {
+            opts.get.push(a.value()?.to_vec());
+        } else {
+            return Err(syntax());
         }
-        let map = |e: strata::Error| match e {
-            strata::Error::NotFloat => err(errors::SORT_SCORE_NOT_DOUBLE),
-            e => errors::from_db(e),
-        };
-        match store {
-            None => {
-                let values = ctx.session.db.sort(&argv[1], &opts).map_err(map)?;
-                Ok(Frame::Array(
-                    values.into_iter().map(Frame::bulk_or_null).collect(),
-                ))
-            }
-            Some(dst) => {
-                let existed = crate::notify::existed(ctx, crate::notify::GENERIC, dst);
-                crate::notify::note_absent_key(ctx, dst);
-                let n = ctx
-                    .session
-                    .db
-                    .sort_store(&argv[1], dst, &opts)
-                    .map_err(map)?;
-                crate::notify::stored(ctx, crate::notify::LIST, "sortstore", dst, n, existed);
-                // The destination is not at the row's key positions: wake its BLPOP waiters here.
-                if n > 0 && ctx.server.has_blocked_clients() {
-                    ctx.server.key_ready(ctx.session.db.index(), dst);
-                }
-                Ok(Frame::Integer(n as i64))
-            }
-        }
-    })())
+    }
+    let map = |e: strata::Error| match e {
+        strata::Error::NotFloat => Failure::text(errors::SORT_SCORE_NOT_DOUBLE),
+        e => e.into(),
+    };
+    let Some(dst) = store else {
+        let values = ctx.session.db.sort(key, &opts).map_err(map)?;
+        return Ok(Frame::Array(
+            values.into_iter().map(Frame::bulk_or_null).collect(),
+        ));
+    };
+    let existed = crate::notify::existed(ctx, crate::notify::GENERIC, dst);
+    let n = ctx.session.db.sort_store(key, dst, &opts).map_err(map)?;
+    crate::notify::stored(ctx, crate::notify::LIST, "sortstore", dst, n, existed);
+    Ok(Frame::Integer(n as i64))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::errors;
+    use crate::testing::Harness;
+    use crate::Frame;
+
+    #[test]
+    fn sorts_numbers_words_and_stores() {
+        let mut h = Harness::new();
+        h.run(&["RPUSH", "l", "3", "1", "2"]);
+        assert_eq!(
+            h.run(&["SORT", "l", "DESC", "LIMIT", "0", "2"]),
+            Frame::Array(vec![Frame::bulk("3"), Frame::bulk("2")])
+        );
+        assert_eq!(h.run(&["SORT", "l", "STORE", "d"]), Frame::Integer(3));
+        assert_eq!(h.run(&["LLEN", "d"]), Frame::Integer(3));
+        assert_eq!(h.error(&["SORT_RO", "l", "STORE", "d"]), errors::SYNTAX);
+        assert_eq!(h.error(&["SORT", "l", "LIMIT", "0"]), errors::SYNTAX);
+        h.run(&["RPUSH", "w", "b", "a"]);
+        assert_eq!(h.error(&["SORT", "w"]), errors::SORT_SCORE_NOT_DOUBLE);
+        assert_eq!(
+            h.run(&["SORT", "w", "ALPHA"]),
+            Frame::Array(vec![Frame::bulk("a"), Frame::bulk("b")])
+        );
+    }
 }

@@ -74,16 +74,17 @@ def _sample_call(entry) -> list[str] | None:
     return [name] + [f"a{i}" for i in range(1, max(argc, 1))]
 
 
-def test_getkeys_of_every_fixed_key_command_matches_redis(strata_server, both):
+@pytest.mark.parametrize("sub", ["GETKEYS", "GETKEYSANDFLAGS"])
+def test_getkeys_of_every_fixed_key_command_matches_redis(strata_server, both, sub):
     calls = 0
     for entry in strata_server.conn().call("COMMAND"):
         argv = _sample_call(entry)
         if argv is None:
             continue
-        both("COMMAND", "GETKEYS", *argv)
+        both("COMMAND", sub, *argv)
         # One more argument, for commands whose keys run to the end (MGET, DEL, MSET...).
         if entry[1] < 0:
-            both("COMMAND", "GETKEYS", *argv, "extra")
+            both("COMMAND", sub, *argv, "extra")
         calls += 1
     assert calls > 150
 
@@ -105,9 +106,23 @@ def test_getkeys_of_every_fixed_key_command_matches_redis(strata_server, both):
     ["COPY", "a", "b", "DB", "2"],
     ["ZUNIONSTORE", "d", "2", "a", "b"],
     ["EVAL", "return 1", "3", "a"],
+    ["SET", "k", "v", "GET"],
+    ["SET", "k", "v", "EX", "10"],
+    ["LMOVE", "a", "b", "LEFT", "RIGHT"],
+    ["RENAME", "a", "b"],
+    ["DEL", "a", "b"],
+    ["ZRANGESTORE", "d", "s", "0", "1"],
+    ["OBJECT", "ENCODING", "k"],
 ])
-def test_getkeys_of_movable_key_commands_matches_redis(both, argv):
-    both("COMMAND", "GETKEYS", *argv)
+@pytest.mark.parametrize("sub", ["GETKEYS", "GETKEYSANDFLAGS"])
+def test_getkeys_of_movable_key_commands_matches_redis(both, argv, sub):
+    both("COMMAND", sub, *argv)
+
+
+@pytest.mark.parametrize("container", ["COMMAND", "CONFIG", "OBJECT", "SCRIPT",
+                                       "FUNCTION"])
+def test_help_replies_match_redis(both, container):
+    both(container, "HELP")
 
 
 @pytest.mark.parametrize("category", ["string", "keyspace", "read", "write", "fast", "slow",

@@ -275,6 +275,15 @@ pub mod key_flag {
         "incomplete",
         "variable_flags",
     ];
+
+    /// The names of the bits of `flags`, in COMMAND INFO's order.
+    pub fn names(flags: u16) -> impl Iterator<Item = &'static str> {
+        NAMES
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| flags & (1 << i) != 0)
+            .map(|(_, n)| *n)
+    }
 }
 pub use key_flag::{
     ACCESS, DELETE, INCOMPLETE, INSERT, NOT_KEY, OW, RM, RO, RW, UPDATE, VARIABLE_FLAGS,
@@ -307,7 +316,7 @@ pub enum Find {
 
 /// One Redis 7 key specification, as COMMAND INFO prints it (and Redis's own command table
 /// holds it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct KeySpec {
     /// `key_flag::*` bits.
     pub flags: u16,
@@ -317,6 +326,9 @@ pub struct KeySpec {
     pub find: Find,
     /// Redis's note on the spec (empty: none).
     pub notes: &'static str,
+    /// For a spec flagged `variable_flags`: the flags a given call really has (SET with or
+    /// without GET), as the command's `getkeys_proc` tells them in Redis.
+    pub resolve: Option<fn(&[Bytes]) -> u16>,
 }
 
 impl KeySpec {
@@ -331,6 +343,7 @@ impl KeySpec {
                 limit,
             },
             notes: "",
+            resolve: None,
         }
     }
 
@@ -351,6 +364,7 @@ impl KeySpec {
                 keystep,
             },
             notes: "",
+            resolve: None,
         }
     }
 
@@ -361,6 +375,51 @@ impl KeySpec {
             begin: Begin::Unknown,
             find: Find::Unknown,
             notes,
+            resolve: None,
+        }
+    }
+
+    /// The same spec, whose flags vary with the call as `resolve` says.
+    pub const fn resolve(self, resolve: fn(&[Bytes]) -> u16) -> KeySpec {
+        KeySpec {
+            resolve: Some(resolve),
+            ..self
+        }
+    }
+
+    /// Whether argument `pos` of `argv` is one of this spec's keys.
+    pub fn covers(&self, argv: &[Bytes], pos: usize) -> bool {
+        let Begin::Index(start) = self.begin else {
+            return false;
+        };
+        let start = start as usize;
+        match self.find {
+            Find::Range {
+                lastkey, keystep, ..
+            } => {
+                let last = if lastkey < 0 {
+                    argv.len() as i64 + lastkey as i64
+                } else {
+                    (start + lastkey as usize) as i64
+                };
+                pos >= start
+                    && (pos as i64) <= last
+                    && (pos - start).is_multiple_of(keystep.max(1) as usize)
+            }
+            Find::Keynum {
+                keynumidx,
+                firstkey,
+                keystep,
+            } => {
+                let n = argv
+                    .get(start + keynumidx as usize)
+                    .map_or(0, |a| strata::num::atoi(a).max(0) as usize);
+                let first = start + firstkey as usize;
+                pos >= first
+                    && pos < first + n * keystep.max(1) as usize
+                    && (pos - first).is_multiple_of(keystep.max(1) as usize)
+            }
+            Find::Unknown => false,
         }
     }
 
@@ -371,11 +430,7 @@ impl KeySpec {
 
     /// The flag names, in COMMAND INFO's order.
     pub fn flag_names(&self) -> impl Iterator<Item = &'static str> + '_ {
-        key_flag::NAMES
-            .iter()
-            .enumerate()
-            .filter(move |(i, _)| self.flags & (1 << i) != 0)
-            .map(|(_, n)| *n)
+        key_flag::names(self.flags)
     }
 }
 
@@ -541,6 +596,31 @@ impl CommandSpec {
             }
         }
         Some(out)
+    }
+
+    /// The key-spec flags (`key_flag::*`) of the key at `pos` in `argv` (COMMAND
+    /// GETKEYSANDFLAGS): those of the spec that finds it, resolved for this call when they vary;
+    /// a key only a custom rule finds (SORT ... STORE) takes the last spec that cannot be told
+    /// from positions.
+    pub fn key_flags(&self, argv: &[Bytes], pos: usize) -> u16 {
+        let spec = self
+            .key_specs
+            .iter()
+            .find(|k| k.covers(argv, pos))
+            .or_else(|| {
+                self.key_specs
+                    .iter()
+                    .rev()
+                    .find(|k| k.begin == Begin::Unknown)
+            });
+        match spec {
+            Some(KeySpec {
+                resolve: Some(resolve),
+                ..
+            }) => resolve(argv),
+            Some(k) => k.flags,
+            None => 0,
+        }
     }
 
     /// The keys `argv` (a call of this command, run with database `db` selected) touches, as

@@ -10,6 +10,6 @@ pub fn reply(container: &str, lines: &[&str]) -> Frame {
     ))];
     out.extend(lines.iter().map(|l| Frame::simple(l.to_string())));
     out.push(Frame::simple("HELP"));
-    out.push(Frame::simple("    Print this help."));
+    out.push(Frame::simple("    Prints this help."));
     Frame::Array(out)
 }

@@ -299,6 +299,23 @@ pub static COMMANDS: &[CommandSpec] = &[
         },
     },
     CommandSpec {
+        name: "command|getkeysandflags",
+        arity: Arity::AtLeast(4),
+        flags: Flags(LOADING | STALE),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::CONNECTION),
+        handler: plain!(command_getkeysandflags),
+        docs: Docs {
+            group: "server",
+            since: "7.0.0",
+            complexity: "O(N) where N is the number of arguments to the command",
+            summary: "Picks out the key arguments of a full command line, with the flags of each.",
+            syntax: "",
+            tips: &[],
+        },
+    },
+    CommandSpec {
         name: "command|help",
         arity: Arity::Exactly(2),
         flags: Flags(LOADING | STALE | SENTINEL),
@@ -384,7 +401,9 @@ fn command_list(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     )
 }
 
-fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+/// COMMAND GETKEYS / GETKEYSANDFLAGS: the command `argv[2..]` names, and its key positions
+/// in it, or the error Redis gives.
+fn keys_of_call(argv: &[Bytes]) -> Result<(&'static CommandSpec, Vec<usize>), Frame> {
     let target = &argv[2..];
     // A container's subcommand is looked up as Redis's lookupCommand does.
     let spec = lookup(&target[0]).and_then(|c| match target.get(1) {
@@ -394,26 +413,50 @@ fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         _ => Some(c),
     });
     let Some(spec) = spec else {
-        return err(errors::GETKEYS_INVALID_COMMAND);
+        return Err(err(errors::GETKEYS_INVALID_COMMAND));
     };
     // Shard channels sit in key positions (SPUBLISH) but are no keys.
     if !spec.key_specs.iter().any(|k| k.flags & NOT_KEY == 0) {
-        return err(errors::GETKEYS_NO_KEYS);
+        return Err(err(errors::GETKEYS_NO_KEYS));
     }
     if !spec.arity_ok(target.len()) {
-        return err(errors::GETKEYS_BAD_ARITY);
+        return Err(err(errors::GETKEYS_BAD_ARITY));
     }
-    let pos = match spec.key_positions(target) {
-        Some(pos) if !pos.is_empty() => pos,
+    match spec.key_positions(target) {
+        Some(pos) if !pos.is_empty() => Ok((spec, pos)),
         // EVAL with a count past the end, or of 0: no keys rather than an error.
-        _ if spec.has(NO_MANDATORY_KEYS) => Vec::new(),
-        _ => return err(errors::GETKEYS_INVALID_ARGS),
-    };
-    Frame::Array(
-        pos.into_iter()
-            .map(|i| Frame::bulk(target[i].clone()))
-            .collect(),
-    )
+        _ if spec.has(NO_MANDATORY_KEYS) => Ok((spec, Vec::new())),
+        _ => Err(err(errors::GETKEYS_INVALID_ARGS)),
+    }
+}
+
+fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    match keys_of_call(argv) {
+        Ok((_, pos)) => Frame::Array(
+            pos.into_iter()
+                .map(|i| Frame::bulk(argv[2 + i].clone()))
+                .collect(),
+        ),
+        Err(e) => e,
+    }
+}
+
+fn command_getkeysandflags(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    let target = &argv[2..];
+    match keys_of_call(argv) {
+        Ok((spec, pos)) => Frame::Array(
+            pos.into_iter()
+                .map(|i| {
+                    let flags = key_flag::names(spec.key_flags(target, i)).map(Frame::simple);
+                    Frame::Array(vec![
+                        Frame::bulk(target[i].clone()),
+                        Frame::Set(flags.collect()),
+                    ])
+                })
+                .collect(),
+        ),
+        Err(e) => e,
+    }
 }
 
 fn command_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
@@ -436,6 +479,8 @@ fn command_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
             "    commands are returned.",
             "GETKEYS <full-command>",
             "    Return the keys from a full Redis command.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    Return the keys and the access flags from a full Redis command.",
         ],
     )
 }

@@ -39,7 +39,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         flags: Flags(WRITE | DENYOOM),
         keys: Keys::Range(Range::new(1, 1, 1)),
         key_specs: &[
-            KeySpec::range(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1, 0, 1, 0).notes("RW and ACCESS due to the optional `GET` argument"),
+            KeySpec::range(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1, 0, 1, 0).notes("RW and ACCESS due to the optional `GET` argument").resolve(set_key_flags),
         ],
         acl: Acl(acl::STRING),
         handler: set,
@@ -433,6 +433,16 @@ pub static COMMANDS: &[CommandSpec] = &[
         },
     },
 ];
+
+/// SET's key: read too (RW, access) when GET is among the options, else only overwritten (as
+/// Redis's setGetKeys says).
+fn set_key_flags(argv: &[Bytes]) -> u16 {
+    if argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get")) {
+        RW | ACCESS | UPDATE
+    } else {
+        OW | UPDATE
+    }
+}
 
 fn get(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     let key = Args::new(argv).key()?;

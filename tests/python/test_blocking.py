@@ -302,3 +302,45 @@ def test_disconnected_waiter_is_forgotten(both, pair_factory):
     wait_blocked(both, 0)
     both("RPUSH", "k", "v")
     both("LLEN", "k")
+
+
+@pytest.mark.parametrize("blocker", [
+    ("BLMOVE", "src", "dst", "LEFT", "RIGHT", "0"),
+    ("BRPOPLPUSH", "src", "dst", "0"),
+])
+def test_blocked_move_to_a_string_answers_wrongtype_and_keeps_the_element(both, pair_factory, blocker):
+    both("SET", "dst", "a string")
+    p = pair_factory()
+    p.send(*blocker)
+    wait_blocked(both, 1)
+    both("RPUSH", "src", "x")
+    assert p.reply().startswith(b"-WRONGTYPE")
+    wait_blocked(both, 0)
+    both("LRANGE", "src", "0", "-1")
+    both("GET", "dst")
+
+
+def test_blocked_move_to_a_string_lets_the_next_waiter_have_the_element(both, pair_factory):
+    both("SET", "dst", "a string")
+    first, second = pair_factory(), pair_factory()
+    first.send("BLMOVE", "src", "dst", "LEFT", "RIGHT", "0")
+    wait_blocked(both, 1)
+    second.send("BLPOP", "src", "0")
+    wait_blocked(both, 2)
+    both("RPUSH", "src", "x")
+    assert first.reply().startswith(b"-WRONGTYPE")
+    assert second.reply() == b"*2\r\n$3\r\nsrc\r\n$1\r\nx\r\n"
+    both("EXISTS", "src")
+
+
+def test_blocked_move_stays_blocked_while_its_source_holds_another_type(both, pair_factory):
+    p = pair_factory()
+    p.send("BLMOVE", "src", "dst", "LEFT", "RIGHT", "2")
+    wait_blocked(both, 1)
+    both("ZADD", "src", "1", "a")
+    p.nothing_yet()
+    wait_blocked(both, 1)
+    both("DEL", "src")
+    both("RPUSH", "src", "x")
+    assert p.reply() == b"$1\r\nx\r\n"
+    both("LRANGE", "dst", "0", "-1")

@@ -23,6 +23,8 @@ pub const MULTI_NESTED: &str = "ERR MULTI calls can not be nested";
 pub const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
 pub const DISCARD_WITHOUT_MULTI: &str = "ERR DISCARD without MULTI";
 pub const WATCH_INSIDE_MULTI: &str = "ERR WATCH inside MULTI is not allowed";
+/// A command with the `no_multi` flag (SHUTDOWN, PSYNC, SYNC) sent inside MULTI.
+pub const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
 pub const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
 pub const NUMKEYS_NEGATIVE: &str = "ERR Number of keys can't be negative";
 pub const NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";

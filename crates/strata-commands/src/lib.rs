@@ -15,6 +15,7 @@ pub mod isolation;
 pub mod keys_family;
 pub mod list_family;
 pub mod notify;
+pub mod outcome;
 pub mod pubsub_family;
 pub mod replication_family;
 pub mod script_family;
@@ -374,6 +375,9 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     if !spec.arity_ok(argv.len()) {
         return refuse(ctx, errors::wrong_arity(spec.name));
     }
+    if ctx.session.multi.is_some() && spec.has_flag("no_multi") {
+        return refuse(ctx, errors::err(errors::NOT_IN_MULTI));
+    }
     if ctx.session.subscriptions.total() > 0
         && ctx.session.protocol == Protocol::Resp2
         && !pubsub_family::allowed_when_subscribed(spec.name)
@@ -402,7 +406,9 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     }
     if let Some(multi) = ctx.session.multi.as_mut() {
         if !transaction_family::runs_inside_multi(spec) {
-            multi.queue.push(argv.to_vec());
+            multi.queue(argv);
+            // CLIENT LIST shows a queued command as the client's last, as Redis does.
+            ctx.server.note_command(ctx.session, spec.name);
             return Frame::simple("QUEUED");
         }
     }

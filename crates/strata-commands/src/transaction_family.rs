@@ -99,6 +99,18 @@ pub struct Multi {
     pub queue: Vec<Vec<Bytes>>,
     /// A command failed the queue-time checks: EXEC answers EXECABORT.
     pub failed: bool,
+    /// Memory the queued arguments take as Redis counts it (CLIENT LIST `multi-mem`): their
+    /// lengths plus a pointer per argument.
+    pub argv_mem: usize,
+}
+
+impl Multi {
+    /// Queues a command.
+    pub fn queue(&mut self, argv: &[Bytes]) {
+        self.argv_mem += argv.iter().map(|a| a.len()).sum::<usize>()
+            + argv.len() * std::mem::size_of::<usize>();
+        self.queue.push(argv.to_vec());
+    }
 }
 
 /// The commands that run at once inside MULTI instead of being queued.

@@ -6,7 +6,9 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -255,11 +257,11 @@ impl Server {
 
     /// Read access to the configuration.
     pub fn config(&self) -> RwLockReadGuard<'_, Config> {
-        self.config.read().unwrap_or_else(|p| p.into_inner())
+        self.config.read()
     }
 
     fn config_mut(&self) -> RwLockWriteGuard<'_, Config> {
-        self.config.write().unwrap_or_else(|p| p.into_inner())
+        self.config.write()
     }
 
     /// The configuration generation; changes after every successful CONFIG SET.
@@ -270,7 +272,7 @@ impl Server {
 
     /// The settings connections cache.
     pub fn live_settings(&self) -> LiveSettings {
-        *self.live.read().unwrap_or_else(|p| p.into_inner())
+        *self.live.read()
     }
 
     /// The coarse clock (Unix ms), updated by the cron.
@@ -288,7 +290,6 @@ impl Server {
     pub fn needs_auth(&self) -> bool {
         self.requirepass
             .read()
-            .unwrap_or_else(|p| p.into_inner())
             .is_some()
     }
 
@@ -335,7 +336,7 @@ impl Server {
         let now = strata::now_ms();
         self.clock_ms.store(now, Ordering::Relaxed);
         {
-            let mut s = self.ops.lock().unwrap_or_else(|p| p.into_inner());
+            let mut s = self.ops.lock();
             let count = self.stats.commands_processed();
             let dt = now.saturating_sub(s.last_ms);
             if dt >= 100 {
@@ -377,11 +378,11 @@ impl Server {
         self.db.set_sync_policy(sync_policy(cfg.appendfsync()));
         self.db
             .set_max_string_len(settings.limits.proto_max_bulk_len);
-        *self.live.write().unwrap_or_else(|p| p.into_inner()) = settings;
+        *self.live.write() = settings;
         self.maxclients.store(cfg.maxclients(), Ordering::Relaxed);
         self.timeout_secs
             .store(cfg.timeout_secs(), Ordering::Relaxed);
-        *self.requirepass.write().unwrap_or_else(|p| p.into_inner()) = cfg.requirepass();
+        *self.requirepass.write() = cfg.requirepass();
         log::set_level(cfg.loglevel());
         self.mirror_settings(&cfg);
         self.replication.refresh_gate(&cfg);
@@ -423,7 +424,7 @@ impl Server {
         for c in [&d.expired_keys, &d.keyspace_hits, &d.keyspace_misses] {
             c.store(0, Ordering::Relaxed);
         }
-        let mut ops = self.ops.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ops = self.ops.lock();
         *ops = OpsSampler {
             last_ms: strata::now_ms(),
             ..OpsSampler::default()
@@ -564,7 +565,6 @@ impl ServerApi for ClientApi<'_> {
         self.server
             .requirepass
             .read()
-            .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
 
@@ -594,7 +594,8 @@ impl ServerApi for ClientApi<'_> {
         self.server.registry.list(ids, kind, strata::now_ms())
     }
 
-    fn client_info(&self, _session: &Session) -> String {
+    fn client_info(&self, session: &Session) -> String {
+        self.client_update(session);
         let mut line = self.client.line(strata::now_ms());
         line.push('\n');
         line
@@ -605,7 +606,9 @@ impl ServerApi for ClientApi<'_> {
         c.db.store(session.db.index(), Ordering::Relaxed);
         c.resp
             .store(session.protocol.version() as u8, Ordering::Relaxed);
-        *c.name.lock().unwrap_or_else(|p| p.into_inner()) = session.name.clone();
+        *c.name.lock() = session.name.clone();
+        c.no_evict.store(session.no_evict, Ordering::Relaxed);
+        publish_multi(c, session);
     }
 
     fn client_kill(&self, filter: &KillFilter, self_id: u64) -> usize {
@@ -739,4 +742,15 @@ mod tests {
         assert_eq!(left, ["checkpoint-200", "checkpoint-300", "other"]);
         Ok(())
     }
+}
+
+/// Shows a session's open transaction in CLIENT LIST: `multi` (the commands queued, -1
+/// outside MULTI) and `multi-mem`.
+pub fn publish_multi(client: &ClientEntry, session: &Session) {
+    let (count, mem) = session
+        .multi
+        .as_ref()
+        .map_or((-1, 0), |m| (m.queue.len() as i64, m.argv_mem));
+    client.multi.store(count, Ordering::Relaxed);
+    client.multi_mem.store(mem, Ordering::Relaxed);
 }

@@ -7,7 +7,9 @@
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -127,9 +129,9 @@ impl Link {
 
     /// Stops the link: once this returns, nothing more from the leader is applied.
     pub fn stop(&self) {
-        let _guard = self.apply_guard.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.apply_guard.lock();
         self.stop.store(true, Ordering::Release);
-        if let Some(s) = self.socket.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(s) = self.socket.lock().take() {
             let _ = s.shutdown(std::net::Shutdown::Both);
         }
     }
@@ -234,7 +236,7 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
     stream.set_nodelay(true)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
-    *link.socket.lock().unwrap_or_else(|p| p.into_inner()) = Some(stream.try_clone()?);
+    *link.socket.lock() = Some(stream.try_clone()?);
     if link.stopped() {
         return Ok(());
     }
@@ -273,7 +275,6 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
         let id = link
             .leader_replid
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .clone();
         let applied = link.applied.load(Ordering::Acquire);
         if id == "?" || applied == 0 {
@@ -324,7 +325,7 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
     } else {
         notice!("Successful partial resynchronization with master.");
         let id = words.get(1).map_or(replid.clone(), |s| s.to_string());
-        *link.leader_replid.lock().unwrap_or_else(|p| p.into_inner()) = id.clone();
+        *link.leader_replid.lock() = id.clone();
         id
     };
     link.set_state(server, CONNECTED);
@@ -389,7 +390,7 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
             let state = encode_state(&leader_replid, received);
             let data: Vec<&[u8]> = ready.iter().map(|p| &p[8..]).collect();
             let applied = {
-                let _guard = link.apply_guard.lock().unwrap_or_else(|p| p.into_inner());
+                let _guard = link.apply_guard.lock();
                 if link.stopped() {
                     return Ok(());
                 }
@@ -479,7 +480,7 @@ fn load_copy(
         }
     }
     db.load_end(&encode_state(replid, seq)).map_err(storage)?;
-    *link.leader_replid.lock().unwrap_or_else(|p| p.into_inner()) = replid.to_string();
+    *link.leader_replid.lock() = replid.to_string();
     link.applied.store(seq, Ordering::Release);
     if let Err(e) = server.reload_functions() {
         warning!("Can't load the leader's function libraries: {e}");

@@ -9,7 +9,9 @@ use std::collections::VecDeque;
 use std::io::{self, BufWriter, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -78,7 +80,7 @@ impl Attached {
             ChannelKind::Shard => 2,
             _ => 0,
         };
-        let mut q = self.publishes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut q = self.publishes.lock();
         q.1 += channel.len() + message.len();
         if q.1 > PUBLISH_QUEUE_LIMIT {
             drop(q);
@@ -94,7 +96,7 @@ impl Attached {
     }
 
     fn take_publishes(&self) -> VecDeque<Published> {
-        let mut q = self.publishes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut q = self.publishes.lock();
         q.1 = 0;
         std::mem::take(&mut q.0)
     }

@@ -10,7 +10,9 @@ pub mod wire;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -106,13 +108,12 @@ impl Replication {
     pub fn own_replid(&self) -> String {
         self.own_replid
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
 
     /// Starts a new history: a new id, and the replicas attached so far start over.
     pub fn new_history(&self) {
-        *self.own_replid.lock().unwrap_or_else(|p| p.into_inner()) = crate::server::random_hex40();
+        *self.own_replid.lock() = crate::server::random_hex40();
         self.save_id(false);
         for r in self.attached_now() {
             r.close();
@@ -120,14 +121,13 @@ impl Replication {
     }
 
     fn link(&self) -> Option<Arc<follower::Link>> {
-        self.link.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.link.lock().clone()
     }
 
     /// Whether this server is a replica.
     pub fn is_replica(&self) -> bool {
         self.link
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .is_some()
     }
 
@@ -140,18 +140,17 @@ impl Replication {
     fn attached_now(&self) -> Vec<Arc<leader::Attached>> {
         self.attached
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
 
     fn add_attached(&self, r: Arc<leader::Attached>) {
-        let mut list = self.attached.lock().unwrap_or_else(|p| p.into_inner());
+        let mut list = self.attached.lock();
         list.push(r);
         self.attached_count.store(list.len(), Ordering::Release);
     }
 
     fn remove_attached(&self, r: &Arc<leader::Attached>) {
-        let mut list = self.attached.lock().unwrap_or_else(|p| p.into_inner());
+        let mut list = self.attached.lock();
         list.retain(|x| !Arc::ptr_eq(x, r));
         self.attached_count.store(list.len(), Ordering::Release);
     }
@@ -235,7 +234,7 @@ impl Replication {
         leader: Option<(String, u16)>,
     ) -> Result<&'static str, String> {
         let repl = &server.replication;
-        let mut slot = repl.link.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = repl.link.lock();
         match leader {
             None => {
                 let old = slot.take();
@@ -359,7 +358,6 @@ impl Replication {
                 let id = link
                     .leader_replid
                     .lock()
-                    .unwrap_or_else(|p| p.into_inner())
                     .clone();
                 let id = if id.len() == 40 {
                     id

@@ -344,3 +344,17 @@ def test_blocked_move_stays_blocked_while_its_source_holds_another_type(both, pa
     both("RPUSH", "src", "x")
     assert p.reply() == b"$1\r\nx\r\n"
     both("LRANGE", "dst", "0", "-1")
+
+
+def test_swapdb_wakes_a_client_blocked_on_a_key_it_brings(both, pair_factory):
+    both("SELECT", "1")
+    both("RPUSH", "k", "hello")
+    p = pair_factory()
+    p.send("SELECT", "9")
+    p.reply()
+    p.send("BRPOP", "k", "2")
+    wait_blocked(both, 1)
+    both("SWAPDB", "1", "9")
+    assert p.reply() == b"*2\r\n$1\r\nk\r\n$5\r\nhello\r\n"
+    both("SELECT", "9")
+    both("EXISTS", "k")

@@ -247,6 +247,11 @@ pub trait ServerApi: Send + Sync {
     /// (BLPOP, BZPOPMIN...) can be served. `execute` calls it for the keys of every successful
     /// write command while [`ServerApi::has_blocked_clients`] says so.
     fn key_ready(&self, _db: u32, _key: &[u8]) {}
+    /// Every `(db, key)` some client is blocked on (a whole-database write such as SWAPDB may
+    /// have filled any of them).
+    fn blocked_keys(&self) -> Vec<(u32, Bytes)> {
+        Vec::new()
+    }
     /// The WATCH registry shared by every connection.
     fn watches(&self) -> &Arc<Watches>;
     /// The Lua script cache shared by every connection.
@@ -492,12 +497,24 @@ pub fn run(ctx: &mut Ctx<'_>, spec: &'static table::CommandSpec, argv: &[Bytes])
     // Wake clients blocked on the keys this write may have filled (LPUSH, ZADD, LMOVE's
     // destination, RENAME, a served BLMOVE's push...). Spurious signals only cost a re-check.
     if wrote && ctx.server.has_blocked_clients() {
-        for &(d, i) in &targets {
-            match ctx.session.ready_keys.as_mut() {
-                Some(later) => later.push((d, argv[i].clone())),
-                None => ctx.server.key_ready(d, &argv[i]),
-            }
+        let keys = targets.iter().map(|&(d, i)| (d, argv[i].clone()));
+        if all {
+            // SWAPDB (and FLUSHALL...) may have filled any key: every blocked key is re-checked.
+            signal_ready(ctx, ctx.server.blocked_keys());
+        } else {
+            signal_ready(ctx, keys);
         }
     }
     reply
+}
+
+/// Signals keys that may have become non-empty, or within a transaction or script keeps them
+/// for its end (see [`Session::ready_keys`]).
+fn signal_ready(ctx: &mut Ctx<'_>, keys: impl IntoIterator<Item = (u32, Bytes)>) {
+    for (d, key) in keys {
+        match ctx.session.ready_keys.as_mut() {
+            Some(later) => later.push((d, key)),
+            None => ctx.server.key_ready(d, &key),
+        }
+    }
 }

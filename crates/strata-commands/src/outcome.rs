@@ -67,7 +67,10 @@ mod tests {
     #[test]
     fn outcome_reads_and_clears_the_handler_flags() -> Result<(), Box<dyn std::error::Error>> {
         let (_dir, mut s) = session()?;
-        assert_eq!(Outcome::take(&mut s, Frame::ok()), Outcome::Reply(Frame::ok()));
+        assert_eq!(
+            Outcome::take(&mut s, Frame::ok()),
+            Outcome::Reply(Frame::ok())
+        );
 
         s.close_after_reply = true;
         assert_eq!(
@@ -94,10 +97,7 @@ mod tests {
         };
         s.psync = Some(req.clone());
         s.suppress_reply = true;
-        assert_eq!(
-            Outcome::take(&mut s, Frame::ok()),
-            Outcome::Handover(req)
-        );
+        assert_eq!(Outcome::take(&mut s, Frame::ok()), Outcome::Handover(req));
         assert!(s.psync.is_none());
 
         let block = BlockRequest {

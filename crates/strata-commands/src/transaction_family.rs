@@ -107,8 +107,8 @@ pub struct Multi {
 impl Multi {
     /// Queues a command.
     pub fn queue(&mut self, argv: &[Bytes]) {
-        self.argv_mem += argv.iter().map(|a| a.len()).sum::<usize>()
-            + argv.len() * std::mem::size_of::<usize>();
+        self.argv_mem +=
+            argv.iter().map(|a| a.len()).sum::<usize>() + argv.len() * std::mem::size_of::<usize>();
         self.queue.push(argv.to_vec());
     }
 }

@@ -21,9 +21,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, MutexGuard};
-
 use bytes::{Bytes, BytesMut};
+use parking_lot::{Mutex, MutexGuard};
 use strata_commands::{execute, BlockMode, BlockRequest, Ctx, Session};
 use strata_resp::{Frame, Protocol};
 use tokio::io::AsyncReadExt;
@@ -125,6 +124,11 @@ impl Blocking {
     /// INFO blocked_clients.
     pub fn blocked_clients(&self) -> usize {
         self.count.load(Ordering::Relaxed)
+    }
+
+    /// Every `(db, key)` a client is blocked on.
+    pub fn blocked_keys(&self) -> Vec<(u32, Bytes)> {
+        self.lock().queues.keys().cloned().collect()
     }
 
     /// INFO clients_in_timeout_table: blocked clients with a deadline.

@@ -151,7 +151,11 @@ async fn serve(
 }
 
 impl<'a> Conn<'a> {
-    fn new(server: &'a Arc<Server>, stream: &'a mut TcpStream, client: &'a Arc<ClientEntry>) -> Self {
+    fn new(
+        server: &'a Arc<Server>,
+        stream: &'a mut TcpStream,
+        client: &'a Arc<ClientEntry>,
+    ) -> Self {
         let settings = server.live_settings();
         let conn = Conn {
             server,
@@ -279,10 +283,13 @@ impl<'a> Conn<'a> {
         };
         let session = &mut self.session;
         let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            execute(&mut Ctx {
-                session,
-                server: &api,
-            }, argv)
+            execute(
+                &mut Ctx {
+                    session,
+                    server: &api,
+                },
+                argv,
+            )
         }));
         let Ok(reply) = ran else {
             warning!(
@@ -290,7 +297,11 @@ impl<'a> Conn<'a> {
                 String::from_utf8_lossy(&argv[0]),
                 self.client.id
             );
-            encode(&Frame::error("ERR internal error"), self.session.protocol, &mut self.wbuf);
+            encode(
+                &Frame::error("ERR internal error"),
+                self.session.protocol,
+                &mut self.wbuf,
+            );
             return Ok(Flow::Close);
         };
         let outcome = match Outcome::take(&mut self.session, reply) {
@@ -388,11 +399,9 @@ impl<'a> Conn<'a> {
     async fn flush(&mut self) -> io::Result<bool> {
         // Counted before the replies go out, so a client that saw its reply also sees it in INFO.
         let b = &self.batch;
-        self.server.stats.add_batch(
-            b.commands,
-            b.read,
-            b.written + self.wbuf.len() as u64,
-        );
+        self.server
+            .stats
+            .add_batch(b.commands, b.read, b.written + self.wbuf.len() as u64);
         // Only this connection writes its peak: no read-modify-write needed.
         if self.wbuf.len() > self.client.rbp.load(Ordering::Relaxed) {
             self.client.rbp.store(self.wbuf.len(), Ordering::Relaxed);
@@ -407,7 +416,14 @@ impl<'a> Conn<'a> {
         if self.wbuf.is_empty() {
             return Ok(true);
         }
-        if !send_replies(self.stream, &self.wbuf, self.settings.output_limit, self.client).await? {
+        if !send_replies(
+            self.stream,
+            &self.wbuf,
+            self.settings.output_limit,
+            self.client,
+        )
+        .await?
+        {
             return Ok(false);
         }
         self.batch.written += self.wbuf.len() as u64;

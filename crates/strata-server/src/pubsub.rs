@@ -14,9 +14,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
-
 use bytes::Bytes;
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use strata::glob::glob_match;
 use strata_commands::{ChannelKind, Subscriptions};
 use strata_resp::Frame;

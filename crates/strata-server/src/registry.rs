@@ -13,9 +13,8 @@ use std::sync::atomic::{
 };
 use std::sync::Arc;
 
-use parking_lot::{Mutex, MutexGuard};
-
 use bytes::Bytes;
+use parking_lot::{Mutex, MutexGuard};
 use strata_commands::KillFilter;
 
 /// A command name kept inline (command names are short ASCII; longer ones are cut).

@@ -7,11 +7,10 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-
-use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
 use bytes::Bytes;
+use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use strata_commands::{ChannelKind, KillFilter, ServerApi, Session, Subscriptions};
 use strata_resp::{DecoderLimits, Frame};
 
@@ -288,9 +287,7 @@ impl Server {
 
     /// Whether new connections must AUTH.
     pub fn needs_auth(&self) -> bool {
-        self.requirepass
-            .read()
-            .is_some()
+        self.requirepass.read().is_some()
     }
 
     /// Whether a background save is running.
@@ -562,10 +559,7 @@ pub struct ClientApi<'a> {
 
 impl ServerApi for ClientApi<'_> {
     fn requirepass(&self) -> Option<Vec<u8>> {
-        self.server
-            .requirepass
-            .read()
-            .clone()
+        self.server.requirepass.read().clone()
     }
 
     fn config_get(&self, pattern: &[u8]) -> Vec<(String, String)> {
@@ -635,6 +629,10 @@ impl ServerApi for ClientApi<'_> {
 
     fn key_ready(&self, db: u32, key: &[u8]) {
         self.server.blocking.signal(self.server, db, key);
+    }
+
+    fn blocked_keys(&self) -> Vec<(u32, Bytes)> {
+        self.server.blocking.blocked_keys()
     }
 
     fn watches(&self) -> &Arc<strata_commands::watch::Watches> {

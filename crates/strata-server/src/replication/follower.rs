@@ -8,11 +8,10 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
-
-use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 
 use strata::replication::REPLICATION_STATE;
 use strata_commands::ChannelKind;
@@ -272,10 +271,7 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
     )?;
     let _ = ask(&mut stream, &mut input, &[b"REPLCONF", b"capa", b"strata"])?;
     let (replid, offset) = {
-        let id = link
-            .leader_replid
-            .lock()
-            .clone();
+        let id = link.leader_replid.lock().clone();
         let applied = link.applied.load(Ordering::Acquire);
         if id == "?" || applied == 0 {
             ("?".to_string(), "-1".to_string())

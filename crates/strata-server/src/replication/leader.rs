@@ -10,11 +10,10 @@ use std::io::{self, BufWriter, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
-
-use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 use strata::replication::WalRead;
 use strata::wal_tail::WalTail;
 use strata_commands::{ChannelKind, PsyncRequest};

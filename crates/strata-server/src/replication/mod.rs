@@ -11,11 +11,10 @@ pub mod wire;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
-
-use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 use strata_commands::errors;
 use strata_commands::table::CommandSpec;
 use strata_commands::{ChannelKind, PsyncRequest};
@@ -106,9 +105,7 @@ impl Replication {
 
     /// This directory's replication id.
     pub fn own_replid(&self) -> String {
-        self.own_replid
-            .lock()
-            .clone()
+        self.own_replid.lock().clone()
     }
 
     /// Starts a new history: a new id, and the replicas attached so far start over.
@@ -126,9 +123,7 @@ impl Replication {
 
     /// Whether this server is a replica.
     pub fn is_replica(&self) -> bool {
-        self.link
-            .lock()
-            .is_some()
+        self.link.lock().is_some()
     }
 
     /// Whether a copy from the leader is being loaded.
@@ -138,9 +133,7 @@ impl Replication {
     }
 
     fn attached_now(&self) -> Vec<Arc<leader::Attached>> {
-        self.attached
-            .lock()
-            .clone()
+        self.attached.lock().clone()
     }
 
     fn add_attached(&self, r: Arc<leader::Attached>) {
@@ -355,10 +348,7 @@ impl Replication {
         let link = self.link();
         let (offset, replid) = match &link {
             Some(link) => {
-                let id = link
-                    .leader_replid
-                    .lock()
-                    .clone();
+                let id = link.leader_replid.lock().clone();
                 let id = if id.len() == 40 {
                     id
                 } else {

@@ -31,7 +31,7 @@ use crate::blocking::{self, Woken};
 use crate::log::{self, warning};
 use crate::pubsub::frame_size;
 use crate::registry::ClientEntry;
-use crate::server::{publish_multi, ClientApi, LiveSettings, Server};
+use crate::server::{ClientApi, LiveSettings, Server};
 
 /// Read buffer growth step (Redis reads 16 KiB at a time).
 const READ_CHUNK: usize = 16 * 1024;
@@ -480,7 +480,7 @@ impl<'a> Conn<'a> {
     /// once per batch).
     fn publish_buffers(&self) {
         let c = self.client;
-        publish_multi(c, &self.session);
+        c.set_multi(&self.session);
         c.rbs.store(self.wbuf.capacity(), Ordering::Relaxed);
         c.qbuf.store(self.rbuf.len(), Ordering::Relaxed);
         c.qbuf_free

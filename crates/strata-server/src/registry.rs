@@ -126,6 +126,17 @@ impl ClientEntry {
         self.ssub.store(s.shard, Ordering::Relaxed);
     }
 
+    /// Records a session's open transaction: CLIENT LIST `multi` (the commands queued, -1
+    /// outside MULTI) and `multi-mem`.
+    pub fn set_multi(&self, session: &strata_commands::Session) {
+        let (count, mem) = session
+            .multi
+            .as_ref()
+            .map_or((-1, 0), |m| (m.queue.len() as i64, m.argv_mem));
+        self.multi.store(count, Ordering::Relaxed);
+        self.multi_mem.store(mem, Ordering::Relaxed);
+    }
+
     /// Whether the client is subscribed to anything (Redis's `CLIENT_PUBSUB`, type `pubsub`).
     pub fn is_pubsub(&self) -> bool {
         self.sub.load(Ordering::Relaxed)

@@ -602,7 +602,7 @@ impl ServerApi for ClientApi<'_> {
             .store(session.protocol.version() as u8, Ordering::Relaxed);
         *c.name.lock() = session.name.clone();
         c.no_evict.store(session.no_evict, Ordering::Relaxed);
-        publish_multi(c, session);
+        c.set_multi(session);
     }
 
     fn client_kill(&self, filter: &KillFilter, self_id: u64) -> usize {
@@ -740,15 +740,4 @@ mod tests {
         assert_eq!(left, ["checkpoint-200", "checkpoint-300", "other"]);
         Ok(())
     }
-}
-
-/// Shows a session's open transaction in CLIENT LIST: `multi` (the commands queued, -1
-/// outside MULTI) and `multi-mem`.
-pub fn publish_multi(client: &ClientEntry, session: &Session) {
-    let (count, mem) = session
-        .multi
-        .as_ref()
-        .map_or((-1, 0), |m| (m.queue.len() as i64, m.argv_mem));
-    client.multi.store(count, Ordering::Relaxed);
-    client.multi_mem.store(mem, Ordering::Relaxed);
 }

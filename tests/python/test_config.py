@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from harness import RespError
+from harness import RespError, redis_is_strata
 
 # Parameters whose value legitimately differs between the two servers, with the reason.
 DIFFERENT_BY_DESIGN = {
@@ -169,6 +169,18 @@ def test_every_redis_parameter_can_be_set_and_read_back_as_redis_does(pair):
 ])
 def test_config_set_errors_match_redis(both, args):
     both("CONFIG", "SET", *args)
+
+
+@pytest.mark.skipif(redis_is_strata(), reason="Strata's own rule (Redis can change port)")
+def test_settings_strata_fixes_at_start_up_accept_only_their_current_value(start_strata):
+    s = start_strata()
+    c = s.conn()
+    assert c.call("CONFIG", "SET", "port", str(s.port), "bind", "127.0.0.1",
+                  "compression", "lz4") == b"OK"
+    for name, value in (("port", "1"), ("repl-backlog-ttl", "5"), ("compression", "zstd")):
+        assert c.call("CONFIG", "SET", name, value) == RespError(
+            f"ERR CONFIG SET failed (possibly related to argument '{name}') - "
+            "can't set immutable config".encode())
 
 
 def test_config_set_several_pairs_is_all_or_nothing(pair):

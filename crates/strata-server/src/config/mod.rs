@@ -175,7 +175,7 @@ impl Config {
                     return Err(failed(name, "can't set protected config"))
                 }
                 Access::ProtectedFixed => return Err(failed(name, "can't set immutable config")),
-                Access::Mutable | Access::Hidden | Access::Protected => {}
+                Access::Mutable | Access::Hidden | Access::Protected | Access::Fixed => {}
             }
             if targets.contains(&target) {
                 return Err(failed(name, "duplicate parameter"));
@@ -185,10 +185,14 @@ impl Config {
         let mut next = self.clone();
         for (&(row, spelling), (_, value)) in targets.iter().zip(pairs) {
             let kind = DIRECTIVES[row].kind;
+            let current = next.value(row);
             let value = kind
                 .parse(&split_set_value(kind, value))
                 .map_err(|e| failed(spelling, &e))?
-                .merged_onto(&next.value(row));
+                .merged_onto(&current);
+            if DIRECTIVES[row].access == Access::Fixed && value != current {
+                return Err(failed(spelling, "can't set immutable config"));
+            }
             next.set_value(row, value);
         }
         *self = next;

@@ -27,6 +27,9 @@ pub(super) enum Access {
     Mutable,
     /// Only the config file and the command line set it.
     Immutable,
+    /// Redis may change it at runtime but Strata can't: `CONFIG SET` to the current value is
+    /// accepted (it changes nothing, as in Redis), any other value is refused as immutable.
+    Fixed,
     /// `CONFIG SET` may change it only where `enable-protected-configs` allows (Redis's
     /// PROTECTED_CONFIG).
     Protected,
@@ -118,15 +121,15 @@ const CLUSTER_PREFERRED_ENDPOINT_TYPE: &[&str] = &["ip", "hostname", "unknown-en
 const PROPAGATION_ERROR_BEHAVIOR: &[&str] = &["ignore", "panic", "panic-on-replicas"];
 const TLS_AUTH_CLIENTS: &[&str] = &["no", "yes", "optional"];
 
-use Access::{Hidden, Immutable, Mutable, Protected, ProtectedFixed};
+use Access::{Fixed, Hidden, Immutable, Mutable, Protected, ProtectedFixed};
 use Kind::{Bool, Enum, Int, Memory, Octal, Percent, Special as Sp, Str};
 
 /// Every directive Strata knows.
 #[rustfmt::skip]
 pub(super) const DIRECTIVES: &[Directive] = &[
     // Directives Strata acts on.
-    row("port", &[], Int { min: 0, max: 65535 }, "6379", Immutable, field!(port)),
-    row("bind", &[], Sp(Special::Bind), "127.0.0.1", Immutable, field!(bind)),
+    row("port", &[], Int { min: 0, max: 65535 }, "6379", Fixed, field!(port)),
+    row("bind", &[], Sp(Special::Bind), "127.0.0.1", Fixed, field!(bind)),
     row("dir", &[], Str(non_empty), "./data", ProtectedFixed, field!(dir)),
     row("requirepass", &[], Str(any), "", Mutable, field!(requirepass)),
     row("appendfsync", &[], Enum(AppendFsync::NAMES), "everysec", Mutable, field!(appendfsync)),
@@ -144,11 +147,11 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("busy-reply-threshold", &["lua-time-limit"], Int { min: 0, max: LONG_MAX }, "5000", Mutable, field!(busy_reply_threshold)),
     row("notify-keyspace-events", &[], Sp(Special::KeyspaceEvents), "", Mutable, field!(notify_keyspace_events)),
     // Strata's storage knobs. RocksDB clamps write buffers to 64kb..=64gb.
-    row("block-cache-size", &[], Memory { min: 0, max: LONG_MAX as u64 }, "256mb", Immutable, field!(block_cache_size)),
-    row("hot-cache-size", &[], Memory { min: 0, max: LONG_MAX as u64 }, "256mb", Immutable, field!(hot_cache_size)),
-    row("write-buffer-size", &[], Memory { min: 64 * 1024, max: 64 * GB }, "16mb", Immutable, field!(write_buffer_size)),
-    row("min-free-disk", &[], Memory { min: 0, max: LONG_MAX as u64 }, "256mb", Immutable, field!(min_free_disk)),
-    row("compression", &[], Enum(Compression::NAMES), "lz4", Immutable, field!(compression)),
+    row("block-cache-size", &[], Memory { min: 0, max: LONG_MAX as u64 }, "256mb", Fixed, field!(block_cache_size)),
+    row("hot-cache-size", &[], Memory { min: 0, max: LONG_MAX as u64 }, "256mb", Fixed, field!(hot_cache_size)),
+    row("write-buffer-size", &[], Memory { min: 64 * 1024, max: 64 * GB }, "16mb", Fixed, field!(write_buffer_size)),
+    row("min-free-disk", &[], Memory { min: 0, max: LONG_MAX as u64 }, "256mb", Fixed, field!(min_free_disk)),
+    row("compression", &[], Enum(Compression::NAMES), "lz4", Fixed, field!(compression)),
     row("bgsave-dir", &[], Str(non_empty), "backup", Mutable, field!(bgsave_dir)),
     // Replication. REPLICAOF changes `replicaof` at runtime (so CONFIG REWRITE keeps the role).
     row("replicaof", &["slaveof"], Sp(Special::ReplicaOf), "", Immutable, field!(replicaof)),
@@ -163,8 +166,8 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("repl-timeout", &[], Int { min: 1, max: INT_MAX }, "60", Mutable, field!(repl_timeout)),
     // Strata keeps its replication backlog as write-ahead-log files (see docs/replication.md):
     // the size and age bounds apply when the data directory opens.
-    row("repl-backlog-size", &[], Memory { min: 16 * 1024, max: LONG_MAX as u64 }, "256mb", Immutable, field!(repl_backlog_size)),
-    row("repl-backlog-ttl", &[], Int { min: 0, max: INT_MAX }, "3600", Immutable, field!(repl_backlog_ttl)),
+    row("repl-backlog-size", &[], Memory { min: 16 * 1024, max: LONG_MAX as u64 }, "256mb", Fixed, field!(repl_backlog_size)),
+    row("repl-backlog-ttl", &[], Int { min: 0, max: INT_MAX }, "3600", Fixed, field!(repl_backlog_ttl)),
     // Redis 7.0 directives that change nothing in Strata, with Redis's kinds, bounds, defaults
     // and access (from Redis 7.0.15's config.c).
     row("rdbchecksum", &[], Bool, "yes", Immutable, INERT),

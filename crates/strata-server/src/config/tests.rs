@@ -972,20 +972,28 @@ fn config_set_errors_match_redis() {
         "ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable \
          config"
     );
-    assert!(set_error("PORT", "1").contains("argument 'PORT'"));
+    assert!(set_error("PORT", "1").contains("argument 'port'"));
+    assert!(set_error("TCP-BACKLOG", "1").contains("argument 'TCP-BACKLOG'"));
+    // What Redis may change but Strata can't is accepted unchanged, as Redis accepts it.
+    let mut c = Config::default();
+    c.set("port", "6379").unwrap();
+    c.set("bind", "127.0.0.1").unwrap();
+    c.set("repl-backlog-size", "256mb").unwrap();
+    c.set("compression", "LZ4").unwrap();
+    assert!(c.set("repl-backlog-ttl", "1").is_err());
     assert_eq!(
         set_error("dir", "/tmp"),
         "ERR CONFIG SET failed (possibly related to argument 'dir') - can't set protected config"
     );
-    for name in [
-        "bind",
-        "databases",
-        "logfile",
-        "block-cache-size",
-        "compression",
+    for (name, value) in [
+        ("bind", "1"),
+        ("databases", "1"),
+        ("logfile", "1"),
+        ("block-cache-size", "1"),
+        ("compression", "zstd"),
     ] {
         assert!(
-            set_error(name, "1").ends_with("can't set immutable config"),
+            set_error(name, value).ends_with("can't set immutable config"),
             "{name}"
         );
     }

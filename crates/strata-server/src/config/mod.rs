@@ -26,6 +26,7 @@ use std::path::PathBuf;
 use strata::glob::glob_match;
 
 use kinds::{Kind, Value};
+use settings::Allowed;
 pub use settings::{AppendFsync, Compression, Settings};
 use table::{lookup, Access, Home, DIRECTIVES};
 
@@ -161,7 +162,8 @@ impl Config {
         let failed = |name: &str, reason: &str| {
             format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}")
         };
-        let protected_allowed = self.protected_configs_allowed();
+        // `local` counts as allowed: Strata does not tell local clients apart here.
+        let protected_allowed = self.enable_protected_configs != Allowed::No;
         let mut targets: Vec<(usize, &'static str)> = Vec::with_capacity(pairs.len());
         for (name, _) in pairs {
             let Some(target) = lookup(name) else {
@@ -197,13 +199,6 @@ impl Config {
         }
         *self = next;
         Ok(())
-    }
-
-    /// Whether `enable-protected-configs` lets CONFIG SET change protected directives (`local`
-    /// counts as allowed: Strata does not tell local clients apart here).
-    fn protected_configs_allowed(&self) -> bool {
-        lookup("enable-protected-configs")
-            .is_some_and(|(row, _)| self.value(row) != Value::Text("no".to_string()))
     }
 
     /// Records the leader set by REPLICAOF (`None`: NO ONE), for CONFIG GET and CONFIG REWRITE.

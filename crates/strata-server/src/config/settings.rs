@@ -204,6 +204,16 @@ choices! {
 }
 
 choices! {
+    /// Who may use a protected feature (`enable-protected-configs` and the like).
+    pub enum Allowed {
+        No = "no",
+        Yes = "yes",
+        /// Clients on the loopback interface (Strata does not tell them apart for CONFIG SET).
+        Local = "local",
+    }
+}
+
+choices! {
     /// RocksDB block compression, from the `compression` directive.
     pub enum Compression {
         None = "none",
@@ -291,6 +301,9 @@ pub struct Settings {
     pub repl_backlog_size: u64,
     /// `repl-backlog-ttl`: seconds archived write-ahead log is kept.
     pub repl_backlog_ttl: u64,
+    /// `enable-protected-configs`: whether CONFIG SET may change protected directives
+    /// (`dbfilename`, `dir`).
+    pub enable_protected_configs: Allowed,
 }
 
 impl Settings {

@@ -6,7 +6,7 @@
 //! like Redis does; docs/differences.md lists them). A directive is spelled once, here.
 
 use super::kinds::{Kind, Value, GB, MB};
-use super::settings::{AppendFsync, Compression, LogLevel, Setting, Settings};
+use super::settings::{Allowed, AppendFsync, Compression, LogLevel, Setting, Settings};
 use super::special::Special;
 
 /// One row of the directive table.
@@ -116,7 +116,6 @@ const MAXMEMORY_POLICY: &[&str] = &[
 const OOM_SCORE_ADJ: &[&str] = &["no", "yes", "relative", "absolute"];
 const ACL_PUBSUB_DEFAULT: &[&str] = &["allchannels", "resetchannels"];
 const SANITIZE_DUMP_PAYLOAD: &[&str] = &["no", "yes", "clients"];
-const PROTECTED_ACTION: &[&str] = &["no", "yes", "local"];
 const CLUSTER_PREFERRED_ENDPOINT_TYPE: &[&str] = &["ip", "hostname", "unknown-endpoint"];
 const PROPAGATION_ERROR_BEHAVIOR: &[&str] = &["ignore", "panic", "panic-on-replicas"];
 const TLS_AUTH_CLIENTS: &[&str] = &["no", "yes", "optional"];
@@ -168,6 +167,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     // the size and age bounds apply when the data directory opens.
     row("repl-backlog-size", &[], Memory { min: 16 * 1024, max: LONG_MAX as u64 }, "256mb", Fixed, field!(repl_backlog_size)),
     row("repl-backlog-ttl", &[], Int { min: 0, max: INT_MAX }, "3600", Fixed, field!(repl_backlog_ttl)),
+    row("enable-protected-configs", &[], Enum(Allowed::NAMES), "no", Immutable, field!(enable_protected_configs)),
     // Redis 7.0 directives that change nothing in Strata, with Redis's kinds, bounds, defaults
     // and access (from Redis 7.0.15's config.c).
     row("rdbchecksum", &[], Bool, "yes", Immutable, INERT),
@@ -238,9 +238,9 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("oom-score-adj", &[], Enum(OOM_SCORE_ADJ), "no", Mutable, INERT),
     row("acl-pubsub-default", &[], Enum(ACL_PUBSUB_DEFAULT), "resetchannels", Mutable, INERT),
     row("sanitize-dump-payload", &[], Enum(SANITIZE_DUMP_PAYLOAD), "no", Mutable, INERT),
-    row("enable-protected-configs", &[], Enum(PROTECTED_ACTION), "no", Immutable, INERT),
-    row("enable-debug-command", &[], Enum(PROTECTED_ACTION), "no", Immutable, INERT),
-    row("enable-module-command", &[], Enum(PROTECTED_ACTION), "no", Immutable, INERT),
+
+    row("enable-debug-command", &[], Enum(Allowed::NAMES), "no", Immutable, INERT),
+    row("enable-module-command", &[], Enum(Allowed::NAMES), "no", Immutable, INERT),
     row("cluster-preferred-endpoint-type", &[], Enum(CLUSTER_PREFERRED_ENDPOINT_TYPE), "ip", Mutable, INERT),
     row("propagation-error-behavior", &[], Enum(PROPAGATION_ERROR_BEHAVIOR), "ignore", Mutable, INERT),
     row("shutdown-on-sigint", &[], Sp(Special::ShutdownOnSignal), "default", Mutable, INERT),

@@ -217,8 +217,8 @@ pub struct KillFilter {
 pub trait ServerApi: Send + Sync {
     /// The configured password, if any.
     fn requirepass(&self) -> Option<Vec<u8>>;
-    /// CONFIG GET: matching `(name, value)` pairs.
-    fn config_get(&self, pattern: &[u8]) -> Vec<(String, String)>;
+    /// CONFIG GET: the `(name, value)` pairs matching any of the patterns, each name once.
+    fn config_get(&self, patterns: &[&[u8]]) -> Vec<(String, String)>;
     /// CONFIG SET: all pairs or none; Err carries the full error text.
     fn config_set(&self, pairs: &[(String, String)]) -> Result<(), String>;
     /// CONFIG REWRITE.

@@ -170,10 +170,10 @@ impl Server {
         let server = Server {
             db,
             live: RwLock::new(live_settings(&config)),
-            maxclients: AtomicU64::new(config.maxclients()),
-            timeout_secs: AtomicU64::new(config.timeout_secs()),
-            requirepass: RwLock::new(config.requirepass()),
-            port: config.port(),
+            maxclients: AtomicU64::new(config.maxclients),
+            timeout_secs: AtomicU64::new(config.timeout),
+            requirepass: RwLock::new(config.requirepass.clone().map(String::into_bytes)),
+            port: config.port,
             config_file: config.config_file.clone(),
             config: RwLock::new(config),
             config_gen: AtomicU64::new(0),
@@ -211,11 +211,12 @@ impl Server {
     /// keyspace events, the pubsub output-buffer limits, and the script cache's
     /// `busy-reply-threshold`.
     fn mirror_settings(&self, cfg: &Config) {
-        self.scripts
-            .set_busy_threshold_ms(cfg.busy_reply_threshold_ms());
-        self.notify_flags
-            .store(cfg.notify_keyspace_flags(), Ordering::Relaxed);
-        let [hard, soft, soft_secs] = cfg.pubsub_output_limits();
+        self.scripts.set_busy_threshold_ms(cfg.busy_reply_threshold);
+        self.notify_flags.store(
+            strata_commands::notify::published(cfg.notify_keyspace_events),
+            Ordering::Relaxed,
+        );
+        let [hard, soft, soft_secs] = cfg.client_output_buffer_limit.pubsub;
         self.pubsub.set_limits(crate::pubsub::Limits {
             hard,
             soft,
@@ -372,15 +373,14 @@ impl Server {
     fn apply_config(&self) {
         let cfg = self.config();
         let settings = live_settings(&cfg);
-        self.db.set_sync_policy(sync_policy(cfg.appendfsync()));
+        self.db.set_sync_policy(sync_policy(cfg.appendfsync));
         self.db
             .set_max_string_len(settings.limits.proto_max_bulk_len);
         *self.live.write() = settings;
-        self.maxclients.store(cfg.maxclients(), Ordering::Relaxed);
-        self.timeout_secs
-            .store(cfg.timeout_secs(), Ordering::Relaxed);
-        *self.requirepass.write() = cfg.requirepass();
-        log::set_level(cfg.loglevel());
+        self.maxclients.store(cfg.maxclients, Ordering::Relaxed);
+        self.timeout_secs.store(cfg.timeout, Ordering::Relaxed);
+        *self.requirepass.write() = cfg.requirepass.clone().map(String::into_bytes);
+        log::set_level(cfg.loglevel.name());
         self.mirror_settings(&cfg);
         self.replication.refresh_gate(&cfg);
         drop(cfg);
@@ -440,7 +440,7 @@ impl Server {
         if self.bgsave_running.swap(true, Ordering::AcqRel) {
             return Err("ERR Background save already in progress".into());
         }
-        let parent = self.config().bgsave_dir();
+        let parent = self.config().bgsave_path();
         let me = self.clone();
         let spawned = std::thread::Builder::new()
             .name("strata-bgsave".into())
@@ -513,11 +513,11 @@ fn prune_checkpoints(parent: &std::path::Path, keep: usize) {
 fn live_settings(cfg: &Config) -> LiveSettings {
     LiveSettings {
         limits: DecoderLimits {
-            proto_max_bulk_len: cfg.proto_max_bulk_len(),
+            proto_max_bulk_len: cfg.proto_max_bulk_len,
             ..DecoderLimits::default()
         },
-        query_buffer_limit: usize::try_from(cfg.client_query_buffer_limit()).unwrap_or(usize::MAX),
-        output_limit: cfg.output_buffer_limit_normal(),
+        query_buffer_limit: usize::try_from(cfg.client_query_buffer_limit).unwrap_or(usize::MAX),
+        output_limit: cfg.client_output_buffer_limit.normal,
     }
 }
 
@@ -562,8 +562,8 @@ impl ServerApi for ClientApi<'_> {
         self.server.requirepass.read().clone()
     }
 
-    fn config_get(&self, pattern: &[u8]) -> Vec<(String, String)> {
-        self.server.config().get(pattern)
+    fn config_get(&self, patterns: &[&[u8]]) -> Vec<(String, String)> {
+        self.server.config().get(patterns)
     }
 
     fn config_set(&self, pairs: &[(String, String)]) -> Result<(), String> {

@@ -226,7 +226,7 @@ fn ask(stream: &mut TcpStream, input: &mut impl Read, parts: &[&[u8]]) -> io::Re
 /// One connection to the leader, from connect to failure.
 fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
     link.set_state(server, CONNECTING);
-    let timeout = Duration::from_secs(server.config().repl_timeout_secs());
+    let timeout = Duration::from_secs(server.config().repl_timeout.max(1));
     let addr = (link.host.as_str(), link.port)
         .to_socket_addrs()?
         .next()
@@ -247,7 +247,10 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
             "Error reply to PING from master: '{pong}'"
         )));
     }
-    let (user, pass) = server.config().master_credentials();
+    let (user, pass) = {
+        let cfg = server.config();
+        (cfg.masteruser.clone(), cfg.masterauth.clone())
+    };
     if let Some(pass) = pass {
         let reply = match &user {
             Some(u) => ask(

@@ -106,7 +106,7 @@ pub fn attach(server: Arc<Server>, stream: TcpStream, ip: String, req: PsyncRequ
     let Ok(socket) = stream.try_clone() else {
         return;
     };
-    let timeout = Duration::from_secs(server.config().repl_timeout_secs());
+    let timeout = Duration::from_secs(server.config().repl_timeout.max(1));
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_write_timeout(Some(timeout));
     let _ = stream.set_nodelay(true);
@@ -149,7 +149,7 @@ fn feed(
 ) -> io::Result<()> {
     let db = &server.db;
     let repl = &server.replication;
-    let timeout = Duration::from_secs(server.config().repl_timeout_secs());
+    let timeout = Duration::from_secs(server.config().repl_timeout.max(1));
     let mut out = BufWriter::with_capacity(256 * 1024, stream.try_clone()?);
     if repl.is_loading() {
         out.write_all(b"-LOADING Strata is loading the dataset from its own leader\r\n")?;

@@ -168,15 +168,15 @@ impl Replication {
                 if link.loading.load(Ordering::Acquire) {
                     gate |= LOADING;
                 }
-                if !link.is_up() && !cfg.replica_serve_stale_data() {
+                if !link.is_up() && !cfg.replica_serve_stale_data {
                     gate |= MASTERDOWN;
                 }
-                if cfg.replica_read_only() {
+                if cfg.replica_read_only {
                     gate |= READONLY;
                 }
             }
             None => {
-                let (min, max_lag) = cfg.min_replicas();
+                let (min, max_lag) = (cfg.min_replicas_to_write, cfg.min_replicas_max_lag);
                 let good = self.count_good(max_lag);
                 self.good_replicas.store(good, Ordering::Relaxed);
                 if min > 0 && max_lag > 0 && good < min {
@@ -401,16 +401,16 @@ impl Replication {
                 let _ = write!(
                     out,
                     "slave_priority:{}\r\nslave_read_only:{}\r\nreplica_announced:{}\r\n",
-                    cfg.replica_priority(),
-                    u8::from(cfg.replica_read_only()),
-                    u8::from(cfg.replica_announced())
+                    cfg.replica_priority,
+                    u8::from(cfg.replica_read_only),
+                    u8::from(cfg.replica_announced)
                 );
             }
             None => out.push_str("role:master\r\n"),
         }
         let attached = self.attached_now();
         let _ = write!(out, "connected_slaves:{}\r\n", attached.len());
-        let (min, max_lag) = cfg.min_replicas();
+        let (min, max_lag) = (cfg.min_replicas_to_write, cfg.min_replicas_max_lag);
         if min > 0 && max_lag > 0 {
             let _ = write!(
                 out,
@@ -429,7 +429,7 @@ impl Replication {
                 r.ack.load(Ordering::Relaxed)
             );
         }
-        let (backlog, _) = cfg.repl_backlog();
+        let backlog = cfg.repl_backlog_size;
         let _ = write!(
             out,
             "master_failover_state:no-failover\r\nmaster_replid:{replid}\r\nmaster_replid2:{ZERO_ID}\r\nmaster_repl_offset:{offset}\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:1\r\nrepl_backlog_size:{backlog}\r\nrepl_backlog_first_byte_offset:1\r\nrepl_backlog_histlen:{offset}\r\n"
@@ -452,7 +452,7 @@ pub fn take_over(
 
 /// Starts following the leader named in the configuration (`replicaof` at start-up).
 pub fn start_from_config(server: &Arc<Server>) {
-    let configured = server.config().replicaof();
+    let configured = server.config().replicaof.clone();
     if let Some(leader) = configured {
         let _ = Replication::replicaof(server, Some(leader));
     }

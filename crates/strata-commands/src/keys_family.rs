@@ -42,6 +42,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     row!("object|freq", 3, ["readonly"], 2, 2, 1, ["keyspace", "read", "slow"], "4.0.0", "O(1)", "Gives the access-frequency counter of a key.", "key", object_freq),
     row!("object|idletime", 3, ["readonly"], 2, 2, 1, ["keyspace", "read", "slow"], "2.2.3", "O(1)", "Gives the seconds since a key was last read or written.", "key", object_idletime),
     row!("object|refcount", 3, ["readonly"], 2, 2, 1, ["keyspace", "read", "slow"], "2.2.3", "O(1)", "Gives the reference count of a key's value.", "key", object_refcount),
+    crate::table::command_row!("server"; "memory", -2, [], 0, 0, 0, ["slow"], "4.0.0", "Depends on subcommand.", "Groups the subcommands that report memory use.", "", memory),
+    crate::table::command_row!("server"; "memory|usage", -3, ["readonly"], 2, 2, 1, ["read", "slow"], "4.0.0", "O(N) where N is the number of samples.", "Estimates the bytes a key and its value take.", "key [SAMPLES count]", memory_usage),
+    crate::table::command_row!("server"; "memory|help", 2, ["loading", "stale"], 0, 0, 0, ["slow"], "4.0.0", "O(1)", "Lists the MEMORY subcommands with a line on each.", "", memory_help),
     row!("object|help", 2, ["loading", "stale"], 0, 0, 0, ["keyspace", "slow"], "6.2.0", "O(1)", "Lists the OBJECT subcommands with a line on each.", "", object_help),
 ];
 
@@ -408,6 +411,46 @@ fn object_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
             "REFCOUNT <key>",
             "    Return the number of references of the value associated with the specified",
             "    <key>.",
+        ],
+    )
+}
+
+fn memory(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    dispatch_sub(ctx, argv, "memory")
+}
+
+/// MEMORY USAGE key [SAMPLES count]: an estimate (see docs/differences.md); SAMPLES 0 samples
+/// every member.
+fn memory_usage(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    reply((|| {
+        let mut samples = 5u64;
+        let mut j = 3;
+        while j < argv.len() {
+            if is(&argv[j], "samples") && j + 1 < argv.len() {
+                let n = args::int(&argv[j + 1])?;
+                if n < 0 {
+                    return Err(err(errors::SYNTAX));
+                }
+                samples = n as u64;
+                j += 2;
+            } else {
+                return Err(err(errors::SYNTAX));
+            }
+        }
+        Ok(match db(ctx.session.db.memory_usage(&argv[2], samples))? {
+            Some(n) => Frame::Integer(n.min(i64::MAX as u64) as i64),
+            None => Frame::Null,
+        })
+    })())
+}
+
+fn memory_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+    help_reply(
+        "MEMORY",
+        &[
+            "USAGE <key> [SAMPLES <count>]",
+            "    Return memory in bytes used by <key> and its value. Nested values are",
+            "    sampled up to <count> times (default: 5, 0 means sample all).",
         ],
     )
 }

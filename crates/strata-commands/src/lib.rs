@@ -102,6 +102,9 @@ pub struct Session {
     pub psync: Option<PsyncRequest>,
     /// The current command's reply is not sent (REPLCONF ACK from a client, as in Redis).
     pub suppress_reply: bool,
+    /// Keys the running write command named but left unchanged (SMOVE of a member the
+    /// destination already has): WATCH does not see them, as Redis signals only modified keys.
+    pub unchanged: Vec<Bytes>,
 }
 
 /// A replica's PSYNC: the history it follows and the next offset it needs (`?` and -1 when it
@@ -194,6 +197,7 @@ impl Session {
             replica_port: 0,
             psync: None,
             suppress_reply: false,
+            unchanged: Vec::new(),
         }
     }
 }
@@ -489,10 +493,13 @@ pub fn run(ctx: &mut Ctx<'_>, spec: &'static table::CommandSpec, argv: &[Bytes])
         let watches = ctx.server.watches();
         if watches.is_active() {
             for &(d, i) in &targets {
-                watches.touch(d, &argv[i]);
+                if !ctx.session.unchanged.contains(&argv[i]) {
+                    watches.touch(d, &argv[i]);
+                }
             }
         }
     }
+    ctx.session.unchanged.clear();
     drop(scope);
     // Wake clients blocked on the keys this write may have filled (LPUSH, ZADD, LMOVE's
     // destination, RENAME, a served BLMOVE's push...). Spurious signals only cost a re-check.

@@ -37,6 +37,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     row!("incrbyfloat", 3, ["write", "denyoom", "fast"], 1, 1, 1, ["write", "string", "fast"], "2.6.0", "O(1)", "Adds a floating-point amount to the number stored at a key.", "key increment:double", incrbyfloat),
     row!("getrange", 4, ["readonly"], 1, 1, 1, ["read", "string", "slow"], "2.4.0", "O(N) where N is the length of the returned string.", "Gives a byte range of a string.", "key start end", getrange),
     row!("substr", 4, ["readonly"], 1, 1, 1, ["read", "string", "slow"], "1.0.0", "O(N) where N is the length of the returned string.", "Gives a byte range of a string (older name of GETRANGE).", "key start end", getrange),
+    crate::table::command_row!("bitmap"; "getbit", 3, ["readonly", "fast"], 1, 1, 1, ["read", "bitmap", "fast"], "2.2.0", "O(1)", "Gives the bit at an offset of a string.", "key offset", getbit),
+    crate::table::command_row!("bitmap"; "setbit", 4, ["write", "denyoom"], 1, 1, 1, ["write", "bitmap", "slow"], "2.2.0", "O(1)", "Sets or clears the bit at an offset of a string, growing it as needed.", "key offset value", setbit),
     row!("setrange", 4, ["write", "denyoom"], 1, 1, 1, ["write", "string", "slow"], "2.2.0", "O(1), not counting the time taken to copy the new string in place.", "Overwrites part of a string starting at a byte offset.", "key offset value", setrange),
     row!("lcs", -3, ["readonly"], 1, 2, 1, ["read", "string", "slow"], "7.0.0", "O(N*M) where N and M are the lengths of s1 and s2, respectively", "Finds the longest common subsequence of two strings.", "key1:key key2:key [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]", lcs),
 ];
@@ -393,6 +395,41 @@ fn setrange(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
             ctx.notify(STRING, "setrange", &argv[1]);
         }
         Ok(Frame::Integer(n as i64))
+    })())
+}
+
+/// A GETBIT/SETBIT offset: a non-negative integer addressing a bit within proto-max-bulk-len.
+fn bit_offset(ctx: &Ctx<'_>, a: &[u8]) -> Parsed<u64> {
+    match strata::num::parse_i64(a) {
+        Some(n) if ctx.session.db.bit_offset_in_range(n) => Ok(n as u64),
+        _ => Err(err(errors::BIT_OFFSET)),
+    }
+}
+
+fn getbit(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    reply((|| {
+        let offset = bit_offset(ctx, &argv[2])?;
+        Ok(Frame::Integer(
+            db(ctx.session.db.getbit(&argv[1], offset))? as i64,
+        ))
+    })())
+}
+
+fn setbit(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    reply((|| {
+        let offset = bit_offset(ctx, &argv[2])?;
+        let on = match strata::num::parse_i64(&argv[3]) {
+            Some(0) => false,
+            Some(1) => true,
+            _ => return Err(err(errors::BIT_VALUE)),
+        };
+        let (old, changed) = db(ctx.session.db.setbit(&argv[1], offset, on))?;
+        if changed {
+            ctx.notify(STRING, "setbit", &argv[1]);
+        } else {
+            ctx.session.unchanged.push(argv[1].clone());
+        }
+        Ok(Frame::Integer(old as i64))
     })())
 }
 

@@ -145,13 +145,15 @@ fn spop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn smove(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let already = argv[1] != argv[2]
-        && matches!(ctx.session.db.sismember(&argv[2], &argv[3]), Ok(true));
+    let already =
+        argv[1] != argv[2] && matches!(ctx.session.db.sismember(&argv[2], &argv[3]), Ok(true));
     match ctx.session.db.smove(&argv[1], &argv[2], &argv[3]) {
         Ok(b) => {
             // Only the keys SMOVE changed count as written for WATCH.
             if !b || argv[1] == argv[2] {
-                ctx.session.unchanged.extend([argv[1].clone(), argv[2].clone()]);
+                ctx.session
+                    .unchanged
+                    .extend([argv[1].clone(), argv[2].clone()]);
             } else if already {
                 ctx.session.unchanged.push(argv[2].clone());
             }

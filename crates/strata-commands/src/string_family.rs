@@ -410,7 +410,7 @@ fn getbit(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     reply((|| {
         let offset = bit_offset(ctx, &argv[2])?;
         Ok(Frame::Integer(
-            db(ctx.session.db.getbit(&argv[1], offset))? as i64,
+            db(ctx.session.db.getbit(&argv[1], offset))? as i64
         ))
     })())
 }

@@ -218,6 +218,31 @@ def test_list_wakeups(both, pair_factory, push, blocker):
         both("LRANGE", key, "0", "-1")
 
 
+@pytest.mark.parametrize("blocker", [
+    ("BRPOP", "k", "2"),
+    ("BZPOPMIN", "k", "2"),
+])
+@pytest.mark.parametrize("in_multi", [False, True])
+def test_swapdb_wakes_a_client_blocked_on_a_key_it_brings_into_place(both, pair_factory, blocker, in_multi):
+    both("SELECT", "1")
+    both("RPUSH" if blocker[0] == "BRPOP" else "ZADD", "k", *(["hello"] if blocker[0] == "BRPOP" else ["1", "hello"]))
+    both("SELECT", "0")
+    p = pair_factory()
+    p.send("SELECT", "0")
+    p.reply()
+    p.send(*blocker)
+    wait_blocked(both, 1)
+    if in_multi:
+        both("MULTI")
+        both("SWAPDB", "1", "0")
+        both("EXEC")
+    else:
+        both("SWAPDB", "1", "0")
+    p.reply()
+    wait_blocked(both, 0)
+    both("EXISTS", "k")
+
+
 @pytest.mark.parametrize("push", [
     ("ZADD", "z", "3", "c", "1", "a", "2", "b"),
     ("ZINCRBY", "z", "5", "m"),

@@ -3,13 +3,19 @@
 #   bench/run.sh               full run (a few minutes)
 #   bench/run.sh --quick       smoke run (< 1 minute)
 #   bench/run.sh --help        all options
-#   bench/run.sh --queue ...   the queue workload (bench/queue_bench.py; --queue-help for its options)
+#   bench/run.sh --queue ...   the queue workload instead (bench/queue_bench.py; --queue --help)
 # The build is skipped with --no-build, when STRATA_SERVER or STRATA_CMD is set, or when
 # --targets does not include strata. STRATA_BUILD_TIMEOUT (seconds, default 3600) bounds it.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
+
+script=bench.py
+if [[ "${1:-}" == "--queue" ]]; then
+  script=queue_bench.py
+  shift
+fi
 
 build=1
 [[ -n "${STRATA_SERVER:-}" || -n "${STRATA_CMD:-}" ]] && build=0
@@ -39,4 +45,4 @@ if (( build )); then
   }
 fi
 
-exec python3 "$here/bench.py" "$@"
+exec python3 "$here/$script" "$@"

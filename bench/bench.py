@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Strata vs Redis throughput/latency harness (python3 stdlib only).
 
-Starts Strata and two real redis-server instances (no persistence; AOF everysec), each on a
-free loopback port with its own temp dir, runs the same redis-benchmark workloads against all
-of them in one run (targets interleaved per workload so machine noise hits all of them), and
-prints ops/s, p50/p99/p99.9 latency and the Strata/Redis throughput ratios.
+Starts Strata and two real redis-server instances (no persistence; AOF everysec, or with
+--fsync always both Strata and Redis-AOF with appendfsync always), each on a free loopback port
+with its own temp dir, runs the same redis-benchmark workloads against all of them in one run
+(targets interleaved per workload so machine noise hits all of them), and prints ops/s,
+p50/p99/p99.9 latency, the server's CPU seconds per million operations (/proc/<pid>/stat) and the
+Strata/Redis throughput and CPU ratios.
 
 Normally started through bench/run.sh (which builds strata-server first). See bench/README.md.
 """
@@ -1056,7 +1058,7 @@ def main(argv):
         b = cfg.strata_bin
         if not (os.path.isfile(b) and os.access(b, os.X_OK)):
             log(f"ERROR: Strata server binary not found (or not executable): {b}\n"
-                f"  build it with `cargo build --release -p strata-server` (bench/run.sh does "
+                f"  build it with `cargo build --release --workspace --bins` (bench/run.sh does "
                 f"this unless --no-build), or set STRATA_SERVER=/path/to/strata-server, or "
                 f"leave Strata out with --targets redis-nopersist,redis-aof")
             return 2

@@ -198,7 +198,7 @@ def percentile_ms(hist, q):
     total = sum(hist.values())
     if not total:
         return None
-    need = q / 100.0 * total
+    need = max(1, math.ceil(q * total / 100.0 - 1e-9))  # rank of the q-th percentile
     seen = 0
     for b in sorted(hist):
         seen += hist[b]
@@ -465,8 +465,8 @@ def print_report(cfg, records, out):
             continue
         aof = totals.get(B.baselines(name)[0][0])
         if aof and aof.get("ops_per_sec") and t.get("ops_per_sec"):
-            cpu = (t.get("cpu_s_per_mop") or 0) / aof["cpu_s_per_mop"] \
-                if aof.get("cpu_s_per_mop") else None
+            cpu = t["cpu_s_per_mop"] / aof["cpu_s_per_mop"] \
+                if t.get("cpu_s_per_mop") is not None and aof.get("cpu_s_per_mop") else None
             print(f"{name} / {B.baselines(name)[0][0]} whole run: ops/s "
                   f"{t['ops_per_sec'] / aof['ops_per_sec']:.2f}x, CPU per op {fmt(cpu, '.2f')}x, "
                   f"p99.9 {fmt(t['p999_ms'], '.2f')} vs {fmt(aof['p999_ms'], '.2f')} ms", file=out)
@@ -481,6 +481,35 @@ def settings_line(cfg):
             f"-P {cfg.pipeline}, {cfg.data_size}-byte values, backlog cap {cfg.max_backlog}/list, "
             f"prefill {cfg.prefill}/list, {cfg.minutes:g} min per target, fsync {cfg.fsync}; "
             f"{os.cpu_count()} CPUs, load {cfg.load_before} -> {cfg.load_after}; {cfg.started}")
+
+
+def self_test():
+    """Reply scanner and histogram against hand-made inputs."""
+    buf = (b":7\r\n$3\r\nabc\r\n$-1\r\n*2\r\n$1\r\nk\r\n$2\r\nvv\r\n*-1\r\n_\r\n"
+           b"$5\r\nab")
+    got, pos = [], 0
+    while True:
+        r = parse_one(buf, pos)
+        if r is None:
+            break
+        pos, v = r
+        got.append(v)
+    assert got == [7, HIT, None, HIT, None, None], got
+    assert buf[pos:] == b"$5\r\nab", buf[pos:]          # incomplete bulk left for the next recv
+    assert parse_one(b"*2\r\n$1\r\nk\r\n", 0) is None  # incomplete array
+    try:
+        parse_one(b"-ERR wrong\r\n", 0)
+        raise AssertionError("error reply not raised")
+    except ServerError as e:
+        assert str(e) == "ERR wrong", e
+    hist = {}
+    for us, n in ((100, 990), (1000, 9), (10000, 1)):
+        b = int(math.log(us) * HIST_K)
+        hist[b] = hist.get(b, 0) + n
+    assert 0.1 <= percentile_ms(hist, 50) <= 0.102, percentile_ms(hist, 50)
+    assert 1.0 <= percentile_ms(hist, 99.9) <= 1.011, percentile_ms(hist, 99.9)
+    assert 10.0 <= percentile_ms(hist, 100) <= 10.11, percentile_ms(hist, 100)
+    print("self-test OK")
 
 
 # --------------------------------------------------------------------------------------------
@@ -528,6 +557,7 @@ def parse_args(argv):
     p.add_argument("--redis-server", default=os.environ.get("REDIS_SERVER", "redis-server"))
     p.add_argument("--strata-cmd", default=None, help=argparse.SUPPRESS)  # as in bench.py
     p.add_argument("--no-build", action="store_true", help="(run.sh) don't cargo build first")
+    p.add_argument("--self-test", action="store_true", help="test the reply scanner and exit")
     a = p.parse_args(argv)
     if a.quick:
         a.minutes = a.minutes or 1.0
@@ -553,6 +583,9 @@ def parse_args(argv):
 
 def main(argv):
     cfg = parse_args(argv)
+    if cfg.self_test:
+        self_test()
+        return 0
     if not shutil.which(cfg.redis_server) and any(t.startswith("redis") for t in cfg.targets):
         B.log(f"ERROR: {cfg.redis_server} not found on PATH")
         return 2

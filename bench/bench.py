@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Strata vs Redis throughput/latency harness (python3 stdlib only).
 
-Starts Strata and two real redis-server instances (no persistence; AOF everysec), each on a
-free loopback port with its own temp dir, runs the same redis-benchmark workloads against all
-of them in one run (targets interleaved per workload so machine noise hits all of them), and
-prints ops/s, p50/p99/p99.9 latency and the Strata/Redis throughput ratios.
+Starts Strata and two real redis-server instances (no persistence; AOF everysec, or with
+--fsync always both Strata and Redis-AOF with appendfsync always), each on a free loopback port
+with its own temp dir, runs the same redis-benchmark workloads against all of them in one run
+(targets interleaved per workload so machine noise hits all of them), and prints ops/s,
+p50/p99/p99.9 latency, the server's CPU seconds per million operations (/proc/<pid>/stat) and the
+Strata/Redis throughput and CPU ratios.
 
 Normally started through bench/run.sh (which builds strata-server first). See bench/README.md.
 """
@@ -16,6 +18,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shlex
 import shutil
 import signal
@@ -76,6 +79,7 @@ WORKLOADS = [
     Workload("hincrby", command=["HINCRBY", "counters", "field:__rand_int__", "1"], default=False,
              note="HINCRBY counters field:__rand_int__ 1"),
     Workload("lpush", test="lpush", default=False, note="LPUSH mylist <d bytes>"),
+    Workload("rpush", test="rpush", default=False, note="RPUSH mylist <d bytes>"),
     Workload("lpop", test="lpop", needs=("list_items",), default=False,
              note="LPOP mylist (list pre-filled)"),
     Workload("lrange_100", test="lrange_100", needs=("list_600",), default=False, scale=0.25,
@@ -107,16 +111,36 @@ for _name, _q in (("stock", "-1"), ("stock_restock", "1")):
                               note=f"EVALSHA stock-adjustment script, product:__rand_int__ {_q}, "
                                    "32 connections, 1M product hashes"))
 SCRIPT_WORKLOADS = ["stock", "stock_restock"]
-COLLECTION_WORKLOADS = ["hset", "hget", "hincrby", "lpush", "lpop", "lrange_100", "sadd", "spop",
-                        "zadd", "zrange", "inventory"]
+COLLECTION_WORKLOADS = ["hset", "hget", "hincrby", "lpush", "rpush", "lpop", "lrange_100", "sadd",
+                        "spop", "zadd", "zrange", "inventory"]
+# The rows of issue 15's table, plus the inventory and both stock-script rows.
+ISSUE15_WORKLOADS = ["set", "get", "incr", "lpush", "rpush", "lpop", "sadd", "hset", "zadd",
+                     "lrange_100", "mset", "inventory", "stock", "stock_restock"]
 WORKLOADS_BY_NAME = {w.name: w for w in WORKLOADS}
 
 
 # --------------------------------------------------------------------------------------------
 # Targets.
 # --------------------------------------------------------------------------------------------
+# --targets names these; --fsync always renames the persisted ones (redis-aof-always,
+# strata-always), so that a table never leaves in doubt which fsync policy a row ran with.
 TARGET_ORDER = ["redis-nopersist", "redis-aof", "strata"]
-BASELINES = [("redis-aof", "strata_vs_redis_aof"), ("redis-nopersist", "strata_vs_redis_nopersist")]
+FSYNC_POLICIES = ["everysec", "always"]
+RATIO_KEYS = ["strata_vs_redis_aof", "strata_vs_redis_nopersist", "cpu_strata_vs_redis_aof"]
+
+
+def target_name(base, fsync):
+    """redis-aof + always -> redis-aof-always; everysec keeps the plain names."""
+    if base == "redis-nopersist" or fsync == "everysec":
+        return base
+    return f"{base}-{fsync}"
+
+
+def baselines(strata_name):
+    """(baseline target, ratio key) pairs for a strata[-<fsync>] target."""
+    suffix = strata_name[len("strata"):]
+    return [("redis-aof" + suffix, "strata_vs_redis_aof"),
+            ("redis-nopersist", "strata_vs_redis_nopersist")]
 
 
 class BenchError(Exception):
@@ -434,6 +458,40 @@ def tail(path, n=15):
         return ""
 
 
+def proc_cpu_seconds(pid):
+    """CPU seconds the process has used so far: utime + stime of all its threads, plus cutime +
+    cstime of children it has reaped (a Redis AOF-rewrite fork), from /proc/<pid>/stat. None if
+    the process is gone or /proc is not there."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # Field 2 (comm) is in parentheses and may hold spaces: split after the last ')'.
+    fields = stat[stat.rfind(b")") + 2:].split()
+    # fields[0] is field 3 (state); utime, stime, cutime, cstime are fields 14-17.
+    try:
+        ticks = sum(int(x) for x in fields[11:15])
+    except (ValueError, IndexError):
+        return None
+    return ticks / CLOCK_TICKS
+
+
+def proc_rss_bytes(pid):
+    """VmRSS of the process (bytes), or None."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
 @dataclass
 class Target:
     name: str
@@ -514,19 +572,23 @@ def default_strata_bin():
 
 
 def make_targets(args):
+    """Every target this run can start, by name: redis-nopersist, and redis-aof[-<fsync>] and
+    strata[-<fsync>] for each --fsync policy."""
     out = {}
     rs = args.redis_server
     out["redis-nopersist"] = Target("redis-nopersist", [rs], ["--save", "", "--appendonly", "no"])
-    out["redis-aof"] = Target("redis-aof", [rs], ["--save", "", "--appendonly", "yes",
-                                                  "--appendfsync", "everysec"])
     strata_cmd = args.strata_cmd or os.environ.get("STRATA_CMD")
-    if strata_cmd:
-        argv = shlex.split(strata_cmd)
-        tmpl = any("{port}" in a for a in argv)
-        out["strata"] = Target("strata", argv, [] if tmpl else ["--appendfsync", "everysec"],
-                               template=tmpl)
-    else:
-        out["strata"] = Target("strata", [args.strata_bin], ["--appendfsync", "everysec"])
+    for fsync in args.fsync:
+        aof = target_name("redis-aof", fsync)
+        out[aof] = Target(aof, [rs], ["--save", "", "--appendonly", "yes", "--appendfsync", fsync])
+        name = target_name("strata", fsync)
+        if strata_cmd:
+            argv = shlex.split(strata_cmd)
+            tmpl = any("{port}" in a for a in argv)
+            out[name] = Target(name, [a.replace("{fsync}", fsync) for a in argv],
+                               [] if tmpl else ["--appendfsync", fsync], template=tmpl)
+        else:
+            out[name] = Target(name, [args.strata_bin], ["--appendfsync", fsync])
     return out
 
 
@@ -544,6 +606,8 @@ def run_benchmark(cfg, target, wl, pipeline, scratch):
             "-c", str(wl.clients or cfg.clients), "-n", str(n), "-d", str(cfg.data_size),
             "-r", str(cfg.keyspace), "-P", str(pipeline)] + wl.bench_args()
     out_path = os.path.join(scratch, "rb.out")
+    cpu0 = proc_cpu_seconds(target.proc.pid)
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     with open(out_path, "wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
@@ -564,6 +628,8 @@ def run_benchmark(cfg, target, wl, pipeline, scratch):
             kill_proc(proc, grace=2)
             cfg.live_procs.remove(proc)
     elapsed = time.monotonic() - t0
+    cpu1 = proc_cpu_seconds(target.proc.pid)
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(out_path, errors="replace") as f:
         text = f.read()
     rec = {"workload": wl.name, "pipeline": pipeline, "target": target.name,
@@ -577,6 +643,14 @@ def run_benchmark(cfg, target, wl, pipeline, scratch):
             rec["error"] = f"redis-benchmark exit code {proc.returncode}"
     except BenchError as e:
         rec["error"] = f"{e} (exit code {proc.returncode})"
+    # Server CPU over the run (all threads), per million operations: on a machine where client
+    # and server share the cores, this is what decides throughput in the end.
+    if cpu0 is not None and cpu1 is not None:
+        rec["server_cpu_s"] = round(cpu1 - cpu0, 3)
+        rec["server_cores"] = round((cpu1 - cpu0) / elapsed, 3) if elapsed > 0 else None
+        done = rec.get("requests") or n
+        rec["cpu_s_per_mop"] = round((cpu1 - cpu0) / (done / 1e6), 3) if done else None
+    rec["client_cpu_s"] = round(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime, 3)
     return rec
 
 
@@ -605,7 +679,17 @@ def prepare_target(cfg, target, wl):
     return filled
 
 
+def median(xs):
+    xs = sorted(xs)
+    if not xs:
+        return None
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
 def pick_median(recs):
+    """The run with the median ops/s (its latencies come with it); the CPU column is the median
+    of the runs' CPU per operation, taken on its own."""
     ok = [r for r in recs if "error" not in r]
     if not ok:
         return recs[-1]
@@ -613,7 +697,28 @@ def pick_median(recs):
     best = dict(ok[(len(ok) - 1) // 2])
     if len(recs) > 1:
         best["repeats_ops_per_sec"] = [r.get("ops_per_sec") for r in recs]
+        cpus = [r["cpu_s_per_mop"] for r in ok if r.get("cpu_s_per_mop") is not None]
+        best["repeats_cpu_s_per_mop"] = [r.get("cpu_s_per_mop") for r in recs]
+        if cpus:
+            best["cpu_s_per_mop"] = round(median(cpus), 3)
     return best
+
+
+def add_ratios(row):
+    """Puts strata/aof, strata/nopersist (ops/s) and the strata/aof CPU-per-op ratio on each
+    strata[-<fsync>] record of `row` (target name -> median record)."""
+    for name, strata in row.items():
+        if not name.startswith("strata") or "error" in strata:
+            continue
+        for base, key in baselines(name):
+            b = row.get(base)
+            if b is None or "error" in b:
+                continue
+            if b["ops_per_sec"] > 0:
+                strata[key] = strata["ops_per_sec"] / b["ops_per_sec"]
+            if key == "strata_vs_redis_aof" and strata.get("cpu_s_per_mop") is not None \
+                    and b.get("cpu_s_per_mop"):
+                strata["cpu_strata_vs_redis_aof"] = strata["cpu_s_per_mop"] / b["cpu_s_per_mop"]
 
 
 def run_all(cfg, targets):
@@ -649,12 +754,7 @@ def run_all(cfg, targets):
                             f"  p50 {rec['p50_ms']:.3f}  p99 {rec['p99_ms']:.3f}"
                             f"  p99.9 {rec['p999_ms']:.3f} ms")
             row = {t.name: pick_median(per_target[t.name]) for t in targets}
-            strata = row.get("strata")
-            for base, key in BASELINES:
-                b = row.get(base)
-                if strata is not None and b is not None and "error" not in strata \
-                        and "error" not in b and b["ops_per_sec"] > 0:
-                    strata[key] = strata["ops_per_sec"] / b["ops_per_sec"]
+            add_ratios(row)
             results.extend(row[t.name] for t in targets)
     return results
 
@@ -663,20 +763,25 @@ def run_all(cfg, targets):
 # Output.
 # --------------------------------------------------------------------------------------------
 COLUMNS = ["workload", "P", "target", "ops/s", "p50 ms", "p99 ms", "p99.9 ms",
-           "strata/aof", "strata/nopersist"]
+           "CPU s/Mop", "strata/aof", "strata/nopersist", "CPU strata/aof"]
+RIGHT = {3, 4, 5, 6, 7, 8, 9, 10}      # right-aligned columns
+RATIO_CELLS = (8, 9, 10)               # bold for strata rows in markdown
 
 
 def table_rows(results):
     rows = []
     for r in results:
         if "error" in r:
-            cells = [r["workload"], str(r["pipeline"]), r["target"], "ERROR", "", "", "", "", ""]
-            cells.append(r["error"])
+            cells = [r["workload"], str(r["pipeline"]), r["target"], "ERROR"] + \
+                [""] * (len(COLUMNS) - 4) + [r["error"]]
         else:
             ratio = lambda k: f"{r[k]:.2f}x" if k in r else ""  # noqa: E731
+            cpu = r.get("cpu_s_per_mop")
             cells = [r["workload"], str(r["pipeline"]), r["target"], f"{r['ops_per_sec']:,.0f}",
                      f"{r['p50_ms']:.3f}", f"{r['p99_ms']:.3f}", f"{r['p999_ms']:.3f}",
-                     ratio("strata_vs_redis_aof"), ratio("strata_vs_redis_nopersist"), ""]
+                     "" if cpu is None else f"{cpu:.2f}",
+                     ratio("strata_vs_redis_aof"), ratio("strata_vs_redis_nopersist"),
+                     ratio("cpu_strata_vs_redis_aof"), ""]
         rows.append(cells)
     return rows
 
@@ -684,7 +789,7 @@ def table_rows(results):
 def settings_line(cfg):
     return (f"redis-benchmark -c {cfg.clients} -d {cfg.data_size} -r {cfg.keyspace}, "
             f"-n {cfg.requests} (P=1) / {cfg.pipelined_requests} (P>1) x workload scale, "
-            f"repeat {cfg.repeat}; "
+            f"repeat {cfg.repeat}, fsync {','.join(cfg.fsync)}; "
             f"{os.cpu_count()} CPUs, load {cfg.load_before} -> {cfg.load_after}; {cfg.started}")
 
 
@@ -693,7 +798,7 @@ def print_text_table(cfg, results, out):
     cols = COLUMNS + ["note"]
     widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c)
               for i, c in enumerate(cols)]
-    right = {3, 4, 5, 6, 7, 8}
+    right = RIGHT
     fmt = lambda cells: "  ".join(  # noqa: E731
         c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
     ).rstrip()
@@ -707,7 +812,9 @@ def print_text_table(cfg, results, out):
             print("", file=out)
         prev = key
         print(fmt(r), file=out)
-    print("\nstrata/aof = Strata ops/s / Redis-AOF(everysec) ops/s; >1.00x means Strata is faster. "
+    print("\nstrata/aof = Strata ops/s / Redis-AOF ops/s (same fsync policy); >1.00x means Strata "
+          "is faster. CPU s/Mop = server CPU seconds (all threads, /proc/<pid>/stat) per million "
+          "operations; CPU strata/aof < 1.00x means Strata spends less CPU per operation. "
           "Compare ratios within one run; absolute numbers vary with machine load.", file=out)
 
 
@@ -715,13 +822,52 @@ def print_markdown_table(cfg, results, out):
     rows = table_rows(results)
     print(f"_{settings_line(cfg)}_\n", file=out)
     print("| " + " | ".join(COLUMNS + ["note"]) + " |", file=out)
-    print("|" + "|".join(["---", "--:", "---"] + ["--:"] * 6 + ["---"]) + "|", file=out)
+    print("|" + "|".join(["---", "--:", "---"] + ["--:"] * (len(COLUMNS) - 3) + ["---"]) + "|",
+          file=out)
     for r in rows:
         cells = list(r)
-        if cells[2] == "strata" and cells[3] != "ERROR":
-            cells[7] = f"**{cells[7]}**" if cells[7] else ""
-            cells[8] = f"**{cells[8]}**" if cells[8] else ""
+        if cells[2].startswith("strata") and cells[3] != "ERROR":
+            for i in RATIO_CELLS:
+                cells[i] = f"**{cells[i]}**" if cells[i] else ""
         print("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |", file=out)
+    print_markdown_summary(results, out)
+
+
+def print_markdown_summary(results, out):
+    """One line per (workload, P, fsync policy): Strata next to Redis-AOF, the figures issue 15
+    asks for (throughput ratio, p99 and p99.9 of both, CPU per operation of both)."""
+    by_key = {(r["workload"], r["pipeline"], r["target"]): r for r in results}
+    lines = []
+    for r in results:
+        if not r["target"].startswith("strata"):
+            continue
+        aof_name = baselines(r["target"])[0][0]
+        a = by_key.get((r["workload"], r["pipeline"], aof_name))
+        if a is None:
+            continue
+        fsync = r["target"][len("strata-"):] or "everysec"
+
+        def both(key, fmt):
+            vals = []
+            for x in (r, a):
+                v = None if "error" in x else x.get(key)
+                vals.append("-" if v is None else fmt.format(v))
+            return " / ".join(vals)
+        ratio = r.get("strata_vs_redis_aof")
+        cpu_ratio = r.get("cpu_strata_vs_redis_aof")
+        lines.append([r["workload"], str(r["pipeline"]), fsync,
+                      "-" if ratio is None else f"**{ratio:.2f}x**",
+                      both("ops_per_sec", "{:,.0f}"), both("p99_ms", "{:.2f}"),
+                      both("p999_ms", "{:.2f}"), both("cpu_s_per_mop", "{:.2f}"),
+                      "-" if cpu_ratio is None else f"**{cpu_ratio:.2f}x**"])
+    if not lines:
+        return
+    print("\nStrata / Redis-AOF side by side (cells: strata / redis-aof):\n", file=out)
+    print("| workload | P | fsync | ops/s ratio | ops/s | p99 ms | p99.9 ms | CPU s/Mop "
+          "| CPU ratio |", file=out)
+    print("|---|--:|---|--:|--:|--:|--:|--:|--:|", file=out)
+    for cells in lines:
+        print("| " + " | ".join(cells) + " |", file=out)
 
 
 def tool_version(argv):
@@ -737,7 +883,7 @@ def write_json(cfg, targets, results, path):
         "host": {"hostname": platform.node(), "cpus": os.cpu_count(),
                  "platform": platform.platform(),
                  "loadavg_before": cfg.load_before, "loadavg_after": cfg.load_after},
-        "settings": {"clients": cfg.clients, "data_size": cfg.data_size, "keyspace": cfg.keyspace,
+        "settings": {"fsync": cfg.fsync, "clients": cfg.clients, "data_size": cfg.data_size, "keyspace": cfg.keyspace,
                      "requests": cfg.requests, "pipelined_requests": cfg.pipelined_requests,
                      "pipelines": cfg.pipelines, "repeat": cfg.repeat,
                      "workloads": [{"name": w.name, "bench_args": w.bench_args(),
@@ -749,9 +895,9 @@ def write_json(cfg, targets, results, path):
                     for t in targets},
         "fills": cfg.fills,
         "results": results,
-        "ratios": [{"workload": r["workload"], "pipeline": r["pipeline"],
-                    **{k: r.get(k) for _, k in BASELINES}}
-                   for r in results if r["target"] == "strata"],
+        "ratios": [{"workload": r["workload"], "pipeline": r["pipeline"], "target": r["target"],
+                    **{k: r.get(k) for k in RATIO_KEYS}}
+                   for r in results if r["target"].startswith("strata")],
     }
     with open(path, "w") as f:
         json.dump(doc, f, indent=2)
@@ -798,6 +944,10 @@ def parse_args(argv):
                        ",".join(WORKLOADS_BY_NAME)))
     p.add_argument("--targets", default=",".join(TARGET_ORDER),
                    help="comma list of targets, run in this order (default: %(default)s)")
+    p.add_argument("--fsync", default="everysec",
+                   help="appendfsync policy of redis-aof and strata: everysec (default), always, "
+                        "or everysec,always for both in one run; the always targets are named "
+                        "redis-aof-always and strata-always")
     p.add_argument("--pipelines", default="1,16", help="comma list of -P values (default: 1,16)")
     p.add_argument("--clients", "-c", type=int, default=50, help="-c (default 50)")
     p.add_argument("--data-size", "-d", type=int, default=128, help="-d value bytes (default 128)")
@@ -851,16 +1001,27 @@ def parse_args(argv):
     names = [w.strip() for w in (a.workloads or "").split(",") if w.strip()] if a.workloads \
         else [w.name for w in WORKLOADS if w.default]
     # "collections" and "scripts" name the issue-3 and issue-4 rows as groups.
-    groups = {"collections": COLLECTION_WORKLOADS, "scripts": SCRIPT_WORKLOADS}
+    groups = {"collections": COLLECTION_WORKLOADS, "scripts": SCRIPT_WORKLOADS,
+              "issue15": ISSUE15_WORKLOADS}
     names = [n for w in names for n in groups.get(w, [w])]
     unknown = [n for n in names if n not in WORKLOADS_BY_NAME]
     if unknown:
         p.error(f"unknown workload(s) {unknown}; known: {', '.join(WORKLOADS_BY_NAME)}")
     a.workloads = [WORKLOADS_BY_NAME[n] for n in names]
-    a.targets = [t.strip() for t in a.targets.split(",") if t.strip()]
-    bad = [t for t in a.targets if t not in TARGET_ORDER]
-    if bad or not a.targets:
+    a.fsync = [f.strip() for f in a.fsync.split(",") if f.strip()]
+    if not a.fsync or any(f not in FSYNC_POLICIES for f in a.fsync):
+        p.error(f"--fsync takes {' or '.join(FSYNC_POLICIES)} (or both, comma separated)")
+    bases = [t.strip() for t in a.targets.split(",") if t.strip()]
+    bad = [t for t in bases if t not in TARGET_ORDER]
+    if bad or not bases:
         p.error(f"unknown target(s) {bad}; known: {', '.join(TARGET_ORDER)}")
+    # Expand per fsync policy: redis-nopersist once, then redis-aof/strata for each policy.
+    a.targets = []
+    for fsync in a.fsync:
+        for t in bases:
+            name = target_name(t, fsync)
+            if name not in a.targets:
+                a.targets.append(name)
     try:
         a.pipelines = [int(x) for x in a.pipelines.split(",") if x.strip()]
     except ValueError:
@@ -893,11 +1054,11 @@ def main(argv):
             log(f"ERROR: {tool} not found on PATH")
             return 2
     all_targets = make_targets(cfg)
-    if "strata" in cfg.targets and not (cfg.strata_cmd or os.environ.get("STRATA_CMD")):
+    if any(t.startswith("strata") for t in cfg.targets) and not (cfg.strata_cmd or os.environ.get("STRATA_CMD")):
         b = cfg.strata_bin
         if not (os.path.isfile(b) and os.access(b, os.X_OK)):
             log(f"ERROR: Strata server binary not found (or not executable): {b}\n"
-                f"  build it with `cargo build --release -p strata-server` (bench/run.sh does "
+                f"  build it with `cargo build --release --workspace --bins` (bench/run.sh does "
                 f"this unless --no-build), or set STRATA_SERVER=/path/to/strata-server, or "
                 f"leave Strata out with --targets redis-nopersist,redis-aof")
             return 2

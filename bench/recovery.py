@@ -262,7 +262,7 @@ def main() -> int:
 
     binary = strata_binary(args.server)
     if not os.path.exists(binary):
-        log(f"strata-server not found at {binary}; build it (cargo build --release -p strata-server)")
+        log(f"strata-server not found at {binary}; build it (cargo build --release --workspace --bins)")
         return 2
 
     tmp = tempfile.mkdtemp(prefix="strata-recovery-")

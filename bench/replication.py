@@ -564,7 +564,7 @@ def main(argv):
             return 2
     if "strata" in cfg.systems and not os.access(cfg.strata_bin, os.X_OK):
         log(f"ERROR: strata-server not found at {cfg.strata_bin}: build it with "
-            "`cargo build --release -p strata-server` or set STRATA_SERVER")
+            "`cargo build --release --workspace --bins` or set STRATA_SERVER")
         return 2
     signal.signal(signal.SIGTERM, _raise_interrupt)
     signal.signal(signal.SIGHUP, _raise_interrupt)

@@ -218,6 +218,31 @@ def test_list_wakeups(both, pair_factory, push, blocker):
         both("LRANGE", key, "0", "-1")
 
 
+@pytest.mark.parametrize("blocker", [
+    ("BRPOP", "k", "2"),
+    ("BZPOPMIN", "k", "2"),
+])
+@pytest.mark.parametrize("in_multi", [False, True])
+def test_swapdb_wakes_a_client_blocked_on_a_key_it_brings_into_place(both, pair_factory, blocker, in_multi):
+    both("SELECT", "1")
+    both("RPUSH" if blocker[0] == "BRPOP" else "ZADD", "k", *(["hello"] if blocker[0] == "BRPOP" else ["1", "hello"]))
+    both("SELECT", "0")
+    p = pair_factory()
+    p.send("SELECT", "0")
+    p.reply()
+    p.send(*blocker)
+    wait_blocked(both, 1)
+    if in_multi:
+        both("MULTI")
+        both("SWAPDB", "1", "0")
+        both("EXEC")
+    else:
+        both("SWAPDB", "1", "0")
+    p.reply()
+    wait_blocked(both, 0)
+    both("EXISTS", "k")
+
+
 @pytest.mark.parametrize("push", [
     ("ZADD", "z", "3", "c", "1", "a", "2", "b"),
     ("ZINCRBY", "z", "5", "m"),
@@ -302,3 +327,59 @@ def test_disconnected_waiter_is_forgotten(both, pair_factory):
     wait_blocked(both, 0)
     both("RPUSH", "k", "v")
     both("LLEN", "k")
+
+
+@pytest.mark.parametrize("blocker", [
+    ("BLMOVE", "src", "dst", "LEFT", "RIGHT", "0"),
+    ("BRPOPLPUSH", "src", "dst", "0"),
+])
+def test_blocked_move_to_a_string_answers_wrongtype_and_keeps_the_element(both, pair_factory, blocker):
+    both("SET", "dst", "a string")
+    p = pair_factory()
+    p.send(*blocker)
+    wait_blocked(both, 1)
+    both("RPUSH", "src", "x")
+    assert p.reply().startswith(b"-WRONGTYPE")
+    wait_blocked(both, 0)
+    both("LRANGE", "src", "0", "-1")
+    both("GET", "dst")
+
+
+def test_blocked_move_to_a_string_lets_the_next_waiter_have_the_element(both, pair_factory):
+    both("SET", "dst", "a string")
+    first, second = pair_factory(), pair_factory()
+    first.send("BLMOVE", "src", "dst", "LEFT", "RIGHT", "0")
+    wait_blocked(both, 1)
+    second.send("BLPOP", "src", "0")
+    wait_blocked(both, 2)
+    both("RPUSH", "src", "x")
+    assert first.reply().startswith(b"-WRONGTYPE")
+    assert second.reply() == b"*2\r\n$3\r\nsrc\r\n$1\r\nx\r\n"
+    both("EXISTS", "src")
+
+
+def test_blocked_move_stays_blocked_while_its_source_holds_another_type(both, pair_factory):
+    p = pair_factory()
+    p.send("BLMOVE", "src", "dst", "LEFT", "RIGHT", "2")
+    wait_blocked(both, 1)
+    both("ZADD", "src", "1", "a")
+    p.nothing_yet()
+    wait_blocked(both, 1)
+    both("DEL", "src")
+    both("RPUSH", "src", "x")
+    assert p.reply() == b"$1\r\nx\r\n"
+    both("LRANGE", "dst", "0", "-1")
+
+
+def test_swapdb_wakes_a_client_blocked_on_a_key_it_brings(both, pair_factory):
+    both("SELECT", "1")
+    both("RPUSH", "k", "hello")
+    p = pair_factory()
+    p.send("SELECT", "9")
+    p.reply()
+    p.send("BRPOP", "k", "2")
+    wait_blocked(both, 1)
+    both("SWAPDB", "1", "9")
+    assert p.reply() == b"*2\r\n$1\r\nk\r\n$5\r\nhello\r\n"
+    both("SELECT", "9")
+    both("EXISTS", "k")

@@ -240,6 +240,77 @@ def test_client_info_describes_this_connection(strata_server):
     assert f[b"cmd"] == b"client|info"
 
 
+# Fields whose values do not depend on timing, addresses or memory layout.
+STABLE_FIELDS = (b"name", b"flags", b"db", b"sub", b"psub", b"ssub", b"multi", b"qbuf", b"multi-mem",
+                 b"obl", b"oll", b"omem", b"events", b"cmd", b"user", b"redir", b"resp")
+
+
+def _names_and_stable(line: bytes):
+    line = line.rstrip(b"\n")
+    f = _fields(line)
+    names = [p.split(b"=", 1)[0] for p in line.rstrip(b"\n").split(b" ")]
+    return names, {k: f[k] for k in STABLE_FIELDS}
+
+
+def test_client_list_and_info_fields_are_redis_7s_in_its_order(strata_server, redis_server):
+    got = []
+    for server in (strata_server, redis_server):
+        c = server.conn()
+        own_list = c.call("CLIENT", "LIST", "ID", str(c.call("CLIENT", "ID")))
+        got.append((_names_and_stable(own_list), _names_and_stable(c.call("CLIENT", "INFO"))))
+    assert got[0] == got[1]
+    names, stable = got[0][1]  # CLIENT INFO's: its request is 26 bytes
+    assert names[:3] == [b"id", b"addr", b"laddr"] and names[-1] == b"resp"
+    assert stable[b"qbuf"] == b"26" and stable[b"flags"] == b"N" and stable[b"multi"] == b"-1"
+
+
+def test_client_list_shows_an_open_transaction_and_no_evict(strata_server, redis_server):
+    got = []
+    for server in (strata_server, redis_server):
+        c, watcher = server.conn(), server.conn()
+        c.call("CLIENT", "NO-EVICT", "ON")
+        c.call("MULTI")
+        c.call("SET", "a", "1")
+        c.call("GET", "a")
+        line = watcher.call("CLIENT", "LIST", "ID", str(_client_id(watcher, c)))
+        got.append(_names_and_stable(line)[1])
+        c.call("DISCARD")
+    assert got[0] == got[1]
+    assert got[0][b"flags"] == b"xe" and got[0][b"multi"] == b"2"
+
+
+def _client_id(watcher, c) -> int:
+    """The id of connection ``c`` as the server sees it (found by its local port)."""
+    port = c.sock.getsockname()[1]
+    for line in watcher.call("CLIENT", "LIST").rstrip(b"\n").split(b"\n"):
+        f = _fields(line)
+        if f[b"addr"].endswith(b":%d" % port):
+            return int(f[b"id"])
+    raise AssertionError("connection not listed")
+
+
+def test_reset_clears_every_piece_of_client_state(strata_server, redis_server):
+    got = []
+    for server in (strata_server, redis_server):
+        c = server.conn()
+        c.call("HELLO", "3", "SETNAME", "someone")
+        c.call("SELECT", "5")
+        c.call("CLIENT", "NO-EVICT", "ON")
+        c.call("WATCH", "w")
+        c.call("SUBSCRIBE", "ch")
+        c.call("PSUBSCRIBE", "p*")
+        c.call("SSUBSCRIBE", "s")
+        c.call("MULTI")
+        c.call("SET", "k", "v")
+        after = [c.call_raw("RESET"), c.call_raw("GET", "missing"), c.call_raw("EXEC")]
+        got.append((after, _names_and_stable(c.call("CLIENT", "INFO"))[1]))
+        assert server.conn().call("PUBSUB", "NUMSUB", "ch") == [b"ch", 0]
+    assert got[0] == got[1]
+    stable = got[0][1]
+    # CLIENT NO-EVICT is the one setting RESET keeps in Redis 7.0.
+    assert (stable[b"flags"], stable[b"db"], stable[b"name"], stable[b"resp"]) == (b"e", b"0", b"", b"2")
+
+
 def test_client_kill_by_id_closes_that_connection(strata_server):
     killer, victim = strata_server.conn(), strata_server.conn()
     victim_id = victim.call("CLIENT", "ID")

@@ -244,6 +244,81 @@ def test_move(both):
     both("MOVE", "a", "abc")
 
 
+# One value of each collection type (and encoding), with the command that reads it back whole.
+COLLECTIONS = [
+    (("RPUSH", "k", "a", "b", "c"), ("LRANGE", "k", "0", "-1")),
+    (("SADD", "k", "3", "1", "2"), ("SMEMBERS", "k")),
+    (("SADD", "k", "x", "y", "z"), ("SORT", "k", "ALPHA")),
+    (("ZADD", "k", "1", "a", "2.5", "b", "-3", "c"), ("ZRANGE", "k", "0", "-1", "WITHSCORES")),
+    (("HSET", "k", "f", "v", "g", "w"), ("HGETALL", "k")),
+]
+
+
+@pytest.mark.parametrize("create, read", COLLECTIONS, ids=lambda c: c[0])
+def test_copy_of_every_type_to_another_db_is_independent_and_keeps_its_ttl(both, create, read):
+    both(*create)
+    both("PEXPIRE", "k", "100000")
+    both("COPY", "k", "k", "DB", "3")
+    both("DEL", "k")  # the copy does not share the original's members
+    both("SELECT", "3")
+    both(*read)
+    both("TYPE", "k")
+    both("OBJECT", "ENCODING", "k")
+    assert 99_000 < both.strata.call("PTTL", "k") <= 100_000
+    both("COPY", "k", "k", "DB", "0")
+    both("SELECT", "0")
+    both(*read)
+    both("DBSIZE")
+
+
+@pytest.mark.parametrize("create, read", COLLECTIONS, ids=lambda c: c[0])
+def test_move_of_every_type_to_another_db_takes_members_and_ttl(both, create, read):
+    both(*create)
+    both("EXPIRE", "k", "100")
+    both("MOVE", "k", "5")
+    both("EXISTS", "k")
+    both(*create)
+    both("MOVE", "k", "5")  # the target db has the key now: not moved
+    both("PERSIST", "k")
+    both("SELECT", "5")
+    both(*read)
+    both("TTL", "k")
+    both("MOVE", "k", "0")
+    both("SELECT", "0")
+    both(*read)
+    both("DBSIZE")
+
+
+# --- MEMORY USAGE -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [
+    [], ["SAMPLES"], ["SAMPLES", "-1"], ["SAMPLES", "x"], ["FOO"], ["SAMPLES", "1", "FOO"],
+])
+def test_memory_usage_argument_errors(both, args):
+    both("SET", "s", "v")
+    both("MEMORY", "USAGE", *(["s"] + args if args else []))
+
+
+def test_memory_usage_of_a_missing_key_is_null(both):
+    both("MEMORY", "USAGE", "missing")
+    both("MEMORY", "USAGE", "missing", "SAMPLES", "0")
+    both("MEMORY", "NOSUCH")
+
+
+def test_memory_usage_estimate_grows_with_the_value(strata):
+    strata.set("small", "x")
+    strata.set("big", "x" * 10_000)
+    assert 0 < strata.memory_usage("small") < strata.memory_usage("big")
+    strata.rpush("list", *range(10))
+    strata.hset("hash", mapping={f"f{i}": "v" * 100 for i in range(100)})
+    for key in ("list", "hash"):
+        sampled = strata.memory_usage(key)
+        full = strata.memory_usage(key, samples=0)
+        assert sampled > 0 and full > 0, key
+    assert strata.memory_usage("hash", samples=0) > 100 * 100
+
+
 # --- KEYS -------------------------------------------------------------------------------------
 
 KEY_NAMES = ["hello", "hallo", "hxllo", "hllo", "heeeello", "hbllo", "hcllo", "h[ae]llo", "h*llo",

@@ -60,6 +60,10 @@ SCRIPTS = {
         ("GETDEL", "a"), ("GETDEL", "a"), ("GETEX", "b", "EX", "100"), ("GETEX", "b", "PERSIST"),
         ("GETEX", "b", "PERSIST"), ("GETEX", "b", "PXAT", "1"), ("GET", "s"), ("INCR", "s"),
     ],
+    "bits": [
+        ("SETBIT", "b", "3", "1"), ("SETBIT", "b", "3", "1"), ("SETBIT", "b", "3", "0"),
+        ("SETBIT", "b", "100", "0"), ("SETBIT", "b", "1", "0"), ("GETBIT", "b", "3"),
+    ],
     "generic": [
         ("SET", "a", "1"), ("SET", "b", "2"), ("SET", "c", "3"), ("DEL", "a", "b", "zz"),
         ("UNLINK", "c", "c"), ("SET", "k", "v"), ("EXPIRE", "k", "100"), ("PEXPIRE", "k", "100000"),
@@ -92,7 +96,8 @@ SCRIPTS = {
         ("SADD", "u", "1", "2", "3"), ("SPOP", "u"), ("SPOP", "u", "1"), ("SPOP", "u", "5"),
         ("SADD", "x", "1", "2"), ("SADD", "y", "2", "3"), ("SINTERSTORE", "d", "x", "y"),
         ("SUNIONSTORE", "d", "x", "y"), ("SDIFFSTORE", "d", "x", "x"), ("SDIFFSTORE", "d", "x", "x"),
-        ("SINTERSTORE", "e", "x", "nope"),
+        ("SINTERSTORE", "e", "x", "nope"), ("SADD", "f", "1"), ("SADD", "g", "1"),
+        ("SMOVE", "f", "g", "1"), ("SMOVE", "g", "f", "9"),
     ],
     "zsets": [
         ("ZADD", "z", "1", "a", "2", "b", "3", "c"), ("ZADD", "z", "1", "a"), ("ZADD", "z", "INCR", "5", "a"),

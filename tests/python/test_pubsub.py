@@ -121,6 +121,46 @@ def test_resp3_pushes_and_any_command_allowed(strata_server, redis_server):
     assert got[0][1].startswith(b">3\r\n$7\r\nmessage")
 
 
+@pytest.mark.parametrize("proto", ["2", "3"])
+def test_pushes_reach_a_client_whose_replies_are_off(strata_server, redis_server, proto):
+    got = []
+    for server in (strata_server, redis_server):
+        c, pub = server.conn(), server.conn()
+        c.call("HELLO", proto)
+        out = []
+        c.send_command("CLIENT", "REPLY", "OFF")
+        c.send_command("SUBSCRIBE", "ch", "other")
+        out += [c.read_reply_raw(), c.read_reply_raw()]
+        c.send_command("PSUBSCRIBE", "c*")
+        out.append(c.read_reply_raw())
+        out.append(pub.call_raw("PUBLISH", "ch", "hello"))
+        out += [c.read_reply_raw(), c.read_reply_raw()]  # message, then pmessage
+        c.send_command("UNSUBSCRIBE", "ch")
+        out.append(c.read_reply_raw())
+        c.send_command("PUNSUBSCRIBE")
+        out.append(c.read_reply_raw())
+        if proto == "3":
+            # Ordinary replies stay off.
+            c.send_command("PING")
+        assert c.read_available(0.2) == b""
+        got.append(out)
+    assert got[0] == got[1]
+    assert got[0][3] == b":2\r\n"
+
+
+def test_client_reply_skip_still_lets_acknowledgements_through(strata_server, redis_server):
+    got = []
+    for server in (strata_server, redis_server):
+        c = server.conn()
+        c.call("HELLO", "3")
+        c.send_command("CLIENT", "REPLY", "SKIP")
+        c.send_command("SUBSCRIBE", "ch")
+        first = c.read_reply_raw()
+        got.append((first, c.call_raw("PING")))
+    assert got[0] == got[1]
+    assert got[0][0].startswith(b">3\r\n$9\r\nsubscribe")
+
+
 def parse_push(raw):
     from harness import parse_reply
     return parse_reply(raw)[0]

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from harness import RespError
+from harness import Both, RespError
 
 
 def resp3(both):
@@ -227,6 +227,26 @@ def test_smove(both):
         ["SMOVE", "missing", "missing", "1"],
     ]:
         both(*cmd)
+
+
+@pytest.mark.parametrize("src, dst, member", [
+    ("src", "dst", "a"),      # the destination already has the member: only the source changes
+    ("src", "dst", "zz"),     # the source lacks the member: nothing changes
+    ("missing", "dst", "a"),  # no source: nothing changes
+    ("src", "src", "a"),      # a set onto itself: nothing changes
+    ("src", "dst", "b"),      # a real move changes both
+])
+def test_smove_makes_watched_keys_dirty_only_when_it_changes_them(both, strata_server, redis_server, src, dst, member):
+    both("SADD", "src", "a", "b")
+    both("SADD", "dst", "a")
+    for watched in ("dst", "src"):
+        both("WATCH", watched)
+        Both(strata_server.conn(), redis_server.conn())("SMOVE", src, dst, member)
+        both("MULTI")
+        both("SCARD", watched)
+        both("EXEC")
+    both.unordered("SMEMBERS", "src")
+    both.unordered("SMEMBERS", "dst")
 
 
 # --- SINTER SUNION SDIFF (+STORE) SINTERCARD -----------------------------------------------------

@@ -375,6 +375,67 @@ def test_setrange_offset_limits(both):
     both("EXISTS", "k")
 
 
+# --- GETBIT SETBIT ----------------------------------------------------------------------------
+
+
+def test_setbit_returns_the_old_bit_and_grows_the_string_with_zero_bytes(both):
+    both("SETBIT", "k", "7", "1")
+    both("GET", "k")
+    both("SETBIT", "k", "7", "1")
+    both("SETBIT", "k", "7", "0")
+    both("SETBIT", "k", "20", "1")
+    both("GET", "k")
+    both("STRLEN", "k")
+    both("OBJECT", "ENCODING", "k")
+    both("SETBIT", "k", "1", "0")  # clearing a clear bit creates nothing new
+    both("GET", "k")
+
+
+def test_getbit_reads_bits_msb_first_and_zero_past_the_end(both):
+    both("SET", "k", "`")  # 0x60: bits 1 and 2 set
+    for offset in ["0", "1", "2", "3", "7", "8", "1000000"]:
+        both("GETBIT", "k", offset)
+    both("GETBIT", "missing", "3")
+    both("SET", "n", "12345")  # an integer-looking value is still bytes
+    both("GETBIT", "n", "2")
+    both("SETBIT", "n", "6", "1")
+    both("GET", "n")
+
+
+def test_setbit_keeps_the_ttl(both):
+    both("SET", "k", "a", "EX", "100")
+    both("SETBIT", "k", "3", "1")
+    both("TTL", "k")
+    both("GET", "k")
+
+
+@pytest.mark.parametrize("args", [
+    ["SETBIT", "k", "-1", "1"], ["SETBIT", "k", "4294967296", "1"], ["SETBIT", "k", "x", "1"],
+    ["SETBIT", "k", "1", "2"], ["SETBIT", "k", "1", "-1"], ["SETBIT", "k", "1", "x"],
+    ["SETBIT", "k", "x", "x"], ["SETBIT", "l", "0", "2"], ["SETBIT", "l", "0", "1"],
+    ["GETBIT", "k", "x"], ["GETBIT", "k", "-1"], ["GETBIT", "k", "4294967296"], ["GETBIT", "l", "0"],
+    ["SETBIT", "k", "1"], ["GETBIT", "k"],
+])
+def test_bit_argument_errors_and_wrong_type(both, args):
+    both("RPUSH", "l", "a")
+    both(*args)
+    both("EXISTS", "k")
+
+
+def test_setbit_that_changes_nothing_leaves_a_watched_key_clean(both):
+    both("SET", "k", "\x80")
+    both("WATCH", "k")
+    both("SETBIT", "k", "0", "1")
+    both("MULTI")
+    both("GET", "k")
+    both("EXEC")
+    both("WATCH", "k")
+    both("SETBIT", "k", "0", "0")
+    both("MULTI")
+    both("GET", "k")
+    both("EXEC")
+
+
 # --- LCS --------------------------------------------------------------------------------------
 
 

@@ -113,6 +113,31 @@ def test_blocking_commands_do_not_block_inside_multi(both):
     both("EXEC")
 
 
+def test_shutdown_inside_multi_is_refused_and_aborts_exec(both, strata_server):
+    both("MULTI")
+    both("SET", "foo", "bar")
+    both("SHUTDOWN")
+    both("SHUTDOWN", "NOSAVE")
+    both("EXEC")
+    both("GET", "foo")
+    assert strata_server.running
+    assert strata_server.client().ping()
+
+
+def test_blocking_commands_inside_multi_answer_what_is_there(both):
+    both("RPUSH", "l", "a")
+    both("ZADD", "z", "1", "m")
+    both("MULTI")
+    both("BLPOP", "l", "0")
+    both("BLPOP", "l", "0")
+    both("BLMOVE", "empty", "dst", "LEFT", "RIGHT", "0")
+    both("BRPOPLPUSH", "empty", "dst", "0")
+    both("BLMPOP", "0", "1", "empty", "LEFT")
+    both("BZPOPMAX", "z", "0")
+    both("BZMPOP", "0", "1", "z", "MIN")
+    both("EXEC")
+
+
 def test_flushall_inside_multi(both):
     both("SET", "a", "1")
     both("MULTI")

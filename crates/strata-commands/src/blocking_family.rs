@@ -265,6 +265,26 @@ fn nothing_to_serve(
     Frame::NullArray
 }
 
+/// The storage's answer for the keys a blocking command looked at. While a blocked client is
+/// served (see [`BlockMode::Serve`]), a signalled key holding another type leaves it blocked, as
+/// Redis serves list waiters only from lists and sorted-set waiters only from sorted sets: the
+/// request is recorded again and the reply is the WRONGTYPE error, which tells the server to try
+/// the key's next waiter. Otherwise errors are replies as usual.
+fn looked_up<T>(
+    ctx: &mut Ctx<'_>,
+    r: strata::Result<T>,
+    keys: &[Bytes],
+    deadline: Option<Instant>,
+) -> Parsed<T> {
+    match r {
+        Err(strata::Error::WrongType) if matches!(ctx.session.block_mode, BlockMode::Serve(_)) => {
+            nothing_to_serve(ctx, keys, deadline, Frame::NullArray);
+            Err(err(errors::WRONGTYPE))
+        }
+        r => db(r),
+    }
+}
+
 /// A long of at least 1 (`getRangeLongFromObjectOrReply(1, LONG_MAX)`); any failure replies `msg`.
 fn at_least_one(a: &[u8], msg: &str) -> Parsed<u64> {
     match strata::num::parse_i64(a) {
@@ -316,7 +336,8 @@ fn bpop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], end: ListEnd) -> Frame {
         let deadline = deadline(&argv[last])?;
         let keys = &argv[1..last];
         let check = keys_to_check(ctx, keys);
-        match db(ctx.session.db.lmpop(&check, end, 1))? {
+        let popped = ctx.session.db.lmpop(&check, end, 1);
+        match looked_up(ctx, popped, keys, deadline)? {
             Some((key, items)) => Ok(Frame::Array(vec![
                 popped_list(ctx, &key, end),
                 Frame::bulk_or_null(items.into_iter().next()),
@@ -358,7 +379,22 @@ fn blmove_generic(
 ) -> Frame {
     reply((|| {
         let deadline = deadline(timeout)?;
-        match db(ctx.session.db.lmove(&argv[1], &argv[2], from, to))? {
+        let moved = ctx.session.db.lmove(&argv[1], &argv[2], from, to);
+        // A source holding another type leaves a served client blocked; a destination holding
+        // another type is the client's answer (the element stays in the source), as in Redis.
+        let source_is_list = || {
+            matches!(
+                ctx.session.db.key_type(&argv[1]),
+                Ok(Some(strata::KeyType::List))
+            )
+        };
+        let moved = match moved {
+            Err(strata::Error::WrongType) if source_is_list() => {
+                return Err(err(errors::WRONGTYPE))
+            }
+            moved => looked_up(ctx, moved, &argv[1..2], deadline)?,
+        };
+        match moved {
             Some(v) => {
                 let v = Some(v);
                 notify::list_moved(ctx, argv, &v, from, to);
@@ -389,7 +425,8 @@ fn blmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         let end = crate::args::end_arg(where_arg)?;
         let deadline = deadline(&argv[1])?;
         let check = keys_to_check(ctx, keys);
-        match db(ctx.session.db.lmpop(&check, end, count))? {
+        let popped = ctx.session.db.lmpop(&check, end, count);
+        match looked_up(ctx, popped, keys, deadline)? {
             Some((key, items)) => Ok(Frame::Array(vec![
                 popped_list(ctx, &key, end),
                 Frame::bulk_array(items),
@@ -407,7 +444,8 @@ fn bzpop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], max: bool) -> Frame {
         let deadline = deadline(&argv[last])?;
         let keys = &argv[1..last];
         let check = keys_to_check(ctx, keys);
-        match db(ctx.session.db.zmpop(&check, max, 1))? {
+        let popped = ctx.session.db.zmpop(&check, max, 1);
+        match looked_up(ctx, popped, keys, deadline)? {
             Some((key, items)) => {
                 let mut out = vec![popped_zset(ctx, &key, max)];
                 if let Some((member, score)) = items.into_iter().next() {
@@ -441,7 +479,8 @@ fn bzmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
         };
         let deadline = deadline(&argv[1])?;
         let check = keys_to_check(ctx, keys);
-        match db(ctx.session.db.zmpop(&check, max, count))? {
+        let popped = ctx.session.db.zmpop(&check, max, count);
+        match looked_up(ctx, popped, keys, deadline)? {
             Some((key, items)) => Ok(Frame::Array(vec![
                 popped_zset(ctx, &key, max),
                 Frame::Array(

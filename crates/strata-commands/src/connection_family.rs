@@ -353,7 +353,7 @@ fn reset(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
     s.protocol = Protocol::Resp2;
     s.name = None;
     s.reply_mode = ReplyMode::On;
-    s.no_evict = false;
+    // CLIENT NO-EVICT survives RESET in Redis 7.0 (clearClientConnectionState keeps it).
     s.multi = None;
     s.watching = None;
     s.authenticated = ctx.server.requirepass().is_none();
@@ -603,6 +603,7 @@ fn client_no_evict(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     } else {
         return err(errors::SYNTAX);
     }
+    ctx.server.client_update(ctx.session);
     Frame::ok()
 }
 

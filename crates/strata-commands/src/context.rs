@@ -71,6 +71,9 @@ pub struct Session {
     pub psync: Option<PsyncRequest>,
     /// The current command's reply is not sent (REPLCONF ACK from a client, as in Redis).
     pub suppress_reply: bool,
+    /// Keys the running write command named but left unchanged (SMOVE of a member the
+    /// destination already has): WATCH does not see them, as Redis signals only modified keys.
+    pub unchanged: Vec<Bytes>,
 }
 
 /// A replica's PSYNC: the history it follows and the next offset it needs (`?` and -1 when it
@@ -163,6 +166,7 @@ impl Session {
             replica_port: 0,
             psync: None,
             suppress_reply: false,
+            unchanged: Vec::new(),
         }
     }
 }
@@ -186,8 +190,8 @@ pub struct KillFilter {
 pub trait ServerApi: Send + Sync {
     /// The configured password, if any.
     fn requirepass(&self) -> Option<Vec<u8>>;
-    /// CONFIG GET: matching `(name, value)` pairs.
-    fn config_get(&self, pattern: &[u8]) -> Vec<(String, String)>;
+    /// CONFIG GET: the `(name, value)` pairs matching any of the patterns, each name once.
+    fn config_get(&self, patterns: &[&[u8]]) -> Vec<(String, String)>;
     /// CONFIG SET: all pairs or none; Err carries the full error text.
     fn config_set(&self, pairs: &[(String, String)]) -> Result<(), String>;
     /// CONFIG REWRITE.
@@ -216,6 +220,11 @@ pub trait ServerApi: Send + Sync {
     /// (BLPOP, BZPOPMIN...) can be served. `execute` calls it for the keys of every successful
     /// write command while [`ServerApi::has_blocked_clients`] says so.
     fn key_ready(&self, _db: u32, _key: &[u8]) {}
+    /// Every `(db, key)` some client is blocked on (a whole-database write such as SWAPDB may
+    /// have filled any of them).
+    fn blocked_keys(&self) -> Vec<(u32, Bytes)> {
+        Vec::new()
+    }
     /// The WATCH registry shared by every connection.
     fn watches(&self) -> &Arc<Watches>;
     /// The Lua script cache shared by every connection.
@@ -347,4 +356,16 @@ pub struct Multi {
     pub queue: Vec<Vec<Bytes>>,
     /// A command failed the queue-time checks: EXEC answers EXECABORT.
     pub failed: bool,
+    /// Memory the queued arguments take as Redis counts it (CLIENT LIST `multi-mem`): their
+    /// lengths plus a pointer per argument.
+    pub argv_mem: usize,
+}
+
+impl Multi {
+    /// Queues a command.
+    pub fn queue(&mut self, argv: &[Bytes]) {
+        self.argv_mem +=
+            argv.iter().map(|a| a.len()).sum::<usize>() + argv.len() * std::mem::size_of::<usize>();
+        self.queue.push(argv.to_vec());
+    }
 }

@@ -27,6 +27,9 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     if !spec.arity_ok(argv.len()) {
         return refuse(ctx, errors::wrong_arity(spec.name));
     }
+    if ctx.session.multi.is_some() && spec.has(command::NO_MULTI) {
+        return refuse(ctx, errors::err(errors::NOT_IN_MULTI));
+    }
     if ctx.session.subscriptions.total() > 0
         && ctx.session.protocol == Protocol::Resp2
         && !spec.has(command::WHEN_SUBSCRIBED)
@@ -55,7 +58,9 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     }
     if let Some(multi) = ctx.session.multi.as_mut() {
         if !spec.has(command::NOT_QUEUED) {
-            multi.queue.push(argv.to_vec());
+            multi.queue(argv);
+            // CLIENT LIST shows a queued command as the client's last, as Redis does.
+            ctx.server.note_command(ctx.session, spec.name);
             return Frame::simple("QUEUED");
         }
     }
@@ -135,20 +140,35 @@ pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Fra
         let watches = ctx.server.watches();
         if watches.is_active() {
             for &(d, i) in &targets {
-                watches.touch(d, &argv[i]);
+                if !ctx.session.unchanged.contains(&argv[i]) {
+                    watches.touch(d, &argv[i]);
+                }
             }
         }
     }
+    ctx.session.unchanged.clear();
     drop(scope);
     // Wake clients blocked on the keys this write may have filled (LPUSH, ZADD, LMOVE's
     // destination, RENAME, a served BLMOVE's push...). Spurious signals only cost a re-check.
     if wrote && ctx.server.has_blocked_clients() {
-        for &(d, i) in &targets {
-            match ctx.session.ready_keys.as_mut() {
-                Some(later) => later.push((d, argv[i].clone())),
-                None => ctx.server.key_ready(d, &argv[i]),
-            }
+        if all {
+            // SWAPDB (and FLUSHALL...) may have filled any key: every blocked key is re-checked.
+            signal_ready(ctx, ctx.server.blocked_keys());
+        } else {
+            let keys = targets.iter().map(|&(d, i)| (d, argv[i].clone()));
+            signal_ready(ctx, keys);
         }
     }
     reply
+}
+
+/// Signals keys that may have become non-empty, or within a transaction or script keeps them
+/// for its end (see [`crate::Session::ready_keys`]).
+fn signal_ready(ctx: &mut Ctx<'_>, keys: impl IntoIterator<Item = (u32, Bytes)>) {
+    for (d, key) in keys {
+        match ctx.session.ready_keys.as_mut() {
+            Some(later) => later.push((d, key)),
+            None => ctx.server.key_ready(d, &key),
+        }
+    }
 }

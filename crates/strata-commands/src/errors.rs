@@ -18,11 +18,17 @@ pub const NO_SUCH_KEY: &str = "ERR no such key";
 pub const DB_INDEX: &str = "ERR DB index is out of range";
 pub const STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 pub const OFFSET_OUT_OF_RANGE: &str = "ERR offset is out of range";
+/// SETBIT/GETBIT offset that is not an integer, negative, or past proto-max-bulk-len bytes.
+pub const BIT_OFFSET: &str = "ERR bit offset is not an integer or out of range";
+/// SETBIT value other than 0 or 1.
+pub const BIT_VALUE: &str = "ERR bit is not an integer or out of range";
 pub const SAME_OBJECT: &str = "ERR source and destination objects are the same";
 pub const MULTI_NESTED: &str = "ERR MULTI calls can not be nested";
 pub const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
 pub const DISCARD_WITHOUT_MULTI: &str = "ERR DISCARD without MULTI";
 pub const WATCH_INSIDE_MULTI: &str = "ERR WATCH inside MULTI is not allowed";
+/// A command with the `no_multi` flag (SHUTDOWN, PSYNC, SYNC) sent inside MULTI.
+pub const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
 pub const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
 pub const NUMKEYS_NEGATIVE: &str = "ERR Number of keys can't be negative";
 pub const NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";

@@ -521,6 +521,59 @@ pub static COMMANDS: &[CommandSpec] = &[
             tips: &[],
         },
     },
+    CommandSpec {
+        name: "memory",
+        arity: Arity::AtLeast(2),
+        flags: Flags::NONE,
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: memory,
+        docs: Docs {
+            group: "server",
+            since: "4.0.0",
+            complexity: "Depends on subcommand.",
+            summary: "Groups the subcommands that report memory use.",
+            syntax: "",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "memory|usage",
+        arity: Arity::AtLeast(3),
+        flags: Flags(READONLY),
+        keys: Keys::Range(Range::new(2, 2, 1)),
+        key_specs: &[
+            KeySpec::range(RO, 2, 0, 1, 0),
+        ],
+        acl: Acl::NONE,
+        handler: memory_usage,
+        docs: Docs {
+            group: "server",
+            since: "4.0.0",
+            complexity: "O(N) where N is the number of samples.",
+            summary: "Estimates the bytes a key and its value take.",
+            syntax: "key [SAMPLES count]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "memory|help",
+        arity: Arity::Exactly(2),
+        flags: Flags(LOADING | STALE),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: memory_help,
+        docs: Docs {
+            group: "server",
+            since: "4.0.0",
+            complexity: "O(1)",
+            summary: "Lists the MEMORY subcommands with a line on each.",
+            syntax: "",
+            tips: &[],
+        },
+    },
 ];
 
 /// MOVE key db: the key in the other database too (for its locks).
@@ -878,6 +931,43 @@ fn object_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
             "REFCOUNT <key>",
             "    Return the number of references of the value associated with the specified",
             "    <key>.",
+        ],
+    ))
+}
+
+fn memory(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    Ok(dispatch_sub(ctx, argv, COMMANDS, "memory"))
+}
+
+/// MEMORY USAGE key [SAMPLES count]: an estimate (see docs/differences.md); SAMPLES 0 samples
+/// every member.
+fn memory_usage(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::after_subcommand(argv);
+    let key = a.key()?;
+    let mut samples = 5u64;
+    while !a.is_done() {
+        if a.remaining() < 2 || !a.opt("SAMPLES") {
+            return Err(syntax());
+        }
+        let n = a.int()?;
+        if n < 0 {
+            return Err(syntax());
+        }
+        samples = n as u64;
+    }
+    Ok(match ctx.session.db.memory_usage(key, samples)? {
+        Some(n) => Frame::Integer(n.min(i64::MAX as u64) as i64),
+        None => Frame::Null,
+    })
+}
+
+fn memory_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(help::reply(
+        "MEMORY",
+        &[
+            "USAGE <key> [SAMPLES <count>]",
+            "    Return memory in bytes used by <key> and its value. Nested values are",
+            "    sampled up to <count> times (default: 5, 0 means sample all).",
         ],
     ))
 }

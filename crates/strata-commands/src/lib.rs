@@ -21,6 +21,7 @@ pub mod isolation;
 pub mod keys_family;
 pub mod list_family;
 pub mod notify;
+pub mod outcome;
 pub mod pubsub_family;
 pub mod registry;
 pub mod replication_family;

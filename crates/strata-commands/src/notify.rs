@@ -38,32 +38,68 @@ pub const MODULE: u32 = 1 << 12;
 /// `n`: keys created.
 pub const NEW: u32 = 1 << 13;
 
-/// Parses a normalized `notify-keyspace-events` value into bits. As in Redis, nothing is
-/// published unless `K` or `E` is given, so then the result is 0.
-pub fn parse_flags(s: &str) -> u32 {
-    let mut flags = 0;
-    for c in s.chars() {
-        flags |= match c {
-            'A' => {
-                GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE
+/// What `A` stands for: every class but `m` (key misses) and `n` (new keys), as Redis's
+/// `NOTIFY_ALL`.
+pub const ALL: u32 =
+    GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+
+/// The letter of each class, in the order Redis prints them after the classes `A` does not
+/// cover.
+const CLASS_LETTERS: [(char, u32); 11] = [
+    ('g', GENERIC),
+    ('$', STRING),
+    ('l', LIST),
+    ('s', SET),
+    ('h', HASH),
+    ('z', ZSET),
+    ('x', EXPIRED),
+    ('e', EVICTED),
+    ('t', STREAM),
+    ('d', MODULE),
+    ('n', NEW),
+];
+
+/// The letters printed after the classes, in Redis's order.
+const TARGET_LETTERS: [(char, u32); 3] = [('K', KEYSPACE), ('E', KEYEVENT), ('m', KEY_MISS)];
+
+/// Reads a `notify-keyspace-events` value into bits like Redis's
+/// `keyspaceEventsStringToFlags`; `None` for a character that names no class.
+pub fn from_letters(s: &str) -> Option<u32> {
+    s.chars().try_fold(0, |flags, c| {
+        let bits = match c {
+            'A' => ALL,
+            _ => {
+                CLASS_LETTERS
+                    .iter()
+                    .chain(&TARGET_LETTERS)
+                    .find(|(letter, _)| *letter == c)?
+                    .1
             }
-            'g' => GENERIC,
-            '$' => STRING,
-            'l' => LIST,
-            's' => SET,
-            'h' => HASH,
-            'z' => ZSET,
-            'x' => EXPIRED,
-            'e' => EVICTED,
-            't' => STREAM,
-            'm' => KEY_MISS,
-            'd' => MODULE,
-            'n' => NEW,
-            'K' => KEYSPACE,
-            'E' => KEYEVENT,
-            _ => 0,
         };
-    }
+        Some(flags | bits)
+    })
+}
+
+/// Prints bits as `CONFIG GET notify-keyspace-events` shows them, like Redis's
+/// `keyspaceEventsFlagsToString`: `A` or the single classes (`A` hides `n`, as in Redis), then
+/// `K`, `E`, `m`.
+pub fn to_letters(flags: u32) -> String {
+    let classes: Vec<(char, u32)> = if flags & ALL == ALL {
+        vec![('A', ALL)]
+    } else {
+        CLASS_LETTERS.to_vec()
+    };
+    classes
+        .iter()
+        .chain(&TARGET_LETTERS)
+        .filter(|(_, bits)| flags & bits != 0)
+        .map(|(letter, _)| *letter)
+        .collect()
+}
+
+/// The classes that are actually published: as in Redis, nothing is unless `K` or `E` is set,
+/// so then the result is 0.
+pub fn published(flags: u32) -> u32 {
     if flags & (KEYSPACE | KEYEVENT) == 0 {
         0
     } else {
@@ -205,12 +241,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn flags_need_a_target() {
-        assert_eq!(parse_flags("A"), 0);
-        assert_eq!(parse_flags(""), 0);
-        let all = parse_flags("AKE");
+    fn flags_need_a_target() -> Result<(), String> {
+        let read = |s: &str| from_letters(s).ok_or(format!("{s} was refused"));
+        assert_eq!(published(read("A")?), 0);
+        assert_eq!(published(read("")?), 0);
+        let all = published(read("AKE")?);
         assert_ne!(all & GENERIC, 0);
         assert_eq!(all & (KEY_MISS | NEW), 0);
-        assert_eq!(parse_flags("Ex"), KEYEVENT | EXPIRED);
+        assert_eq!(published(read("Ex")?), KEYEVENT | EXPIRED);
+        Ok(())
+    }
+
+    #[test]
+    fn letters_read_and_print_like_redis() {
+        assert_eq!(from_letters("Kq"), None);
+        let shown = |s: &str| from_letters(s).map(to_letters);
+        assert_eq!(shown("KEA").as_deref(), Some("AKE"));
+        assert_eq!(shown("Eg$lshzxetd").as_deref(), Some("AE"));
+        assert_eq!(shown("nmKg").as_deref(), Some("gnKm"));
+        // As in Redis, `A` hides `n` when printed (the bit stays set).
+        assert_eq!(shown("AnE").as_deref(), Some("AE"));
+        assert_ne!(from_letters("An").unwrap_or_default() & NEW, 0);
     }
 }

@@ -422,27 +422,26 @@ fn config(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn config_get(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let mut seen = std::collections::HashSet::new();
-    let mut out = Vec::new();
-    for pattern in &argv[2..] {
-        for (k, v) in ctx.server.config_get(pattern) {
-            if seen.insert(k.clone()) {
-                out.push((Frame::bulk(k), Frame::bulk(v)));
-            }
-        }
-    }
-    Frame::Map(out)
+    let patterns: Vec<&[u8]> = argv[2..].iter().map(|p| &p[..]).collect();
+    let found = ctx.server.config_get(&patterns);
+    Frame::Map(
+        found
+            .into_iter()
+            .map(|(k, v)| (Frame::bulk(k), Frame::bulk(v)))
+            .collect(),
+    )
 }
 
 fn config_set(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    // A name without a value (the arity already asks for one pair).
     if !argv.len().is_multiple_of(2) {
-        return errors::wrong_arity("config|set");
+        return err(errors::SYNTAX);
     }
     let pairs: Vec<(String, String)> = argv[2..]
         .chunks_exact(2)
         .map(|p| {
             (
-                String::from_utf8_lossy(&p[0]).to_ascii_lowercase(),
+                String::from_utf8_lossy(&p[0]).into_owned(),
                 String::from_utf8_lossy(&p[1]).into_owned(),
             )
         })

@@ -441,10 +441,14 @@ fn spop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
 fn smove(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     let mut a = Args::new(argv);
     let (src, dst, member) = (a.key()?, a.key()?, a.value()?);
-    let already = src != dst
-        && ctx.notifies(notify::SET)
-        && matches!(ctx.session.db.sismember(dst, member), Ok(true));
+    let already = src != dst && matches!(ctx.session.db.sismember(dst, member), Ok(true));
     let moved = ctx.session.db.smove(src, dst, member)?;
+    // Only the keys SMOVE changed count as written for WATCH.
+    if !moved || src == dst {
+        ctx.session.unchanged.extend([src.clone(), dst.clone()]);
+    } else if already {
+        ctx.session.unchanged.push(dst.clone());
+    }
     if moved && src != dst {
         ctx.notify(notify::SET, "srem", src);
         notify::del_if_gone(ctx, src);

@@ -24,7 +24,7 @@ impl ServerApi for NoServer {
     fn requirepass(&self) -> Option<Vec<u8>> {
         None
     }
-    fn config_get(&self, _: &[u8]) -> Vec<(String, String)> {
+    fn config_get(&self, _: &[&[u8]]) -> Vec<(String, String)> {
         vec![]
     }
     fn config_set(&self, _: &[(String, String)]) -> Result<(), String> {

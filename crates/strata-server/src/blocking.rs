@@ -19,9 +19,10 @@ use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use parking_lot::{Mutex, MutexGuard};
 use strata_commands::{execute, BlockMode, BlockRequest, Ctx, Session};
 use strata_resp::{Frame, Protocol};
 use tokio::io::AsyncReadExt;
@@ -108,7 +109,7 @@ enum Attempt {
 
 impl Blocking {
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.lock()
     }
 
     /// Whether any client is blocked. Sequentially consistent with [`Blocking::register`], so a
@@ -123,6 +124,11 @@ impl Blocking {
     /// INFO blocked_clients.
     pub fn blocked_clients(&self) -> usize {
         self.count.load(Ordering::Relaxed)
+    }
+
+    /// Every `(db, key)` a client is blocked on.
+    pub fn blocked_keys(&self) -> Vec<(u32, Bytes)> {
+        self.lock().queues.keys().cloned().collect()
     }
 
     /// INFO clients_in_timeout_table: blocked clients with a deadline.
@@ -300,13 +306,11 @@ fn run_for(
         Ok(f) => f,
         Err(_) => Frame::error("ERR internal error"),
     };
+    // Blocked again: the key holds nothing for it, or (the reply is WRONGTYPE) holds another
+    // type. Any other reply, a WRONGTYPE about a BLMOVE's destination included, is its answer.
     if session.blocked.is_some() {
-        return Attempt::Nothing { wrong_type: false };
-    }
-    if let Frame::Error(e) = &frame {
-        if e.starts_with(b"WRONGTYPE") {
-            return Attempt::Nothing { wrong_type: true };
-        }
+        let wrong_type = matches!(&frame, Frame::Error(e) if e.starts_with(b"WRONGTYPE"));
+        return Attempt::Nothing { wrong_type };
     }
     Attempt::Served(frame)
 }

@@ -3,20 +3,25 @@
 //! encoded replies to one output buffer and write it with one call. This is the hot path: no lock
 //! and no shared-counter update per command; settings are cached and refreshed when the server's
 //! configuration generation changes; statistics are added once per read batch. Owns the socket;
-//! knows nothing of command semantics beyond the `Session` flags (CLIENT REPLY, QUIT).
+//! knows nothing of command semantics beyond a command's [`Outcome`] and CLIENT REPLY.
+//!
+//! The state is a [`Conn`] whose steps read as the loop does: `read_more`, `run_batch` (each
+//! request: `run_command`, `block` when it waits, `after_command`), `flush`.
 //!
 //! A client that has ever subscribed (pub/sub) also drains its outbox: while waiting for input
 //! it waits for pushed messages too and writes them as they come, and after each command it
 //! moves the messages queued meanwhile ahead of that command's reply (as Redis's output buffer
-//! orders them). Other clients never look at their outbox.
+//! orders them). Other clients never look at their outbox. Pushes (messages and subscription
+//! acknowledgements) are sent even under CLIENT REPLY OFF/SKIP, as Redis 7.0 sends them.
 
 use std::io;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use bytes::BytesMut;
-use strata_commands::{execute, Ctx, PsyncRequest, ReplyMode, Session};
+use bytes::{Bytes, BytesMut};
+use strata_commands::outcome::Outcome;
+use strata_commands::{execute, BlockRequest, Ctx, PsyncRequest, ReplyMode, Session};
 use strata_resp::{encode, Frame, Protocol, RequestDecoder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -26,7 +31,7 @@ use crate::blocking::{self, Woken};
 use crate::log::{self, warning};
 use crate::pubsub::frame_size;
 use crate::registry::ClientEntry;
-use crate::server::{ClientApi, Server};
+use crate::server::{ClientApi, LiveSettings, Server};
 
 /// Read buffer growth step (Redis reads 16 KiB at a time).
 const READ_CHUNK: usize = 16 * 1024;
@@ -95,238 +100,395 @@ fn drain_outbox(
     taken
 }
 
+/// How a step of the connection ends.
+enum Flow {
+    /// Go on serving.
+    Go,
+    /// Close the connection (once the replies so far are sent).
+    Close,
+    /// The client sent PSYNC: its socket becomes a replica's stream.
+    Handover(PsyncRequest),
+}
+
+/// What one read batch did, added to the server's statistics once per batch.
+#[derive(Default)]
+struct Batch {
+    commands: u64,
+    read: u64,
+    written: u64,
+}
+
+/// One connection's state while it is served.
+struct Conn<'a> {
+    server: &'a Arc<Server>,
+    client: &'a Arc<ClientEntry>,
+    stream: &'a mut TcpStream,
+    session: Session,
+    decoder: RequestDecoder,
+    /// The settings in force, refreshed when the configuration generation changes.
+    settings: LiveSettings,
+    config_gen: u64,
+    /// Bytes read and not yet decoded.
+    rbuf: BytesMut,
+    /// Encoded replies not yet written.
+    wbuf: BytesMut,
+    /// The storage's write count when this connection last handed the log to the OS.
+    wal_seen: u64,
+    /// The receiving end of the client's outbox (pushed pub/sub messages).
+    inbox: Option<UnboundedReceiver<Frame>>,
+    /// Set once the client subscribes to anything: from then on the outbox is drained.
+    pubsub_mode: bool,
+    batch: Batch,
+}
+
 /// Serves the client; `Some` when it sent PSYNC and the socket is to become a replica's stream.
 async fn serve(
     server: &Arc<Server>,
     stream: &mut TcpStream,
     client: &Arc<ClientEntry>,
 ) -> io::Result<Option<PsyncRequest>> {
-    let api = ClientApi { server, client };
-    let mut session = Session::new(client.id, server.db.clone(), server.needs_auth());
-    let mut gen = server.config_gen();
-    let mut settings = server.live_settings();
-    let mut decoder = RequestDecoder::new(settings.limits);
-    let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
-    let mut wbuf = BytesMut::with_capacity(READ_CHUNK);
-    client.qbuf_free.store(rbuf.capacity(), Ordering::Relaxed);
-    client
-        .buf_mem
-        .store(rbuf.capacity() + wbuf.capacity(), Ordering::Relaxed);
+    Conn::new(server, stream, client).serve().await
+}
 
-    let mut wal_seen = server.db.write_count();
-    let mut inbox = client
-        .inbox
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take();
-    // Set once the client subscribes to anything: from then on the outbox is drained.
-    let mut pubsub_mode = false;
-    loop {
-        if rbuf.capacity() - rbuf.len() < READ_CHUNK / 2 {
-            rbuf.reserve(READ_CHUNK);
-        }
-        let mut n = match inbox.as_mut() {
-            Some(inbox) if pubsub_mode => loop {
-                tokio::select! {
-                    biased;
-                    r = stream.read_buf(&mut rbuf) => break r?,
-                    Some(f) = inbox.recv() => {
-                        let mut taken = frame_size(&f);
-                        encode(&f, session.protocol, &mut wbuf);
-                        taken += drain_outbox(inbox, session.protocol, &mut wbuf);
-                        stream.write_all(&wbuf).await?;
-                        server.stats.add_batch(0, 0, wbuf.len() as u64);
-                        wbuf.clear();
-                        client.outbox.taken(taken);
-                        if wbuf.capacity() > SHRINK_ABOVE {
-                            wbuf = BytesMut::with_capacity(READ_CHUNK);
-                        }
-                    }
-                }
-            },
-            _ => stream.read_buf(&mut rbuf).await?,
+impl<'a> Conn<'a> {
+    fn new(
+        server: &'a Arc<Server>,
+        stream: &'a mut TcpStream,
+        client: &'a Arc<ClientEntry>,
+    ) -> Self {
+        let settings = server.live_settings();
+        let conn = Conn {
+            server,
+            client,
+            stream,
+            session: Session::new(client.id, server.db.clone(), server.needs_auth()),
+            decoder: RequestDecoder::new(settings.limits),
+            settings,
+            config_gen: server.config_gen(),
+            rbuf: BytesMut::with_capacity(READ_CHUNK),
+            wbuf: BytesMut::with_capacity(READ_CHUNK),
+            wal_seen: server.db.write_count(),
+            inbox: client.inbox.lock().take(),
+            pubsub_mode: false,
+            batch: Batch::default(),
         };
-        if n == 0 || client.killed.load(Ordering::Acquire) {
-            return Ok(None);
-        }
-        client
-            .last_interaction_ms
-            .store(server.clock_ms(), Ordering::Relaxed);
-        let current = server.config_gen();
-        if current != gen {
-            gen = current;
-            settings = server.live_settings();
-            decoder.set_limits(settings.limits);
-        }
+        conn.publish_buffers();
+        conn
+    }
 
-        let mut commands = 0u64;
-        let mut written = 0u64;
-        let mut close = false;
-        let mut handover = None;
+    /// Read, run the batch, flush, until the client goes away, is closed or hands over.
+    async fn serve(mut self) -> io::Result<Option<PsyncRequest>> {
         loop {
-            match decoder.decode(&mut rbuf) {
-                Ok(Some(argv)) => {
-                    commands += 1;
-                    let before = session.reply_mode;
-                    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                        execute(
-                            &mut Ctx {
-                                session: &mut session,
-                                server: &api,
-                            },
-                            &argv,
-                        )
-                    }));
-                    let Ok(mut reply) = outcome else {
-                        warning!(
-                            "Internal error running '{}' for client id={}; closing the connection",
-                            String::from_utf8_lossy(&argv[0]),
-                            client.id
-                        );
-                        encode(
-                            &Frame::error("ERR internal error"),
-                            session.protocol,
-                            &mut wbuf,
-                        );
-                        close = true;
-                        break;
-                    };
-                    if let Some(req) = session.blocked.take() {
-                        // A blocking command found nothing: send the replies so far, then wait
-                        // (no other command of this client runs meanwhile, as in Redis).
-                        if !wbuf.is_empty() {
-                            wal_to_os(server, &mut wal_seen);
-                            if !send_replies(stream, &wbuf, settings.output_limit, client).await? {
-                                return Ok(None);
-                            }
-                            written += wbuf.len() as u64;
-                            wbuf.clear();
-                        }
-                        let mut read = 0;
-                        let woken = blocking::wait(
-                            server,
-                            client,
-                            &session,
-                            &argv,
-                            req,
-                            stream,
-                            &mut rbuf,
-                            settings.query_buffer_limit,
-                            &mut read,
-                        )
-                        .await;
-                        n += read as usize;
-                        client
-                            .last_interaction_ms
-                            .store(server.clock_ms(), Ordering::Relaxed);
-                        match woken? {
-                            Woken::Reply(frame) => reply = frame,
-                            Woken::Gone => {
-                                close = true;
-                                break;
-                            }
-                        }
-                    }
-                    if !session.extra_replies.is_empty() {
-                        for f in std::mem::take(&mut session.extra_replies) {
-                            if session.reply_mode == ReplyMode::On {
-                                encode(&f, session.protocol, &mut wbuf);
-                            }
-                        }
-                    }
-                    if session.subscriptions.total() > 0 {
-                        pubsub_mode = true;
-                    }
-                    if pubsub_mode {
-                        if let Some(inbox) = inbox.as_mut() {
-                            // Messages this command published to ourselves (or that arrived
-                            // meanwhile) go before its reply.
-                            let taken = drain_outbox(inbox, session.protocol, &mut wbuf);
-                            client.outbox.taken(taken);
-                        }
-                    }
-                    if session.suppress_reply {
-                        session.suppress_reply = false;
-                        if let Some(req) = session.psync.take() {
-                            // PSYNC: the connection becomes a replica's stream.
-                            handover = Some(req);
-                            close = true;
-                            break;
-                        }
-                        continue;
-                    }
-                    match session.reply_mode {
-                        ReplyMode::On => encode(&reply, session.protocol, &mut wbuf),
-                        // The command after CLIENT REPLY SKIP: its reply is dropped, then replies resume.
-                        ReplyMode::Skip if before == ReplyMode::Skip => {
-                            session.reply_mode = ReplyMode::On
-                        }
-                        ReplyMode::Skip | ReplyMode::Off => {}
-                    }
-                    if session.close_after_reply || client.close_after_reply.load(Ordering::Relaxed)
-                    {
-                        close = true;
-                        break;
-                    }
-                    if wbuf.len() >= WRITE_FLUSH {
-                        wal_to_os(server, &mut wal_seen);
-                        if !send_replies(stream, &wbuf, settings.output_limit, client).await? {
-                            return Ok(None);
-                        }
-                        written += wbuf.len() as u64;
-                        wbuf.clear();
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    log::verbose!("Closing client id={} addr={}: {e}", client.id, client.addr);
-                    encode(&e.to_frame(), session.protocol, &mut wbuf);
-                    close = true;
-                    break;
-                }
-            }
-        }
-        // Counted before the replies go out, so a client that saw its reply also sees it in INFO.
-        server
-            .stats
-            .add_batch(commands, n as u64, written + wbuf.len() as u64);
-        // The batch's writes reach the OS (one write call for all of them) before any reply does.
-        wal_to_os(server, &mut wal_seen);
-        if !wbuf.is_empty() {
-            if !send_replies(stream, &wbuf, settings.output_limit, client).await? {
+            let n = self.read_more().await?;
+            if n == 0 || self.client.killed.load(Ordering::Acquire) {
                 return Ok(None);
             }
-            wbuf.clear();
+            self.batch = Batch {
+                read: n as u64,
+                ..Batch::default()
+            };
+            self.note_activity();
+            self.refresh_settings();
+            // While the batch runs, CLIENT LIST shows the whole batch as the query buffer.
+            self.client.qbuf.store(self.rbuf.len(), Ordering::Relaxed);
+            let flow = self.run_batch().await?;
+            if !self.flush().await? {
+                return Ok(None);
+            }
+            match flow {
+                Flow::Go => {}
+                Flow::Close => return Ok(None),
+                Flow::Handover(req) => return Ok(Some(req)),
+            }
+            if self.query_buffer_overflows() {
+                return Ok(None);
+            }
+            self.shrink_buffers();
+            self.publish_buffers();
         }
+    }
 
-        if close {
-            return Ok(handover);
+    /// Waits for more input (and, once subscribed, writes pushed messages as they come);
+    /// returns the bytes read, 0 at end of stream.
+    async fn read_more(&mut self) -> io::Result<usize> {
+        if self.rbuf.capacity() - self.rbuf.len() < READ_CHUNK / 2 {
+            self.rbuf.reserve(READ_CHUNK);
         }
-        // Arguments of a request still being read count too: they left the buffer but are
-        // held until the request completes.
-        let pending = rbuf.len() + decoder.pending_bytes();
-        if pending > settings.query_buffer_limit {
+        let Conn {
+            stream,
+            rbuf,
+            wbuf,
+            inbox,
+            session,
+            server,
+            client,
+            ..
+        } = self;
+        let Some(inbox) = inbox.as_mut().filter(|_| self.pubsub_mode) else {
+            return stream.read_buf(rbuf).await;
+        };
+        loop {
+            tokio::select! {
+                biased;
+                r = stream.read_buf(rbuf) => return r,
+                Some(f) = inbox.recv() => {
+                    let mut taken = frame_size(&f);
+                    encode(&f, session.protocol, wbuf);
+                    taken += drain_outbox(inbox, session.protocol, wbuf);
+                    stream.write_all(wbuf).await?;
+                    server.stats.add_batch(0, 0, wbuf.len() as u64);
+                    wbuf.clear();
+                    client.outbox.taken(taken);
+                    if wbuf.capacity() > SHRINK_ABOVE {
+                        *wbuf = BytesMut::with_capacity(READ_CHUNK);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs every complete request in the read buffer, in order.
+    async fn run_batch(&mut self) -> io::Result<Flow> {
+        loop {
+            let argv = match self.decoder.decode(&mut self.rbuf) {
+                Ok(Some(argv)) => argv,
+                Ok(None) => return Ok(Flow::Go),
+                Err(e) => {
+                    log::verbose!(
+                        "Closing client id={} addr={}: {e}",
+                        self.client.id,
+                        self.client.addr
+                    );
+                    encode(&e.to_frame(), self.session.protocol, &mut self.wbuf);
+                    return Ok(Flow::Close);
+                }
+            };
+            self.batch.commands += 1;
+            match self.run_command(&argv).await? {
+                Flow::Go => {}
+                stop => return Ok(stop),
+            }
+            if self.wbuf.len() >= WRITE_FLUSH && !self.send().await? {
+                return Ok(Flow::Close);
+            }
+        }
+    }
+
+    /// Runs one request and does what its outcome asks.
+    async fn run_command(&mut self, argv: &[Bytes]) -> io::Result<Flow> {
+        let before = self.session.reply_mode;
+        let api = ClientApi {
+            server: self.server,
+            client: self.client,
+        };
+        let session = &mut self.session;
+        let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            execute(
+                &mut Ctx {
+                    session,
+                    server: &api,
+                },
+                argv,
+            )
+        }));
+        let Ok(reply) = ran else {
             warning!(
-                "Closing client that reached max query buffer length: id={} addr={} qbuf={}",
-                client.id,
-                client.addr,
-                pending
+                "Internal error running '{}' for client id={}; closing the connection",
+                String::from_utf8_lossy(&argv[0]),
+                self.client.id
             );
+            encode(
+                &Frame::error("ERR internal error"),
+                self.session.protocol,
+                &mut self.wbuf,
+            );
+            return Ok(Flow::Close);
+        };
+        let outcome = match Outcome::take(&mut self.session, reply) {
+            Outcome::Block(req) => match self.block(argv, req).await? {
+                Some(reply) => Outcome::Reply(reply),
+                None => return Ok(Flow::Close),
+            },
+            outcome => outcome,
+        };
+        Ok(self.after_command(outcome, before))
+    }
+
+    /// A blocking command found nothing: sends the replies so far, then waits (no other
+    /// command of this client runs meanwhile, as in Redis). `None` when the client went away.
+    async fn block(&mut self, argv: &[Bytes], req: BlockRequest) -> io::Result<Option<Frame>> {
+        if !self.send().await? {
             return Ok(None);
         }
-        if rbuf.is_empty() && rbuf.capacity() > SHRINK_ABOVE {
-            rbuf = BytesMut::with_capacity(READ_CHUNK);
+        let mut read = 0;
+        let woken = blocking::wait(
+            self.server,
+            self.client,
+            &self.session,
+            argv,
+            req,
+            self.stream,
+            &mut self.rbuf,
+            self.settings.query_buffer_limit,
+            &mut read,
+        )
+        .await;
+        self.batch.read += read;
+        self.note_activity();
+        Ok(match woken? {
+            Woken::Reply(frame) => Some(frame),
+            Woken::Gone => None,
+        })
+    }
+
+    /// Encodes what the command answered (after the pushed messages it caused) and says
+    /// whether the connection goes on.
+    fn after_command(&mut self, outcome: Outcome, before: ReplyMode) -> Flow {
+        let (reply, close) = match outcome {
+            Outcome::Reply(reply) => (Some(reply), false),
+            Outcome::Replies(first, last) => {
+                for f in first {
+                    self.encode_reply(&f, before);
+                }
+                (Some(last), false)
+            }
+            Outcome::ReplyThenClose(reply) => (Some(reply), true),
+            Outcome::Silent | Outcome::Block(_) => (None, false),
+            Outcome::Handover(req) => return Flow::Handover(req),
+        };
+        if self.session.subscriptions.total() > 0 {
+            self.pubsub_mode = true;
         }
-        if wbuf.capacity() > SHRINK_ABOVE {
-            wbuf = BytesMut::with_capacity(READ_CHUNK);
+        if self.pubsub_mode {
+            if let Some(inbox) = self.inbox.as_mut() {
+                // Messages this command published to ourselves (or that arrived meanwhile)
+                // go before its reply.
+                let taken = drain_outbox(inbox, self.session.protocol, &mut self.wbuf);
+                self.client.outbox.taken(taken);
+            }
         }
-        client.qbuf.store(rbuf.len(), Ordering::Relaxed);
-        client
-            .qbuf_free
-            .store(rbuf.capacity() - rbuf.len(), Ordering::Relaxed);
-        client
-            .buf_mem
-            .store(rbuf.capacity() + wbuf.capacity(), Ordering::Relaxed);
+        if let Some(reply) = reply {
+            self.encode_reply(&reply, before);
+            // The command after CLIENT REPLY SKIP: its reply is dropped, then replies resume.
+            if self.session.reply_mode == ReplyMode::Skip && before == ReplyMode::Skip {
+                self.session.reply_mode = ReplyMode::On;
+            }
+        }
+        if close || self.client.close_after_reply.load(Ordering::Relaxed) {
+            Flow::Close
+        } else {
+            Flow::Go
+        }
+    }
+
+    /// Encodes one reply as CLIENT REPLY allows (`before`: the mode when the command began).
+    /// Pushes (pub/sub acknowledgements) are sent even when replies are off, as Redis 7.0 does.
+    fn encode_reply(&mut self, reply: &Frame, before: ReplyMode) {
+        let send = match self.session.reply_mode {
+            ReplyMode::On => true,
+            ReplyMode::Skip if before != ReplyMode::Skip => false,
+            ReplyMode::Skip | ReplyMode::Off => matches!(reply, Frame::Push(_)),
+        };
+        if send {
+            encode(reply, self.session.protocol, &mut self.wbuf);
+        }
+    }
+
+    /// Ends a batch: counts it, hands the log to the OS, sends the replies. False when the
+    /// client was closed for its output buffer.
+    async fn flush(&mut self) -> io::Result<bool> {
+        // Counted before the replies go out, so a client that saw its reply also sees it in INFO.
+        let b = &self.batch;
+        self.server
+            .stats
+            .add_batch(b.commands, b.read, b.written + self.wbuf.len() as u64);
+        // Only this connection writes its peak: no read-modify-write needed.
+        if self.wbuf.len() > self.client.rbp.load(Ordering::Relaxed) {
+            self.client.rbp.store(self.wbuf.len(), Ordering::Relaxed);
+        }
+        self.send().await
+    }
+
+    /// Writes the replies encoded so far, after the writes they acknowledge reach the OS (one
+    /// write call for all of them). False when the client was closed for its output buffer.
+    async fn send(&mut self) -> io::Result<bool> {
+        wal_to_os(self.server, &mut self.wal_seen);
+        if self.wbuf.is_empty() {
+            return Ok(true);
+        }
+        if !send_replies(
+            self.stream,
+            &self.wbuf,
+            self.settings.output_limit,
+            self.client,
+        )
+        .await?
+        {
+            return Ok(false);
+        }
+        self.batch.written += self.wbuf.len() as u64;
+        self.wbuf.clear();
+        Ok(true)
+    }
+
+    /// Records that the client did something (CLIENT LIST `idle`, the idle timeout).
+    fn note_activity(&self) {
+        self.client
+            .last_interaction_ms
+            .store(self.server.clock_ms(), Ordering::Relaxed);
+    }
+
+    /// Picks up a configuration change (one atomic load when there is none).
+    fn refresh_settings(&mut self) {
+        let current = self.server.config_gen();
+        if current != self.config_gen {
+            self.config_gen = current;
+            self.settings = self.server.live_settings();
+            self.decoder.set_limits(self.settings.limits);
+        }
+    }
+
+    /// Whether the unparsed input is over `client-query-buffer-limit` (then the client is
+    /// closed and logged). Arguments of a request still being read count too: they left the
+    /// buffer but are held until the request completes.
+    fn query_buffer_overflows(&self) -> bool {
+        let pending = self.rbuf.len() + self.decoder.pending_bytes();
+        if pending <= self.settings.query_buffer_limit {
+            return false;
+        }
+        warning!(
+            "Closing client that reached max query buffer length: id={} addr={} qbuf={}",
+            self.client.id,
+            self.client.addr,
+            pending
+        );
+        true
+    }
+
+    /// Releases buffers grown large once they are empty, so an idle client holds little memory.
+    fn shrink_buffers(&mut self) {
+        if self.rbuf.is_empty() && self.rbuf.capacity() > SHRINK_ABOVE {
+            self.rbuf = BytesMut::with_capacity(READ_CHUNK);
+        }
+        if self.wbuf.capacity() > SHRINK_ABOVE {
+            self.wbuf = BytesMut::with_capacity(READ_CHUNK);
+            self.client.rbp.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// Shows the buffers' sizes and the transaction's length in CLIENT LIST (relaxed stores,
+    /// once per batch).
+    fn publish_buffers(&self) {
+        let c = self.client;
+        c.set_multi(&self.session);
+        c.rbs.store(self.wbuf.capacity(), Ordering::Relaxed);
+        c.qbuf.store(self.rbuf.len(), Ordering::Relaxed);
+        c.qbuf_free
+            .store(self.rbuf.capacity() - self.rbuf.len(), Ordering::Relaxed);
+        c.buf_mem.store(
+            self.rbuf.capacity() + self.wbuf.capacity(),
+            Ordering::Relaxed,
+        );
     }
 }
 

@@ -93,7 +93,7 @@ macro_rules! field {
 
 fn server_section(server: &Server, out: &mut String) {
     let cfg = server.config();
-    let hz = cfg.hz();
+    let hz = cfg.hz;
     drop(cfg);
     let uptime = server.started.elapsed().as_secs();
     let now_us = std::time::SystemTime::now()
@@ -161,7 +161,7 @@ fn clients_section(server: &Server, out: &mut String) {
 fn memory_section(server: &Server, out: &mut String) {
     let rss = server.sample_memory();
     let peak = server.mem_peak().max(rss);
-    let block_cache = server.config().block_cache_size();
+    let block_cache = server.config().block_cache_size;
     let total = total_system_memory();
     out.push_str("# Memory\r\n");
     field!(out, "used_memory", "{rss}");
@@ -214,13 +214,7 @@ fn memory_section(server: &Server, out: &mut String) {
 }
 
 fn persistence_section(server: &Server, out: &mut String) {
-    let appendfsync = server
-        .config()
-        .get(b"appendfsync")
-        .into_iter()
-        .next()
-        .map(|(_, v)| v)
-        .unwrap_or_default();
+    let appendfsync = server.config().appendfsync.name();
     out.push_str("# Persistence\r\n");
     field!(out, "loading", "0");
     field!(out, "async_loading", "0");

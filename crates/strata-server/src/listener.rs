@@ -129,7 +129,7 @@ async fn refuse(mut stream: TcpStream) {
 
 fn configure(server: &Server, stream: &TcpStream) {
     let _ = stream.set_nodelay(true);
-    let secs = server.config().tcp_keepalive();
+    let secs = server.config().tcp_keepalive;
     if secs > 0 {
         let ka = TcpKeepalive::new()
             .with_time(Duration::from_secs(secs))

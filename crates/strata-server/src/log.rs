@@ -6,7 +6,8 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Mutex;
+
+use parking_lot::Mutex;
 
 /// Severity of a log line, in Redis's order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -54,13 +55,13 @@ pub fn set_level(name: &str) {
 /// Sends log lines to `path` (appending) instead of stderr.
 pub fn set_file(path: &Path) -> std::io::Result<()> {
     let f = OpenOptions::new().create(true).append(true).open(path)?;
-    *SINK.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
+    *SINK.lock() = Some(f);
     Ok(())
 }
 
 /// Whether lines go to a log file (rather than stderr).
 pub fn to_file() -> bool {
-    SINK.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+    SINK.lock().is_some()
 }
 
 /// Whether a line of `level` would be written.
@@ -80,7 +81,7 @@ pub fn log(level: Level, msg: &str) {
         level.mark(),
         msg
     );
-    let mut sink = SINK.lock().unwrap_or_else(|p| p.into_inner());
+    let mut sink = SINK.lock();
     match sink.as_mut() {
         Some(f) => {
             let _ = f.write_all(line.as_bytes());

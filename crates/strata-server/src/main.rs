@@ -78,9 +78,9 @@ fn fatal(msg: &str) -> i32 {
 }
 
 fn run(config: Config) -> i32 {
-    log::set_level(config.loglevel());
-    if let Some(path) = config.logfile() {
-        if let Err(e) = log::set_file(&path) {
+    log::set_level(config.loglevel.name());
+    if let Some(path) = &config.logfile {
+        if let Err(e) = log::set_file(path) {
             eprintln!("Can't open the log file {}: {e}", path.display());
             return 1;
         }
@@ -97,7 +97,7 @@ fn run(config: Config) -> i32 {
         None => notice!("No config file specified, using the default config."),
     }
 
-    let dir = config.dir();
+    let dir = config.dir.clone();
     if let Err(e) = std::fs::create_dir_all(&dir) {
         return fatal(&format!(
             "Can't create the data directory {}: {}",
@@ -108,7 +108,7 @@ fn run(config: Config) -> i32 {
     let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
 
     let binds = match config
-        .bind()
+        .bind
         .iter()
         .map(|b| listener::parse_bind(b))
         .collect::<Result<Vec<_>, _>>()
@@ -116,7 +116,7 @@ fn run(config: Config) -> i32 {
         Ok(b) => b,
         Err(e) => return fatal(&e),
     };
-    let port = config.port();
+    let port = config.port;
     // Bind before opening the data directory, so a second server on the same port fails fast
     // with Redis's message and leaves the directory alone.
     let mut std_listeners = Vec::new();
@@ -150,24 +150,24 @@ fn run(config: Config) -> i32 {
     }
 
     let opts = strata::Options {
-        databases: config.databases(),
-        sync: server::sync_policy(config.appendfsync()),
-        block_cache_size: usize::try_from(config.block_cache_size()).unwrap_or(usize::MAX),
-        write_buffer_size: usize::try_from(config.write_buffer_size()).unwrap_or(usize::MAX),
-        compression: match config.compression() {
+        databases: config.databases,
+        sync: server::sync_policy(config.appendfsync),
+        block_cache_size: usize::try_from(config.block_cache_size).unwrap_or(usize::MAX),
+        write_buffer_size: usize::try_from(config.write_buffer_size).unwrap_or(usize::MAX),
+        compression: match config.compression {
             config::Compression::None => strata::Compression::None,
             config::Compression::Lz4 => strata::Compression::Lz4,
             config::Compression::Zstd => strata::Compression::Zstd,
         },
         active_expire: true,
-        max_string_len: config.proto_max_bulk_len(),
+        max_string_len: config.proto_max_bulk_len,
         // Each connection flushes the WAL buffer once per batch of commands, before replying.
         batch_wal_writes: true,
-        hot_cache_size: usize::try_from(config.hot_cache_size()).unwrap_or(usize::MAX),
-        min_free_disk: config.min_free_disk(),
+        hot_cache_size: usize::try_from(config.hot_cache_size).unwrap_or(usize::MAX),
+        min_free_disk: config.min_free_disk,
         // The write-ahead log is the replication backlog.
-        wal_size_limit_mb: config.repl_backlog().0.div_ceil(1 << 20),
-        wal_ttl_seconds: config.repl_backlog().1,
+        wal_size_limit_mb: config.repl_backlog_size.div_ceil(1 << 20),
+        wal_ttl_seconds: config.repl_backlog_ttl,
         ..strata::Options::default()
     };
     let db = match strata::Db::open_with(&dir, opts) {
@@ -185,7 +185,7 @@ fn run(config: Config) -> i32 {
             ))
         }
     };
-    adjust_open_files_limit(config.maxclients());
+    adjust_open_files_limit(config.maxclients);
     notice!("Server initialized");
 
     // One worker per core (measured: one worker on this 2-core machine gave the same SET rate and
@@ -285,7 +285,7 @@ fn adjust_open_files_limit(maxclients: u64) {
 async fn cron_loop(server: Arc<Server>) {
     let mut last_second = std::time::Instant::now();
     loop {
-        let hz = u64::from(server.config().hz().clamp(1, 500));
+        let hz = u64::from(server.config().hz.clamp(1, 500));
         tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
         let second_elapsed = last_second.elapsed() >= Duration::from_secs(1);
         if second_elapsed {

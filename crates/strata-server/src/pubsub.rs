@@ -12,9 +12,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
 
 use bytes::Bytes;
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use strata::glob::glob_match;
 use strata_commands::{ChannelKind, Subscriptions};
 use strata_resp::Frame;
@@ -140,11 +141,11 @@ pub struct Broker {
 
 impl Broker {
     fn read(&self) -> RwLockReadGuard<'_, Inner> {
-        self.inner.read().unwrap_or_else(|p| p.into_inner())
+        self.inner.read()
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, Inner> {
-        self.inner.write().unwrap_or_else(|p| p.into_inner())
+        self.inner.write()
     }
 
     /// Sets the `pubsub` output-buffer limits (from the configuration).
@@ -402,7 +403,7 @@ mod tests {
     fn publish_reaches_channel_and_pattern_subscribers() {
         let (reg, broker) = (Registry::default(), Broker::default());
         let a = client(&reg, 1);
-        let mut inbox = a.inbox.lock().expect("lock").take().expect("inbox");
+        let mut inbox = a.inbox.lock().take().expect("inbox");
         assert_eq!(
             broker.publish(&reg, ChannelKind::Channel, &b("x"), &b("m"), 0),
             0

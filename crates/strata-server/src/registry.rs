@@ -8,10 +8,13 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
+use std::sync::Arc;
 
 use bytes::Bytes;
+use parking_lot::{Mutex, MutexGuard};
 use strata_commands::KillFilter;
 
 /// A command name kept inline (command names are short ASCII; longer ones are cut).
@@ -74,6 +77,16 @@ pub struct ClientEntry {
     pub qbuf_free: AtomicUsize,
     /// Bytes held by the connection's buffers.
     pub buf_mem: AtomicUsize,
+    /// Capacity of the reply buffer (CLIENT LIST `rbs`).
+    pub rbs: AtomicUsize,
+    /// Largest batch of replies held in it since it was last shrunk (CLIENT LIST `rbp`).
+    pub rbp: AtomicUsize,
+    /// Commands queued in an open MULTI, -1 outside one (CLIENT LIST `multi`, flag `x`).
+    pub multi: AtomicI64,
+    /// Memory of the commands queued in it (CLIENT LIST `multi-mem`).
+    pub multi_mem: AtomicUsize,
+    /// CLIENT NO-EVICT (flag `e`).
+    pub no_evict: AtomicBool,
     /// Set by CLIENT KILL (or the timeout sweep): the connection must close.
     pub killed: AtomicBool,
     /// Set by CLIENT KILL of the calling client itself: close once its reply is written.
@@ -113,6 +126,17 @@ impl ClientEntry {
         self.ssub.store(s.shard, Ordering::Relaxed);
     }
 
+    /// Records a session's open transaction: CLIENT LIST `multi` (the commands queued, -1
+    /// outside MULTI) and `multi-mem`.
+    pub fn set_multi(&self, session: &strata_commands::Session) {
+        let (count, mem) = session
+            .multi
+            .as_ref()
+            .map_or((-1, 0), |m| (m.queue.len() as i64, m.argv_mem));
+        self.multi.store(count, Ordering::Relaxed);
+        self.multi_mem.store(mem, Ordering::Relaxed);
+    }
+
     /// Whether the client is subscribed to anything (Redis's `CLIENT_PUBSUB`, type `pubsub`).
     pub fn is_pubsub(&self) -> bool {
         self.sub.load(Ordering::Relaxed)
@@ -136,35 +160,52 @@ impl ClientEntry {
     /// Records the name of the command being run (a copy into a fixed buffer: no allocation).
     #[inline]
     pub fn set_cmd(&self, name: &str) {
-        self.cmd.lock().unwrap_or_else(|p| p.into_inner()).set(name);
+        self.cmd.lock().set(name);
     }
 
-    /// The CLIENT LIST line of this client (without the trailing newline).
+    /// CLIENT LIST `flags`, in Redis 7.0's order (`N` when none applies).
+    fn flags(&self) -> String {
+        let mut f = String::with_capacity(4);
+        if self.is_pubsub() {
+            f.push('P');
+        }
+        if self.multi.load(Ordering::Relaxed) >= 0 {
+            f.push('x');
+        }
+        if self.blocked.load(Ordering::Relaxed) {
+            f.push('b');
+        }
+        if self.close_after_reply.load(Ordering::Relaxed) {
+            f.push('c');
+        }
+        if self.no_evict.load(Ordering::Relaxed) {
+            f.push('e');
+        }
+        if f.is_empty() {
+            f.push('N');
+        }
+        f
+    }
+
+    /// The CLIENT LIST line of this client (without the trailing newline), with Redis 7.0's
+    /// fields in its order.
     pub fn line(&self, now_ms: u64) -> String {
         let name = self
             .name
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .as_ref()
             .map(|n| String::from_utf8_lossy(n).into_owned())
             .unwrap_or_default();
-        let cmd = self
-            .cmd
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_str()
-            .to_owned();
+        let cmd = self.cmd.lock().as_str().to_owned();
         let age = now_ms.saturating_sub(self.created_ms) / 1000;
         let idle = now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
-        let qbuf = self.qbuf.load(Ordering::Relaxed);
-        let qbuf_free = self.qbuf_free.load(Ordering::Relaxed);
         let buf_mem = self.buf_mem.load(Ordering::Relaxed);
         let mut s = String::with_capacity(300);
         let _ = write!(
             s,
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} \
-             multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 obl=0 oll=0 omem={} tot-mem={} \
-             events=r cmd={} user=default redir=-1 resp={}",
+             multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp={} obl=0 oll=0 omem={} \
+             tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -172,19 +213,17 @@ impl ClientEntry {
             name,
             age,
             idle,
-            if self.blocked.load(Ordering::Relaxed) {
-                "b"
-            } else if self.is_pubsub() {
-                "P"
-            } else {
-                "N"
-            },
+            self.flags(),
             self.db.load(Ordering::Relaxed),
             self.sub.load(Ordering::Relaxed),
             self.psub.load(Ordering::Relaxed),
             self.ssub.load(Ordering::Relaxed),
-            qbuf,
-            qbuf_free,
+            self.multi.load(Ordering::Relaxed),
+            self.qbuf.load(Ordering::Relaxed),
+            self.qbuf_free.load(Ordering::Relaxed),
+            self.multi_mem.load(Ordering::Relaxed),
+            self.rbs.load(Ordering::Relaxed),
+            self.rbp.load(Ordering::Relaxed),
             self.outbox.queued(),
             buf_mem + self.outbox.queued() + std::mem::size_of::<ClientEntry>(),
             cmd,
@@ -203,7 +242,7 @@ pub struct Registry {
 
 impl Registry {
     fn lock(&self) -> MutexGuard<'_, BTreeMap<u64, Arc<ClientEntry>>> {
-        self.clients.lock().unwrap_or_else(|p| p.into_inner())
+        self.clients.lock()
     }
 
     /// Registers a new connection unless `max` clients are already connected (then `None`).
@@ -235,6 +274,11 @@ impl Registry {
             qbuf: AtomicUsize::new(0),
             qbuf_free: AtomicUsize::new(0),
             buf_mem: AtomicUsize::new(0),
+            rbs: AtomicUsize::new(0),
+            rbp: AtomicUsize::new(0),
+            multi: AtomicI64::new(-1),
+            multi_mem: AtomicUsize::new(0),
+            no_evict: AtomicBool::new(false),
             killed: AtomicBool::new(false),
             close_after_reply: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
@@ -375,7 +419,7 @@ mod tests {
         let e = r
             .register(addr("127.0.0.1:1000"), addr("127.0.0.1:6379"), 7, 5_000, 10)
             .expect("registered");
-        *e.name.lock().expect("lock") = Some(Bytes::from_static(b"worker"));
+        *e.name.lock() = Some(Bytes::from_static(b"worker"));
         e.set_cmd("get");
         let line = r.list(None, None, 9_000);
         assert!(line.starts_with(
@@ -385,6 +429,13 @@ mod tests {
             line.contains(" cmd=get user=default redir=-1 resp=2\n"),
             "{line}"
         );
+        assert!(
+            line.contains(" ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem="),
+            "{line}"
+        );
+        e.multi.store(2, Ordering::Relaxed);
+        e.no_evict.store(true, Ordering::Relaxed);
+        assert!(r.list(None, None, 9_000).contains(" flags=xe db=0 "));
         assert_eq!(r.list(None, Some("pubsub"), 0), "");
         assert_eq!(r.list(Some(&[2]), None, 0), "");
     }

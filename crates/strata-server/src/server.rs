@@ -6,10 +6,11 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
+use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use strata_commands::{ChannelKind, KillFilter, ServerApi, Session, Subscriptions};
 use strata_resp::{DecoderLimits, Frame};
 
@@ -169,10 +170,10 @@ impl Server {
         let server = Server {
             db,
             live: RwLock::new(live_settings(&config)),
-            maxclients: AtomicU64::new(config.maxclients()),
-            timeout_secs: AtomicU64::new(config.timeout_secs()),
-            requirepass: RwLock::new(config.requirepass()),
-            port: config.port(),
+            maxclients: AtomicU64::new(config.maxclients),
+            timeout_secs: AtomicU64::new(config.timeout),
+            requirepass: RwLock::new(config.requirepass.clone().map(String::into_bytes)),
+            port: config.port,
             config_file: config.config_file.clone(),
             config: RwLock::new(config),
             config_gen: AtomicU64::new(0),
@@ -210,11 +211,12 @@ impl Server {
     /// keyspace events, the pubsub output-buffer limits, and the script cache's
     /// `busy-reply-threshold`.
     fn mirror_settings(&self, cfg: &Config) {
-        self.scripts
-            .set_busy_threshold_ms(cfg.busy_reply_threshold_ms());
-        self.notify_flags
-            .store(cfg.notify_keyspace_flags(), Ordering::Relaxed);
-        let [hard, soft, soft_secs] = cfg.pubsub_output_limits();
+        self.scripts.set_busy_threshold_ms(cfg.busy_reply_threshold);
+        self.notify_flags.store(
+            strata_commands::notify::published(cfg.notify_keyspace_events),
+            Ordering::Relaxed,
+        );
+        let [hard, soft, soft_secs] = cfg.client_output_buffer_limit.pubsub;
         self.pubsub.set_limits(crate::pubsub::Limits {
             hard,
             soft,
@@ -255,11 +257,11 @@ impl Server {
 
     /// Read access to the configuration.
     pub fn config(&self) -> RwLockReadGuard<'_, Config> {
-        self.config.read().unwrap_or_else(|p| p.into_inner())
+        self.config.read()
     }
 
     fn config_mut(&self) -> RwLockWriteGuard<'_, Config> {
-        self.config.write().unwrap_or_else(|p| p.into_inner())
+        self.config.write()
     }
 
     /// The configuration generation; changes after every successful CONFIG SET.
@@ -270,7 +272,7 @@ impl Server {
 
     /// The settings connections cache.
     pub fn live_settings(&self) -> LiveSettings {
-        *self.live.read().unwrap_or_else(|p| p.into_inner())
+        *self.live.read()
     }
 
     /// The coarse clock (Unix ms), updated by the cron.
@@ -286,10 +288,7 @@ impl Server {
 
     /// Whether new connections must AUTH.
     pub fn needs_auth(&self) -> bool {
-        self.requirepass
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some()
+        self.requirepass.read().is_some()
     }
 
     /// Whether a background save is running.
@@ -335,7 +334,7 @@ impl Server {
         let now = strata::now_ms();
         self.clock_ms.store(now, Ordering::Relaxed);
         {
-            let mut s = self.ops.lock().unwrap_or_else(|p| p.into_inner());
+            let mut s = self.ops.lock();
             let count = self.stats.commands_processed();
             let dt = now.saturating_sub(s.last_ms);
             if dt >= 100 {
@@ -374,15 +373,14 @@ impl Server {
     fn apply_config(&self) {
         let cfg = self.config();
         let settings = live_settings(&cfg);
-        self.db.set_sync_policy(sync_policy(cfg.appendfsync()));
+        self.db.set_sync_policy(sync_policy(cfg.appendfsync));
         self.db
             .set_max_string_len(settings.limits.proto_max_bulk_len);
-        *self.live.write().unwrap_or_else(|p| p.into_inner()) = settings;
-        self.maxclients.store(cfg.maxclients(), Ordering::Relaxed);
-        self.timeout_secs
-            .store(cfg.timeout_secs(), Ordering::Relaxed);
-        *self.requirepass.write().unwrap_or_else(|p| p.into_inner()) = cfg.requirepass();
-        log::set_level(cfg.loglevel());
+        *self.live.write() = settings;
+        self.maxclients.store(cfg.maxclients, Ordering::Relaxed);
+        self.timeout_secs.store(cfg.timeout, Ordering::Relaxed);
+        *self.requirepass.write() = cfg.requirepass.clone().map(String::into_bytes);
+        log::set_level(cfg.loglevel.name());
         self.mirror_settings(&cfg);
         self.replication.refresh_gate(&cfg);
         drop(cfg);
@@ -423,7 +421,7 @@ impl Server {
         for c in [&d.expired_keys, &d.keyspace_hits, &d.keyspace_misses] {
             c.store(0, Ordering::Relaxed);
         }
-        let mut ops = self.ops.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ops = self.ops.lock();
         *ops = OpsSampler {
             last_ms: strata::now_ms(),
             ..OpsSampler::default()
@@ -442,7 +440,7 @@ impl Server {
         if self.bgsave_running.swap(true, Ordering::AcqRel) {
             return Err("ERR Background save already in progress".into());
         }
-        let parent = self.config().bgsave_dir();
+        let parent = self.config().bgsave_path();
         let me = self.clone();
         let spawned = std::thread::Builder::new()
             .name("strata-bgsave".into())
@@ -515,11 +513,11 @@ fn prune_checkpoints(parent: &std::path::Path, keep: usize) {
 fn live_settings(cfg: &Config) -> LiveSettings {
     LiveSettings {
         limits: DecoderLimits {
-            proto_max_bulk_len: cfg.proto_max_bulk_len(),
+            proto_max_bulk_len: cfg.proto_max_bulk_len,
             ..DecoderLimits::default()
         },
-        query_buffer_limit: usize::try_from(cfg.client_query_buffer_limit()).unwrap_or(usize::MAX),
-        output_limit: cfg.output_buffer_limit_normal(),
+        query_buffer_limit: usize::try_from(cfg.client_query_buffer_limit).unwrap_or(usize::MAX),
+        output_limit: cfg.client_output_buffer_limit.normal,
     }
 }
 
@@ -561,15 +559,11 @@ pub struct ClientApi<'a> {
 
 impl ServerApi for ClientApi<'_> {
     fn requirepass(&self) -> Option<Vec<u8>> {
-        self.server
-            .requirepass
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.server.requirepass.read().clone()
     }
 
-    fn config_get(&self, pattern: &[u8]) -> Vec<(String, String)> {
-        self.server.config().get(pattern)
+    fn config_get(&self, patterns: &[&[u8]]) -> Vec<(String, String)> {
+        self.server.config().get(patterns)
     }
 
     fn config_set(&self, pairs: &[(String, String)]) -> Result<(), String> {
@@ -594,7 +588,8 @@ impl ServerApi for ClientApi<'_> {
         self.server.registry.list(ids, kind, strata::now_ms())
     }
 
-    fn client_info(&self, _session: &Session) -> String {
+    fn client_info(&self, session: &Session) -> String {
+        self.client_update(session);
         let mut line = self.client.line(strata::now_ms());
         line.push('\n');
         line
@@ -605,7 +600,9 @@ impl ServerApi for ClientApi<'_> {
         c.db.store(session.db.index(), Ordering::Relaxed);
         c.resp
             .store(session.protocol.version() as u8, Ordering::Relaxed);
-        *c.name.lock().unwrap_or_else(|p| p.into_inner()) = session.name.clone();
+        *c.name.lock() = session.name.clone();
+        c.no_evict.store(session.no_evict, Ordering::Relaxed);
+        c.set_multi(session);
     }
 
     fn client_kill(&self, filter: &KillFilter, self_id: u64) -> usize {
@@ -632,6 +629,10 @@ impl ServerApi for ClientApi<'_> {
 
     fn key_ready(&self, db: u32, key: &[u8]) {
         self.server.blocking.signal(self.server, db, key);
+    }
+
+    fn blocked_keys(&self) -> Vec<(u32, Bytes)> {
+        self.server.blocking.blocked_keys()
     }
 
     fn watches(&self) -> &Arc<strata_commands::watch::Watches> {

@@ -10,7 +10,7 @@ use crate::db::{now_ms, Db};
 use crate::error::{Error, Result};
 use crate::glob::glob_match;
 use crate::keys;
-use crate::meta::{self, KeyType, Meta};
+use crate::meta::{self, KeyType, Meta, HEADER_LEN};
 use crate::num;
 use crate::storage::{IterOptions, CF_DATA, CF_EXPIRE, CF_META, CF_ZSCORE};
 
@@ -396,6 +396,52 @@ impl Db {
         self.delete_meta(&mut batch, self.phys(), key);
         self.write(batch)?;
         Ok(true)
+    }
+
+    /// MEMORY USAGE: an estimate of the bytes `key` and its value take, `None` if the key is
+    /// missing. A collection's size is extrapolated from its first `samples` members (0: all of
+    /// them), as Redis samples its elements. Counts the logical bytes plus a fixed per-key and
+    /// per-member overhead, not RocksDB's on-disk or cache footprint (see docs/differences.md).
+    pub fn memory_usage(&self, key: &[u8], samples: u64) -> Result<Option<u64>> {
+        const KEY_OVERHEAD: u64 = 40;
+        const MEMBER_OVERHEAD: u64 = 16;
+        let Some(m) = self.live_meta(key)? else {
+            return Ok(None);
+        };
+        let base = KEY_OVERHEAD + key.len() as u64 + HEADER_LEN as u64;
+        if m.kind == KeyType::String {
+            return Ok(Some(base + m.body.len() as u64));
+        }
+        let (Some(version), Some(len)) = (m.version(), m.collection_len()) else {
+            return Err(Error::Corrupt("collection metadata without version".into()));
+        };
+        let limit = if samples == 0 { u64::MAX } else { samples };
+        let prefix = keys::data_prefix(self.phys(), key, version);
+        let ro = IterOptions {
+            upper: Some(prefix_successor(&prefix)),
+            ..IterOptions::default()
+        };
+        let mut it = self.storage().iter(CF_DATA, ro);
+        it.seek(&prefix);
+        let (mut seen, mut bytes) = (0u64, 0u64);
+        while seen < limit && it.valid() {
+            let (Some(k), Some(v)) = (it.key(), it.value()) else {
+                break;
+            };
+            if !k.starts_with(&prefix) {
+                break;
+            }
+            bytes += (k.len() - prefix.len() + v.len()) as u64 + MEMBER_OVERHEAD;
+            seen += 1;
+            it.next();
+        }
+        it.status()?;
+        let members = if seen == 0 {
+            0
+        } else {
+            (bytes as u128 * len as u128 / seen as u128).min(u64::MAX as u128) as u64
+        };
+        Ok(Some(base + m.body.len() as u64 + members))
     }
 
     /// KEYS: every live key matching the glob `pattern`.

@@ -61,6 +61,7 @@
 #![warn(missing_docs)]
 
 mod batch;
+mod bits;
 mod check;
 mod clock;
 mod collection;

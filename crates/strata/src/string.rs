@@ -191,7 +191,7 @@ impl Db {
         self.write_string_flagged(key, value, 0, expire_ms)
     }
 
-    fn write_string_flagged(
+    pub(crate) fn write_string_flagged(
         &self,
         key: &[u8],
         value: &[u8],

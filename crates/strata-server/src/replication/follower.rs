@@ -7,10 +7,11 @@
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 
 use strata::replication::REPLICATION_STATE;
 use strata_commands::ChannelKind;
@@ -127,9 +128,9 @@ impl Link {
 
     /// Stops the link: once this returns, nothing more from the leader is applied.
     pub fn stop(&self) {
-        let _guard = self.apply_guard.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.apply_guard.lock();
         self.stop.store(true, Ordering::Release);
-        if let Some(s) = self.socket.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(s) = self.socket.lock().take() {
             let _ = s.shutdown(std::net::Shutdown::Both);
         }
     }
@@ -225,7 +226,7 @@ fn ask(stream: &mut TcpStream, input: &mut impl Read, parts: &[&[u8]]) -> io::Re
 /// One connection to the leader, from connect to failure.
 fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
     link.set_state(server, CONNECTING);
-    let timeout = Duration::from_secs(server.config().repl_timeout_secs());
+    let timeout = Duration::from_secs(server.config().repl_timeout.max(1));
     let addr = (link.host.as_str(), link.port)
         .to_socket_addrs()?
         .next()
@@ -234,7 +235,7 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
     stream.set_nodelay(true)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
-    *link.socket.lock().unwrap_or_else(|p| p.into_inner()) = Some(stream.try_clone()?);
+    *link.socket.lock() = Some(stream.try_clone()?);
     if link.stopped() {
         return Ok(());
     }
@@ -246,7 +247,10 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
             "Error reply to PING from master: '{pong}'"
         )));
     }
-    let (user, pass) = server.config().master_credentials();
+    let (user, pass) = {
+        let cfg = server.config();
+        (cfg.masteruser.clone(), cfg.masterauth.clone())
+    };
     if let Some(pass) = pass {
         let reply = match &user {
             Some(u) => ask(
@@ -270,11 +274,7 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
     )?;
     let _ = ask(&mut stream, &mut input, &[b"REPLCONF", b"capa", b"strata"])?;
     let (replid, offset) = {
-        let id = link
-            .leader_replid
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let id = link.leader_replid.lock().clone();
         let applied = link.applied.load(Ordering::Acquire);
         if id == "?" || applied == 0 {
             ("?".to_string(), "-1".to_string())
@@ -324,7 +324,7 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
     } else {
         notice!("Successful partial resynchronization with master.");
         let id = words.get(1).map_or(replid.clone(), |s| s.to_string());
-        *link.leader_replid.lock().unwrap_or_else(|p| p.into_inner()) = id.clone();
+        *link.leader_replid.lock() = id.clone();
         id
     };
     link.set_state(server, CONNECTED);
@@ -389,7 +389,7 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
             let state = encode_state(&leader_replid, received);
             let data: Vec<&[u8]> = ready.iter().map(|p| &p[8..]).collect();
             let applied = {
-                let _guard = link.apply_guard.lock().unwrap_or_else(|p| p.into_inner());
+                let _guard = link.apply_guard.lock();
                 if link.stopped() {
                     return Ok(());
                 }
@@ -479,7 +479,7 @@ fn load_copy(
         }
     }
     db.load_end(&encode_state(replid, seq)).map_err(storage)?;
-    *link.leader_replid.lock().unwrap_or_else(|p| p.into_inner()) = replid.to_string();
+    *link.leader_replid.lock() = replid.to_string();
     link.applied.store(seq, Ordering::Release);
     if let Err(e) = server.reload_functions() {
         warning!("Can't load the leader's function libraries: {e}");

@@ -9,10 +9,11 @@ use std::collections::VecDeque;
 use std::io::{self, BufWriter, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 use strata::replication::WalRead;
 use strata::wal_tail::WalTail;
 use strata_commands::{ChannelKind, PsyncRequest};
@@ -78,7 +79,7 @@ impl Attached {
             ChannelKind::Shard => 2,
             _ => 0,
         };
-        let mut q = self.publishes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut q = self.publishes.lock();
         q.1 += channel.len() + message.len();
         if q.1 > PUBLISH_QUEUE_LIMIT {
             drop(q);
@@ -94,7 +95,7 @@ impl Attached {
     }
 
     fn take_publishes(&self) -> VecDeque<Published> {
-        let mut q = self.publishes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut q = self.publishes.lock();
         q.1 = 0;
         std::mem::take(&mut q.0)
     }
@@ -105,7 +106,7 @@ pub fn attach(server: Arc<Server>, stream: TcpStream, ip: String, req: PsyncRequ
     let Ok(socket) = stream.try_clone() else {
         return;
     };
-    let timeout = Duration::from_secs(server.config().repl_timeout_secs());
+    let timeout = Duration::from_secs(server.config().repl_timeout.max(1));
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_write_timeout(Some(timeout));
     let _ = stream.set_nodelay(true);
@@ -148,7 +149,7 @@ fn feed(
 ) -> io::Result<()> {
     let db = &server.db;
     let repl = &server.replication;
-    let timeout = Duration::from_secs(server.config().repl_timeout_secs());
+    let timeout = Duration::from_secs(server.config().repl_timeout.max(1));
     let mut out = BufWriter::with_capacity(256 * 1024, stream.try_clone()?);
     if repl.is_loading() {
         out.write_all(b"-LOADING Strata is loading the dataset from its own leader\r\n")?;

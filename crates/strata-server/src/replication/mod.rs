@@ -10,10 +10,11 @@ pub mod wire;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 use strata_commands::command::{self, CommandSpec};
 use strata_commands::errors;
 use strata_commands::{ChannelKind, PsyncRequest};
@@ -104,15 +105,12 @@ impl Replication {
 
     /// This directory's replication id.
     pub fn own_replid(&self) -> String {
-        self.own_replid
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.own_replid.lock().clone()
     }
 
     /// Starts a new history: a new id, and the replicas attached so far start over.
     pub fn new_history(&self) {
-        *self.own_replid.lock().unwrap_or_else(|p| p.into_inner()) = crate::server::random_hex40();
+        *self.own_replid.lock() = crate::server::random_hex40();
         self.save_id(false);
         for r in self.attached_now() {
             r.close();
@@ -120,15 +118,12 @@ impl Replication {
     }
 
     fn link(&self) -> Option<Arc<follower::Link>> {
-        self.link.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.link.lock().clone()
     }
 
     /// Whether this server is a replica.
     pub fn is_replica(&self) -> bool {
-        self.link
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some()
+        self.link.lock().is_some()
     }
 
     /// Whether a copy from the leader is being loaded.
@@ -138,20 +133,17 @@ impl Replication {
     }
 
     fn attached_now(&self) -> Vec<Arc<leader::Attached>> {
-        self.attached
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.attached.lock().clone()
     }
 
     fn add_attached(&self, r: Arc<leader::Attached>) {
-        let mut list = self.attached.lock().unwrap_or_else(|p| p.into_inner());
+        let mut list = self.attached.lock();
         list.push(r);
         self.attached_count.store(list.len(), Ordering::Release);
     }
 
     fn remove_attached(&self, r: &Arc<leader::Attached>) {
-        let mut list = self.attached.lock().unwrap_or_else(|p| p.into_inner());
+        let mut list = self.attached.lock();
         list.retain(|x| !Arc::ptr_eq(x, r));
         self.attached_count.store(list.len(), Ordering::Release);
     }
@@ -176,15 +168,15 @@ impl Replication {
                 if link.loading.load(Ordering::Acquire) {
                     gate |= LOADING;
                 }
-                if !link.is_up() && !cfg.replica_serve_stale_data() {
+                if !link.is_up() && !cfg.replica_serve_stale_data {
                     gate |= MASTERDOWN;
                 }
-                if cfg.replica_read_only() {
+                if cfg.replica_read_only {
                     gate |= READONLY;
                 }
             }
             None => {
-                let (min, max_lag) = cfg.min_replicas();
+                let (min, max_lag) = (cfg.min_replicas_to_write, cfg.min_replicas_max_lag);
                 let good = self.count_good(max_lag);
                 self.good_replicas.store(good, Ordering::Relaxed);
                 if min > 0 && max_lag > 0 && good < min {
@@ -235,7 +227,7 @@ impl Replication {
         leader: Option<(String, u16)>,
     ) -> Result<&'static str, String> {
         let repl = &server.replication;
-        let mut slot = repl.link.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = repl.link.lock();
         match leader {
             None => {
                 let old = slot.take();
@@ -356,11 +348,7 @@ impl Replication {
         let link = self.link();
         let (offset, replid) = match &link {
             Some(link) => {
-                let id = link
-                    .leader_replid
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .clone();
+                let id = link.leader_replid.lock().clone();
                 let id = if id.len() == 40 {
                     id
                 } else {
@@ -413,16 +401,16 @@ impl Replication {
                 let _ = write!(
                     out,
                     "slave_priority:{}\r\nslave_read_only:{}\r\nreplica_announced:{}\r\n",
-                    cfg.replica_priority(),
-                    u8::from(cfg.replica_read_only()),
-                    u8::from(cfg.replica_announced())
+                    cfg.replica_priority,
+                    u8::from(cfg.replica_read_only),
+                    u8::from(cfg.replica_announced)
                 );
             }
             None => out.push_str("role:master\r\n"),
         }
         let attached = self.attached_now();
         let _ = write!(out, "connected_slaves:{}\r\n", attached.len());
-        let (min, max_lag) = cfg.min_replicas();
+        let (min, max_lag) = (cfg.min_replicas_to_write, cfg.min_replicas_max_lag);
         if min > 0 && max_lag > 0 {
             let _ = write!(
                 out,
@@ -441,7 +429,7 @@ impl Replication {
                 r.ack.load(Ordering::Relaxed)
             );
         }
-        let (backlog, _) = cfg.repl_backlog();
+        let backlog = cfg.repl_backlog_size;
         let _ = write!(
             out,
             "master_failover_state:no-failover\r\nmaster_replid:{replid}\r\nmaster_replid2:{ZERO_ID}\r\nmaster_repl_offset:{offset}\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:1\r\nrepl_backlog_size:{backlog}\r\nrepl_backlog_first_byte_offset:1\r\nrepl_backlog_histlen:{offset}\r\n"
@@ -464,7 +452,7 @@ pub fn take_over(
 
 /// Starts following the leader named in the configuration (`replicaof` at start-up).
 pub fn start_from_config(server: &Arc<Server>) {
-    let configured = server.config().replicaof();
+    let configured = server.config().replicaof.clone();
     if let Some(leader) = configured {
         let _ = Replication::replicaof(server, Some(leader));
     }

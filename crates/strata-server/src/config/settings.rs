@@ -1,0 +1,314 @@
+//! The typed settings Strata acts on: one field per directive that changes something in the
+//! server, filled from the directive table (`table.rs`, which binds each row to its field and
+//! holds its default and bounds). Reading a setting is plain field access
+//! (`config.appendfsync`, `config.maxclients`). Directives Redis has but that change nothing in
+//! Strata have no field here. This module knows nothing of parsing or files.
+
+use std::path::PathBuf;
+
+use super::kinds::Value;
+
+/// Conversion between a field's type and a directive's parsed [`Value`].
+pub(super) trait Setting: Sized {
+    fn to_value(&self) -> Value;
+    /// `None` when the value is not of the field's kind (a table error, caught by tests).
+    fn from_value(value: Value) -> Option<Self>;
+}
+
+impl Setting for bool {
+    fn to_value(&self) -> Value {
+        Value::Bool(*self)
+    }
+    fn from_value(value: Value) -> Option<Self> {
+        match value {
+            Value::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+macro_rules! number_setting {
+    ($($t:ty),*) => {$(
+        impl Setting for $t {
+            fn to_value(&self) -> Value {
+                Value::Num((*self).into())
+            }
+            fn from_value(value: Value) -> Option<Self> {
+                match value {
+                    Value::Num(n) => n.try_into().ok(),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+number_setting!(u16, u32, u64);
+
+impl Setting for PathBuf {
+    fn to_value(&self) -> Value {
+        Value::Text(self.to_string_lossy().into_owned())
+    }
+    fn from_value(value: Value) -> Option<Self> {
+        match value {
+            Value::Text(text) => Some(PathBuf::from(text)),
+            _ => None,
+        }
+    }
+}
+
+/// Text where empty means unset (Redis's EMPTY_STRING_IS_NULL).
+impl Setting for Option<String> {
+    fn to_value(&self) -> Value {
+        Value::Text(self.clone().unwrap_or_default())
+    }
+    fn from_value(value: Value) -> Option<Self> {
+        match value {
+            Value::Text(text) => Some(Some(text).filter(|t| !t.is_empty())),
+            _ => None,
+        }
+    }
+}
+
+impl Setting for Option<PathBuf> {
+    fn to_value(&self) -> Value {
+        Value::Text(
+            self.as_ref()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        )
+    }
+    fn from_value(value: Value) -> Option<Self> {
+        match value {
+            Value::Text(text) => Some(Some(text).filter(|t| !t.is_empty()).map(PathBuf::from)),
+            _ => None,
+        }
+    }
+}
+
+impl Setting for Vec<String> {
+    fn to_value(&self) -> Value {
+        Value::List(self.clone())
+    }
+    fn from_value(value: Value) -> Option<Self> {
+        match value {
+            Value::List(words) => Some(words),
+            _ => None,
+        }
+    }
+}
+
+/// A leader's host and port, or none.
+impl Setting for Option<(String, u16)> {
+    fn to_value(&self) -> Value {
+        Value::List(match self {
+            Some((host, port)) => vec![host.clone(), port.to_string()],
+            None => Vec::new(),
+        })
+    }
+    fn from_value(value: Value) -> Option<Self> {
+        match value {
+            Value::List(words) => match words.as_slice() {
+                [] => Some(None),
+                [host, port] => Some(Some((host.clone(), port.parse().ok()?))),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// `client-output-buffer-limit`: `[hard bytes, soft bytes, soft seconds]` per client class, 0
+/// meaning no limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OutputBufferLimits {
+    pub normal: [u64; 3],
+    pub replica: [u64; 3],
+    pub pubsub: [u64; 3],
+}
+
+impl Setting for OutputBufferLimits {
+    fn to_value(&self) -> Value {
+        Value::OutputLimits([Some(self.normal), Some(self.replica), Some(self.pubsub)])
+    }
+    fn from_value(value: Value) -> Option<Self> {
+        match value {
+            Value::OutputLimits([Some(normal), Some(replica), Some(pubsub)]) => {
+                Some(OutputBufferLimits {
+                    normal,
+                    replica,
+                    pubsub,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// An enumeration whose variants are spelled as the directive's values.
+macro_rules! choices {
+    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)+ }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $name { $($(#[$vmeta])* $variant,)+ }
+
+        impl $name {
+            /// The values, in the order Redis lists them in errors.
+            pub(super) const NAMES: &'static [&'static str] = &[$($text,)+];
+
+            /// The value's name.
+            pub fn name(self) -> &'static str {
+                match self { $($name::$variant => $text,)+ }
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                [$($name::$variant,)+][0]
+            }
+        }
+
+        impl Setting for $name {
+            fn to_value(&self) -> Value {
+                Value::Text(self.name().to_string())
+            }
+            fn from_value(value: Value) -> Option<Self> {
+                match value {
+                    Value::Text(text) => [$($name::$variant,)+].into_iter().find(|c| c.name() == text),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+choices! {
+    /// When `appendfsync` asks for the write-ahead log to be synced to disk.
+    pub enum AppendFsync {
+        /// About once a second.
+        EverySec = "everysec",
+        /// After every write.
+        Always = "always",
+        /// Never explicitly; the operating system decides.
+        No = "no",
+    }
+}
+
+choices! {
+    /// How much the server logs (`loglevel`).
+    pub enum LogLevel {
+        Debug = "debug",
+        Verbose = "verbose",
+        Notice = "notice",
+        Warning = "warning",
+    }
+}
+
+choices! {
+    /// Who may use a protected feature (`enable-protected-configs` and the like).
+    pub enum Allowed {
+        No = "no",
+        Yes = "yes",
+        /// Clients on the loopback interface (Strata does not tell them apart for CONFIG SET).
+        Local = "local",
+    }
+}
+
+choices! {
+    /// RocksDB block compression, from the `compression` directive.
+    pub enum Compression {
+        None = "none",
+        Lz4 = "lz4",
+        Zstd = "zstd",
+    }
+}
+
+/// The settings Strata acts on. Each field is filled by one row of the directive table, which
+/// names the directive, its default and its bounds.
+#[derive(Clone, Default)]
+pub struct Settings {
+    /// `port`: the TCP port to listen on.
+    pub port: u16,
+    /// `bind`: the addresses to listen on (1 to 16), verbatim. Redis conventions apply if the
+    /// server supports them: `*` is every IPv4 address, `::*` every IPv6 address, and a leading
+    /// `-` marks an address whose absence isn't fatal.
+    pub bind: Vec<String>,
+    /// `dir`: where the data lives.
+    pub dir: PathBuf,
+    /// `requirepass`: the password clients must AUTH with, if any.
+    pub requirepass: Option<String>,
+    /// `appendfsync`: when writes are synced to disk.
+    pub appendfsync: AppendFsync,
+    /// `databases`: how many logical databases (1..=256).
+    pub databases: u32,
+    /// `maxclients`: the most simultaneous client connections.
+    pub maxclients: u64,
+    /// `timeout`: seconds of idleness after which a client is disconnected; 0 = never.
+    pub timeout: u64,
+    /// `loglevel`.
+    pub loglevel: LogLevel,
+    /// `logfile`: where to log; `None` means standard error.
+    pub logfile: Option<PathBuf>,
+    /// `proto-max-bulk-len`: the largest bulk string a client may send, in bytes.
+    pub proto_max_bulk_len: u64,
+    /// `client-query-buffer-limit`: the most unparsed input kept per client, in bytes.
+    pub client_query_buffer_limit: u64,
+    /// `client-output-buffer-limit`.
+    pub client_output_buffer_limit: OutputBufferLimits,
+    /// `hz`: background task frequency per second (1..=500).
+    pub hz: u32,
+    /// `tcp-keepalive`: seconds between TCP keepalive probes; 0 = off.
+    pub tcp_keepalive: u64,
+    /// `busy-reply-threshold` (alias `lua-time-limit`): milliseconds a script may run before
+    /// other clients get BUSY replies.
+    pub busy_reply_threshold: u64,
+    /// `notify-keyspace-events`: the bits of `strata_commands::notify`.
+    pub notify_keyspace_events: u32,
+    /// `block-cache-size`: RocksDB's block cache, in bytes.
+    pub block_cache_size: u64,
+    /// `hot-cache-size`: bytes of recently written string values kept in memory for GET
+    /// (0 = off).
+    pub hot_cache_size: u64,
+    /// `write-buffer-size`: RocksDB's memtable size, in bytes.
+    pub write_buffer_size: u64,
+    /// `min-free-disk`: writes are refused (`-MISCONF`) while the data directory's filesystem
+    /// has less free space than this; 0 turns the check off.
+    pub min_free_disk: u64,
+    /// `compression`: RocksDB's block compression.
+    pub compression: Compression,
+    /// `bgsave-dir`, relative to `dir` (see [`Settings::bgsave_path`]).
+    pub bgsave_dir: PathBuf,
+    /// `replicaof`: the leader this server replicates, if any.
+    pub replicaof: Option<(String, u16)>,
+    /// `masterauth`: the password for the leader.
+    pub masterauth: Option<String>,
+    /// `masteruser`: the user for the leader.
+    pub masteruser: Option<String>,
+    /// `replica-serve-stale-data`.
+    pub replica_serve_stale_data: bool,
+    /// `replica-read-only`.
+    pub replica_read_only: bool,
+    /// `replica-priority`.
+    pub replica_priority: u64,
+    /// `replica-announced`.
+    pub replica_announced: bool,
+    /// `min-replicas-to-write`.
+    pub min_replicas_to_write: u64,
+    /// `min-replicas-max-lag`, in seconds.
+    pub min_replicas_max_lag: u64,
+    /// `repl-timeout`, in seconds (at least 1).
+    pub repl_timeout: u64,
+    /// `repl-backlog-size`: bytes of write-ahead log kept for replicas.
+    pub repl_backlog_size: u64,
+    /// `repl-backlog-ttl`: seconds archived write-ahead log is kept.
+    pub repl_backlog_ttl: u64,
+    /// `enable-protected-configs`: whether CONFIG SET may change protected directives
+    /// (`dbfilename`, `dir`).
+    pub enable_protected_configs: Allowed,
+}
+
+impl Settings {
+    /// `bgsave-dir`, resolved against `dir` (an absolute `bgsave-dir` stands on its own).
+    pub fn bgsave_path(&self) -> PathBuf {
+        self.dir.join(&self.bgsave_dir)
+    }
+}

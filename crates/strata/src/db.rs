@@ -40,10 +40,13 @@ pub struct Options {
     /// Collect write-ahead-log records in memory until [`Db::flush_wal_buffer`] instead of
     /// writing them to the log file one write call each. A server calls it once per batch of
     /// pipelined commands, before it replies, so an acknowledged write has still reached the
-    /// operating system; the housekeeping thread also flushes every 100 ms. `SyncPolicy::Always`
-    /// writes are synced (and so flushed) before they return either way. Off by default.
+    /// operating system; the housekeeping thread also flushes every 100 ms. With
+    /// `SyncPolicy::Always` the call also syncs the log (one fsync shared by concurrent callers),
+    /// so a write is durable once a `flush_wal_buffer` after it returned, not when the write
+    /// returns. Off by default (then every `Always` write syncs before it returns).
     pub batch_wal_writes: bool,
-    /// Bytes of recently written string values kept in memory so GET of hot keys skips RocksDB
+    /// Bytes of recently written records (metadata, string values, collection fields) kept in
+    /// memory, so reads of hot keys skip RocksDB
     /// (0, the default, disables the cache).
     pub hot_cache_size: usize,
     /// Open without writing anything: reads work, every write fails with [`Error::ReadOnly`].
@@ -108,7 +111,6 @@ pub(crate) struct Inner {
     pub(crate) max_string_len: AtomicU64,
     pub(crate) stats: Stats,
     pub(crate) cursors: Mutex<crate::keyspace::CursorTable>,
-    pub(crate) hot: crate::hot::HotCache,
     version_counter: AtomicU64,
     path: PathBuf,
     stop: AtomicBool,
@@ -191,6 +193,7 @@ impl Db {
                 min_free_disk: opts.min_free_disk,
                 wal_ttl_seconds: opts.wal_ttl_seconds,
                 wal_size_limit_mb: opts.wal_size_limit_mb,
+                hot_cache_size: opts.hot_cache_size,
             },
         )?;
         let map = load_db_map(&storage)?;
@@ -205,7 +208,6 @@ impl Db {
             max_string_len: AtomicU64::new(opts.max_string_len),
             stats: Stats::default(),
             cursors: Mutex::new(crate::keyspace::CursorTable::default()),
-            hot: crate::hot::HotCache::new(opts.hot_cache_size),
             version_counter: AtomicU64::new(start),
             path: path.as_ref().to_path_buf(),
             stop: AtomicBool::new(false),
@@ -357,14 +359,6 @@ impl Db {
             }
         }
         (out, committed)
-    }
-
-    /// Remembers a string value just written in the hot cache, unless it was written in an
-    /// atomic scope (not committed yet: it could still be dropped).
-    pub(crate) fn cache_hot(&self, meta_key: &[u8], value: &[u8], expire_ms: u64) {
-        if !self.inner.storage.in_scope() {
-            self.inner.hot.put(meta_key, value, expire_ms);
-        }
     }
 
     /// Holds every key lock of every database exclusively until the scope is dropped (a
@@ -593,9 +587,6 @@ impl Db {
     ) {
         let s = &self.inner.storage;
         let mk = keys::meta_key(phys, key);
-        // The key's metadata changes: its hot entry (if any) goes first. String writers put the
-        // new value back once the write has succeeded.
-        self.inner.hot.remove(&mk);
         batch.put_cf(
             s.cf(CF_META),
             mk,
@@ -610,9 +601,7 @@ impl Db {
     /// compaction filter; the expiry index entry, if any, is dropped by the expiry cycle.
     pub(crate) fn delete_meta(&self, batch: &mut WriteBatch, phys: u8, key: &[u8]) {
         let s = &self.inner.storage;
-        let mk = keys::meta_key(phys, key);
-        self.inner.hot.remove(&mk);
-        batch.delete_cf(s.cf(CF_META), mk);
+        batch.delete_cf(s.cf(CF_META), keys::meta_key(phys, key));
     }
 
     pub(crate) fn write(&self, batch: WriteBatch) -> Result<()> {

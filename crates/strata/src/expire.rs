@@ -83,7 +83,6 @@ fn expire_entries(db: &Db, entries: &[Vec<u8>], now: u64) -> Result<u64> {
             let exp = meta::expire_of(&raw);
             if exp == at && exp <= now {
                 let mut single = WriteBatch::default();
-                db.inner.hot.remove(&mk);
                 single.delete_cf(s.cf(CF_META), &mk);
                 s.write(single)?;
                 deleted += 1;

@@ -1,24 +1,27 @@
-//! The hot-string cache: string values written recently, kept in memory so that GET of hot data
-//! is a hash lookup instead of a RocksDB read. Bounded by a byte budget (FIFO eviction per shard).
-//! It is filled only by writers, after their write succeeded and while they hold the key's lock,
-//! and every metadata write or delete removes the key's entry first (see `db.rs`), so an entry is
-//! never older than what RocksDB holds. Readers never fill it (a reader could otherwise race a
-//! writer and cache a value the writer just replaced). Knows nothing of RocksDB.
+//! The hot-record cache: records of the `meta` and `data` families written recently, kept in
+//! memory so that reads of hot keys (GET, and the metadata and field reads of every collection
+//! command and read-modify-write) are a hash lookup instead of a RocksDB read. Bounded by a byte
+//! budget (FIFO eviction per shard). `storage.rs` fills it with the records of each write batch
+//! once RocksDB has applied it, and forgets a metadata record before the batch that changes it
+//! is applied, so an entry always equals the committed record. That rule needs every writer of a
+//! record to hold the record's key lock (two writers of one key racing could otherwise install
+//! their values in the opposite order of their writes): the data model does, and the only
+//! writer that takes no key locks, a replica applying its leader's log, is the only writer on a
+//! replica. Readers never fill it. Knows nothing of RocksDB.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::{Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard};
 
 const SHARDS: usize = 64;
 /// Bookkeeping bytes charged per entry on top of key and value.
 const ENTRY_OVERHEAD: usize = 64;
 
-/// One cached value: key and value in one allocation, so a write costs one allocation.
+/// One cached record: key and value in one allocation, so a write costs one allocation.
 struct Entry {
     /// `key ++ value`.
     bytes: Vec<u8>,
     key_len: usize,
-    expire_ms: u64,
 }
 
 impl Entry {
@@ -61,7 +64,7 @@ struct Shard {
     bytes: usize,
 }
 
-/// A sharded map from metadata key to (string value, expiry).
+/// A sharded map from a record's key to its value.
 pub(crate) struct HotCache {
     shards: Vec<Mutex<Shard>>,
     shard_budget: usize,
@@ -89,18 +92,17 @@ impl HotCache {
         }
     }
 
-    fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.shard_budget > 0
     }
 
     fn shard(&self, hash: u64) -> MutexGuard<'_, Shard> {
-        self.shards[(hash as usize) % SHARDS]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        self.shards[(hash as usize) % SHARDS].lock()
     }
 
-    /// The cached `(value, expire_ms)` of a metadata key.
-    pub(crate) fn get(&self, key: &[u8]) -> Option<(Vec<u8>, u64)> {
+    /// `f` applied to the cached value of `key`, if it is cached (`f` runs under the shard's
+    /// lock: keep it short).
+    pub(crate) fn with<T>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> T) -> Option<T> {
         if !self.enabled() {
             return None;
         }
@@ -110,11 +112,17 @@ impl HotCache {
             .map
             .get(&h)
             .filter(|e| e.key() == key)
-            .map(|e| (e.value().to_vec(), e.expire_ms))
+            .map(|e| f(e.value()))
     }
 
-    /// Caches a value just written (caller holds the key's lock and the write succeeded).
-    pub(crate) fn put(&self, key: &[u8], value: &[u8], expire_ms: u64) {
+    /// The cached value of `key`.
+    #[cfg(test)]
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.with(key, <[u8]>::to_vec)
+    }
+
+    /// Caches a record just written (the write succeeded and its writer holds the key's lock).
+    pub(crate) fn put(&self, key: &[u8], value: &[u8]) {
         if !self.enabled() || key.len() + value.len() + ENTRY_OVERHEAD > self.shard_budget / 4 {
             return;
         }
@@ -124,7 +132,6 @@ impl HotCache {
         let entry = Entry {
             bytes,
             key_len: key.len(),
-            expire_ms,
         };
         let h = hash_key(key);
         let mut shard = self.shard(h);
@@ -149,7 +156,7 @@ impl HotCache {
         }
     }
 
-    /// Forgets a key (its metadata is about to change).
+    /// Forgets a key (its record is about to change or has been deleted).
     pub(crate) fn remove(&self, key: &[u8]) {
         if !self.enabled() {
             return;
@@ -161,10 +168,10 @@ impl HotCache {
         }
     }
 
-    /// Forgets everything (FLUSHDB, FLUSHALL).
+    /// Forgets everything (FLUSHDB, FLUSHALL, range deletions, a replica's full copy).
     pub(crate) fn clear(&self) {
         for s in &self.shards {
-            let mut shard = s.lock().unwrap_or_else(|p| p.into_inner());
+            let mut shard = s.lock();
             *shard = Shard::default();
         }
     }
@@ -178,12 +185,12 @@ mod tests {
     fn stays_within_its_budget() {
         let c = HotCache::new(64 * 1024 * SHARDS);
         for i in 0..100_000u32 {
-            c.put(&i.to_be_bytes(), &[7u8; 100], 0);
+            c.put(&i.to_be_bytes(), &[7u8; 100]);
         }
         let total: usize = c
             .shards
             .iter()
-            .map(|s| s.lock().map(|s| s.bytes).unwrap_or(0))
+            .map(|s| s.lock().bytes)
             .sum();
         assert!(total <= 64 * 1024 * SHARDS, "{total}");
         assert!(
@@ -196,11 +203,11 @@ mod tests {
     #[test]
     fn removal_and_clear_forget_entries() {
         let c = HotCache::new(1 << 20);
-        c.put(b"a", b"1", 5);
-        assert_eq!(c.get(b"a"), Some((b"1".to_vec(), 5)));
+        c.put(b"a", b"1");
+        assert_eq!(c.get(b"a"), Some(b"1".to_vec()));
         c.remove(b"a");
         assert_eq!(c.get(b"a"), None);
-        c.put(b"b", b"2", 0);
+        c.put(b"b", b"2");
         c.clear();
         assert_eq!(c.get(b"b"), None);
     }
@@ -208,7 +215,7 @@ mod tests {
     #[test]
     fn a_zero_budget_caches_nothing() {
         let c = HotCache::new(0);
-        c.put(b"a", b"1", 0);
+        c.put(b"a", b"1");
         assert_eq!(c.get(b"a"), None);
     }
 }

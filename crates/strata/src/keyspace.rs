@@ -576,7 +576,6 @@ impl Db {
         let phys = self.phys();
         let s = self.storage();
         let mut batch = WriteBatch::default();
-        self.inner.hot.clear();
         for cf in [CF_META, CF_DATA, CF_ZSCORE] {
             batch.delete_range_cf(s.cf(cf), keys::db_start(phys), keys::db_end(phys));
         }
@@ -588,7 +587,6 @@ impl Db {
         let _g = self.inner.locks.lock_all();
         let s = self.storage();
         let mut batch = WriteBatch::default();
-        self.inner.hot.clear();
         for cf in [CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE] {
             batch.delete_range_cf(s.cf(cf), vec![0u8], vec![0xFFu8; 12]);
         }

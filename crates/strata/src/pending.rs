@@ -662,6 +662,7 @@ mod tests {
             min_free_disk: 0,
             wal_ttl_seconds: 0,
             wal_size_limit_mb: 0,
+            hot_cache_size: 1 << 20,
         };
         Storage::open(dir, &opts)
     }

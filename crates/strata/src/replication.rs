@@ -173,7 +173,7 @@ impl Db {
             batch.delete_range_cf(cf, first, last.clone());
             batch.delete_cf(cf, last);
         }
-        self.inner.hot.clear();
+        s.forget_all();
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
         raw.write_opt(batch, &wo)?;
@@ -214,7 +214,7 @@ impl Db {
             }
         }
         self.reload_db_map()?;
-        self.inner.hot.clear();
+        s.forget_all();
         let mut batch = WriteBatch::default();
         batch.put(aux_key(REPLICATION_STATE), state);
         let mut wo = WriteOptions::default();
@@ -254,23 +254,20 @@ impl Db {
         {
             match op {
                 BatchOp::Put { cf, key, value } => {
-                    self.note_replicated(cf, meta_id, key, &mut applied, &mut map_changed);
+                    self.note_replicated(cf, key, &mut applied, &mut map_changed);
                     if collect_keys && cf == meta_id {
                         self.note_key(key, &mut applied);
                     }
                     batch.put_cf(family(cf)?, key, value);
                 }
                 BatchOp::Delete { cf, key } => {
-                    self.note_replicated(cf, meta_id, key, &mut applied, &mut map_changed);
+                    self.note_replicated(cf, key, &mut applied, &mut map_changed);
                     if collect_keys && cf == meta_id {
                         self.note_key(key, &mut applied);
                     }
                     batch.delete_cf(family(cf)?, key);
                 }
                 BatchOp::DeleteRange { cf, from, to } => {
-                    if cf == meta_id {
-                        self.inner.hot.clear();
-                    }
                     batch.delete_range_cf(family(cf)?, from, to);
                 }
             }
@@ -278,7 +275,7 @@ impl Db {
         batch.put(aux_key(REPLICATION_STATE), state);
         {
             // Readers of the keys involved see the whole batch or none of it (RocksDB applies
-            // it atomically); the hot cache entries were dropped above, before the write.
+            // it atomically), and the hot-record cache follows it (`Storage::write`).
             s.write(batch)?;
         }
         if map_changed {
@@ -298,14 +295,11 @@ impl Db {
     fn note_replicated(
         &self,
         cf: u32,
-        meta_id: u32,
         key: &[u8],
         applied: &mut Applied,
         map_changed: &mut bool,
     ) {
-        if cf == meta_id {
-            self.inner.hot.remove(key);
-        } else if cf == 0 {
+        if cf == 0 {
             if key == DB_MAP_KEY {
                 *map_changed = true;
             } else if key.starts_with(b"strata:aux:") && key != b"strata:aux:replication" {

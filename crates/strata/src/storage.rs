@@ -19,6 +19,7 @@ use rocksdb::{
 
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
+use crate::hot::HotCache;
 use crate::keys;
 use crate::meta;
 use crate::pending::{self, BatchOp, IterBounds, Lookup, Pending, StorageIter};
@@ -127,6 +128,8 @@ pub struct StorageOptions {
     pub wal_ttl_seconds: u64,
     /// Megabytes of obsolete log files to keep (see `Options::wal_size_limit_mb`).
     pub wal_size_limit_mb: u64,
+    /// Bytes of recently written `meta` and `data` records kept in memory (see `hot.rs`); 0: none.
+    pub hot_cache_size: usize,
 }
 
 /// An open data directory.
@@ -148,7 +151,19 @@ pub struct Storage {
     cf_ids: [u32; 4],
     /// Archived log files beyond this many bytes are deleted, oldest first (0: none kept).
     wal_archive_limit: u64,
+    /// `write_count` when the log was last synced by [`Storage::flush_wal_buffer`] (`always`).
+    synced: AtomicU64,
+    /// Held while syncing the log, so concurrent callers share one fsync (group commit).
+    sync_lock: parking_lot::Mutex<()>,
+    /// Recently written records of `meta` (see `hot.rs`).
+    hot_meta: HotCache,
+    /// Recently written records of `data` (hash fields, set members, list items, zset scores).
+    hot_data: HotCache,
 }
+
+/// Write batches of at most this many records fill the hot-record cache; larger ones (bulk
+/// loads, big MSETs and transactions) only invalidate it, so they do not flood it.
+const HOT_BATCH_MAX: usize = 64;
 
 fn cf_options(
     opts: &StorageOptions,
@@ -294,6 +309,11 @@ impl Storage {
             written_since_check: AtomicU64::new(0),
             cf_ids,
             wal_archive_limit: opts.wal_size_limit_mb.saturating_mul(1 << 20),
+            synced: AtomicU64::new(0),
+            sync_lock: parking_lot::Mutex::new(()),
+            // Metadata records are small and read by every command; data records share the rest.
+            hot_meta: HotCache::new(opts.hot_cache_size / 2),
+            hot_data: HotCache::new(opts.hot_cache_size - opts.hot_cache_size / 2),
         };
         storage.check_disk();
         storage.check_format(path, writable)?;
@@ -374,10 +394,79 @@ impl Storage {
     fn write_now(&self, batch: WriteBatch) -> Result<()> {
         self.guard_disk(batch.size_in_bytes() as u64)?;
         let mut wo = WriteOptions::default();
-        wo.set_sync(self.sync_policy() == SyncPolicy::Always);
+        // With batched log writes, `always` syncs once per batch of commands instead
+        // ([`Storage::flush_wal_buffer`], before their replies leave).
+        wo.set_sync(self.sync_policy() == SyncPolicy::Always && !self.batch_wal_writes);
+        let remember = self.forget_hot(&batch)?;
         self.db.write_opt(batch, &wo)?;
         self.writes.fetch_add(1, Ordering::Release);
+        if let Some(data) = remember {
+            self.remember_hot(&data)?;
+        }
         Ok(())
+    }
+
+    /// The hot-record cache of family `cf`, if it has one.
+    fn hot(&self, cf: u32) -> Option<&HotCache> {
+        if cf == self.cf_ids[0] {
+            Some(&self.hot_meta)
+        } else if cf == self.cf_ids[1] {
+            Some(&self.hot_data)
+        } else {
+            None
+        }
+    }
+
+    /// Before `batch` is applied: forgets the cached records it deletes (every record of a
+    /// family it deletes a range of), and those it writes when it is too large to be cached.
+    /// Returns a copy of the batch to fill the cache from once it is applied, if it is small.
+    fn forget_hot(&self, batch: &WriteBatch) -> Result<Option<Vec<u8>>> {
+        if !self.hot_meta.enabled() && !self.hot_data.enabled() {
+            return Ok(None);
+        }
+        let small = batch.len() <= HOT_BATCH_MAX;
+        let (_, ops) = pending::decode_batch(batch.data())?;
+        for op in ops {
+            match op {
+                BatchOp::Put { cf, key, .. } if !small => {
+                    if let Some(c) = self.hot(cf) {
+                        c.remove(key);
+                    }
+                }
+                BatchOp::Put { .. } => {}
+                BatchOp::Delete { cf, key } => {
+                    if let Some(c) = self.hot(cf) {
+                        c.remove(key);
+                    }
+                }
+                BatchOp::DeleteRange { cf, .. } => {
+                    if let Some(c) = self.hot(cf) {
+                        c.clear();
+                    }
+                }
+            }
+        }
+        Ok(small.then(|| batch.data().to_vec()))
+    }
+
+    /// After a batch was applied: caches the records it wrote (see `hot.rs` for why this is
+    /// safe: its writer holds the keys' locks).
+    fn remember_hot(&self, data: &[u8]) -> Result<()> {
+        let (_, ops) = pending::decode_batch(data)?;
+        for op in ops {
+            if let BatchOp::Put { cf, key, value } = op {
+                if let Some(c) = self.hot(cf) {
+                    c.put(key, value);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets every cached record (FLUSHDB, FLUSHALL, SWAPDB, a replica's full copy).
+    pub(crate) fn forget_all(&self) {
+        self.hot_meta.clear();
+        self.hot_data.clear();
     }
 
     /// Opens an atomic scope on this thread (or enters the one already open, scopes nest): until
@@ -423,11 +512,6 @@ impl Storage {
             return Ok(());
         }
         self.write_now(WriteBatch::from_data(&pending.into_batch_data()))
-    }
-
-    /// Whether this thread has an atomic scope open on this storage.
-    pub(crate) fn in_scope(&self) -> bool {
-        self.pending().is_some()
     }
 
     fn id(&self) -> usize {
@@ -526,11 +610,33 @@ impl Storage {
     }
 
     /// Hands the buffered WAL records to the operating system (one write call for every record
-    /// collected since the last flush). A no-op unless `batch_wal_writes` is on.
+    /// collected since the last flush), and under `appendfsync always` syncs them to disk before
+    /// returning. A no-op unless `batch_wal_writes` is on.
+    ///
+    /// The sync is a group commit: callers that arrive while one is in progress wait for it and
+    /// then find their writes covered (by it or by the next one, which one of them runs for all),
+    /// so concurrent connections share fsyncs as Redis's clients share its once-per-event-loop
+    /// fsync.
     pub fn flush_wal_buffer(&self) -> Result<()> {
-        if self.batch_wal_writes && !self.read_only {
-            self.db.flush_wal(false)?;
+        if !self.batch_wal_writes || self.read_only {
+            return Ok(());
         }
+        if self.sync_policy() != SyncPolicy::Always {
+            self.db.flush_wal(false)?;
+            return Ok(());
+        }
+        let wanted = self.writes.load(Ordering::Acquire);
+        if self.synced.load(Ordering::Acquire) >= wanted {
+            return Ok(());
+        }
+        let _one_at_a_time = self.sync_lock.lock();
+        if self.synced.load(Ordering::Acquire) >= wanted {
+            return Ok(());
+        }
+        // Every write counted so far has its record in the log buffer: the sync covers them.
+        let covered = self.writes.load(Ordering::Acquire);
+        self.db.flush_wal(true)?;
+        self.synced.fetch_max(covered, Ordering::AcqRel);
         Ok(())
     }
 
@@ -582,58 +688,86 @@ impl Storage {
         key: &[u8],
         f: impl FnOnce(&[u8]) -> T,
     ) -> Result<Option<T>> {
+        let id = self.cf_id(cf);
         if let Some(p) = self.pending() {
-            match p.borrow().lookup(self.cf_id(cf), key) {
+            match p.borrow().lookup(id, key) {
                 Lookup::Value(v) => return Ok(Some(f(v))),
                 Lookup::Deleted => return Ok(None),
                 Lookup::Untouched => {}
             }
         }
+        if let Some(v) = self.hot(id).and_then(|c| c.with(key, <[u8]>::to_vec)) {
+            return Ok(Some(f(&v)));
+        }
         Ok(self.db.get_pinned_cf(self.cf(cf), key)?.map(|v| f(&v)))
     }
 
-    /// Reads several records of family `cf`, in the order of `keys`.
+    /// Reads several records of family `cf`, in the order of `keys`: this thread's open scope
+    /// first, then the hot-record cache, then one RocksDB multi-get for the rest.
     pub(crate) fn multi_get(&self, cf: &str, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        let mut out: Vec<Option<Vec<u8>>> = vec![None; keys.len()];
+        let misses = self.read_known(cf, keys, |i, v| out[i] = v.map(<[u8]>::to_vec));
+        if misses.is_empty() {
+            return Ok(out);
+        }
         let handle = self.cf(cf);
-        let Some(p) = self.pending() else {
-            return self
-                .db
-                .multi_get_cf(keys.iter().map(|k| (handle, k)))
-                .into_iter()
-                .map(|r| r.map_err(Error::from))
-                .collect();
-        };
-        let id = self.cf_id(cf);
-        let p = p.borrow();
-        keys.iter()
-            .map(|k| match p.lookup(id, k) {
-                Lookup::Value(v) => Ok(Some(v.to_vec())),
-                Lookup::Deleted => Ok(None),
-                Lookup::Untouched => Ok(self.db.get_pinned_cf(handle, k)?.map(|v| v.to_vec())),
-            })
-            .collect()
+        let found = self
+            .db
+            .multi_get_cf(misses.iter().map(|&i| (handle, &keys[i])));
+        for (&i, r) in misses.iter().zip(found) {
+            out[i] = r?;
+        }
+        Ok(out)
     }
 
-    /// Whether each of `keys` has a record in family `cf`.
+    /// Whether each of `keys` has a record in family `cf` (looked up as [`Storage::multi_get`]).
     pub(crate) fn multi_exists(&self, cf: &str, keys: &[Vec<u8>]) -> Result<Vec<bool>> {
-        let handle = self.cf(cf);
-        let Some(p) = self.pending() else {
-            return self
-                .db
-                .batched_multi_get_cf(handle, keys, false)
-                .into_iter()
-                .map(|r| r.map(|v| v.is_some()).map_err(Error::from))
-                .collect();
-        };
+        let mut out = vec![false; keys.len()];
+        let misses = self.read_known(cf, keys, |i, v| out[i] = v.is_some());
+        if misses.is_empty() {
+            return Ok(out);
+        }
+        let wanted: Vec<&Vec<u8>> = misses.iter().map(|&i| &keys[i]).collect();
+        let found = self.db.batched_multi_get_cf(self.cf(cf), wanted, false);
+        for (&i, r) in misses.iter().zip(found) {
+            out[i] = r?.is_some();
+        }
+        Ok(out)
+    }
+
+    /// Calls `known(i, record)` for each of `keys` that this thread's open scope or the
+    /// hot-record cache answers; returns the indexes of the others, which only RocksDB knows.
+    fn read_known(
+        &self,
+        cf: &str,
+        keys: &[Vec<u8>],
+        mut known: impl FnMut(usize, Option<&[u8]>),
+    ) -> Vec<usize> {
         let id = self.cf_id(cf);
-        let p = p.borrow();
-        keys.iter()
-            .map(|k| match p.lookup(id, k) {
-                Lookup::Value(_) => Ok(true),
-                Lookup::Deleted => Ok(false),
-                Lookup::Untouched => Ok(self.db.get_pinned_cf(handle, k)?.is_some()),
-            })
-            .collect()
+        let pending = self.pending();
+        let pending = pending.as_ref().map(|p| p.borrow());
+        let hot = self.hot(id);
+        let mut misses = Vec::new();
+        for (i, k) in keys.iter().enumerate() {
+            if let Some(p) = &pending {
+                match p.lookup(id, k) {
+                    Lookup::Value(v) => {
+                        known(i, Some(v));
+                        continue;
+                    }
+                    Lookup::Deleted => {
+                        known(i, None);
+                        continue;
+                    }
+                    Lookup::Untouched => {}
+                }
+            }
+            let cached = hot.and_then(|c| c.with(k, |v| known(i, Some(v))));
+            if cached.is_none() {
+                misses.push(i);
+            }
+        }
+        misses
     }
 
     /// An iterator over family `cf` within `opts`' bounds, as this thread sees it (merged with

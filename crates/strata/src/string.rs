@@ -8,7 +8,6 @@ use rocksdb::WriteBatch;
 
 use crate::db::{now_ms, Db};
 use crate::error::{Error, Result};
-use crate::keys;
 use crate::meta::{KeyType, Meta};
 use crate::num;
 
@@ -91,12 +90,8 @@ impl Db {
     /// ```
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let mk = self.meta_key(key);
-        if let Some((value, expire)) = self.inner.hot.get(&mk) {
-            let live = expire == 0 || expire > now_ms();
-            self.count_lookup(live);
-            return Ok(live.then_some(value));
-        }
-        // Decode the header in place and copy the value out of the pinned slice once.
+        // Decode the header in place and copy the value out of the pinned slice (or the cached
+        // record) once.
         let value = self.storage().with_pinned(
             crate::storage::CF_META,
             &mk,
@@ -213,11 +208,7 @@ impl Db {
         } else {
             self.delete_meta(&mut batch, self.phys(), key);
         }
-        self.write(batch)?;
-        if live {
-            self.cache_hot(&self.meta_key(key), value, expire_ms);
-        }
-        Ok(())
+        self.write(batch)
     }
 
     /// MSET: sets every pair atomically (no reader sees some of them without the others).
@@ -235,11 +226,7 @@ impl Db {
         for (k, v) in pairs {
             self.put_meta_raw(&mut batch, phys, k, KeyType::String, 0, v);
         }
-        self.write(batch)?;
-        for (k, v) in pairs {
-            self.cache_hot(&keys::meta_key(phys, k), v, 0);
-        }
-        Ok(())
+        self.write(batch)
     }
 
     /// MSETNX: sets every pair only if none of the keys exists; returns whether it did.

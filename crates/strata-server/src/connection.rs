@@ -20,6 +20,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use strata::SyncPolicy;
 use strata_commands::outcome::Outcome;
 use strata_commands::{execute, BlockRequest, Ctx, PsyncRequest, ReplyMode, Session};
 use strata_resp::{encode, Frame, Protocol, RequestDecoder};
@@ -410,9 +411,19 @@ impl<'a> Conn<'a> {
     }
 
     /// Writes the replies encoded so far, after the writes they acknowledge reach the OS (one
-    /// write call for all of them). False when the client was closed for its output buffer.
+    /// write call for all of them). False when the client was closed: for its output buffer, or
+    /// because the log could not be written.
     async fn send(&mut self) -> io::Result<bool> {
-        wal_to_os(self.server, &mut self.wal_seen);
+        if !wal_to_os(self.server, &mut self.wal_seen) {
+            // The replies would acknowledge writes that may not be in the log (or, under
+            // `appendfsync always`, on disk): the client is closed without them.
+            return Ok(false);
+        }
+        if self.server.db.sync_policy() == SyncPolicy::Always
+            && !self.server.wal_sync.synced_through(self.wal_seen).await
+        {
+            return Ok(false);
+        }
         if self.wbuf.is_empty() {
             return Ok(true);
         }
@@ -536,13 +547,16 @@ async fn send_replies(
 
 /// Hands the write-ahead-log records buffered since this connection last looked to the operating
 /// system, if anything was written meanwhile (by anyone). Called before replies leave, so an
-/// acknowledged write survives a crash of the process.
-fn wal_to_os(server: &Server, seen: &mut u64) {
+/// acknowledged write survives a crash of the process (`appendfsync always` then waits for the
+/// log to be synced through it, see `wal_sync.rs`). False if that failed.
+fn wal_to_os(server: &Server, seen: &mut u64) -> bool {
     let now = server.db.write_count();
     if now != *seen {
-        *seen = now;
         if let Err(e) = server.db.flush_wal_buffer() {
             warning!("Writing the write-ahead log failed: {e}");
+            return false;
         }
+        *seen = now;
     }
+    true
 }

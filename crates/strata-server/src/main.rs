@@ -14,6 +14,7 @@ mod pubsub;
 mod registry;
 mod replication;
 mod server;
+mod wal_sync;
 
 /// mimalloc instead of glibc malloc: the hot path allocates small buffers per command, and glibc's
 /// malloc/free/consolidate were ~14% of SET in profiles.

@@ -141,6 +141,8 @@ pub struct Server {
     notify_flags: std::sync::atomic::AtomicU32,
     /// INFO stats counters.
     pub stats: ServerStats,
+    /// Syncs the log for connections under `appendfsync always` (group commit).
+    pub wal_sync: Arc<crate::wal_sync::WalSync>,
     clock_ms: AtomicU64,
     /// When the server started (monotonic).
     pub started: Instant,
@@ -168,6 +170,7 @@ impl Server {
         let (shutdown_tx, _) = tokio::sync::watch::channel(false);
         let replication = crate::replication::Replication::open(db.path());
         let server = Server {
+            wal_sync: crate::wal_sync::WalSync::start(db.clone()),
             db,
             live: RwLock::new(live_settings(&config)),
             maxclients: AtomicU64::new(config.maxclients),

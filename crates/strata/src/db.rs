@@ -41,9 +41,10 @@ pub struct Options {
     /// writing them to the log file one write call each. A server calls it once per batch of
     /// pipelined commands, before it replies, so an acknowledged write has still reached the
     /// operating system; the housekeeping thread also flushes every 100 ms. With
-    /// `SyncPolicy::Always` the call also syncs the log (one fsync shared by concurrent callers),
-    /// so a write is durable once a `flush_wal_buffer` after it returned, not when the write
-    /// returns. Off by default (then every `Always` write syncs before it returns).
+    /// `SyncPolicy::Always`, writes then do not sync themselves either: a write is durable once
+    /// a [`Db::sync_wal_through`] covering it returned (one fsync shared by every write before
+    /// it), so call that before acknowledging. Off by default (then every `Always` write syncs
+    /// before it returns).
     pub batch_wal_writes: bool,
     /// Bytes of recently written records (metadata, string values, collection fields) kept in
     /// memory, so reads of hot keys skip RocksDB
@@ -443,6 +444,12 @@ impl Db {
     /// Writes the buffered WAL records to the log file (see `Options::batch_wal_writes`).
     pub fn flush_wal_buffer(&self) -> Result<()> {
         self.inner.storage.flush_wal_buffer()
+    }
+
+    /// Makes the first `writes` writes (by [`Db::write_count`]) durable, syncing the log unless
+    /// a sync already covered them (see `Options::batch_wal_writes`).
+    pub fn sync_wal_through(&self, writes: u64) -> Result<()> {
+        self.inner.storage.sync_wal_through(writes)
     }
 
     /// Counters for INFO.

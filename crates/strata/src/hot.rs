@@ -9,9 +9,9 @@
 //! writer that takes no key locks, a replica applying its leader's log, is the only writer on a
 //! replica. Readers never fill it. Knows nothing of RocksDB.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
-use parking_lot::{Mutex, MutexGuard};
 
 const SHARDS: usize = 64;
 /// Bookkeeping bytes charged per entry on top of key and value.
@@ -187,11 +187,7 @@ mod tests {
         for i in 0..100_000u32 {
             c.put(&i.to_be_bytes(), &[7u8; 100]);
         }
-        let total: usize = c
-            .shards
-            .iter()
-            .map(|s| s.lock().bytes)
-            .sum();
+        let total: usize = c.shards.iter().map(|s| s.lock().bytes).sum();
         assert!(total <= 64 * 1024 * SHARDS, "{total}");
         assert!(
             c.get(&99_999u32.to_be_bytes()).is_some(),

@@ -292,13 +292,7 @@ impl Db {
         }
     }
 
-    fn note_replicated(
-        &self,
-        cf: u32,
-        key: &[u8],
-        applied: &mut Applied,
-        map_changed: &mut bool,
-    ) {
+    fn note_replicated(&self, cf: u32, key: &[u8], applied: &mut Applied, map_changed: &mut bool) {
         if cf == 0 {
             if key == DB_MAP_KEY {
                 *map_changed = true;

@@ -610,23 +610,23 @@ impl Storage {
     }
 
     /// Hands the buffered WAL records to the operating system (one write call for every record
-    /// collected since the last flush), and under `appendfsync always` syncs them to disk before
-    /// returning. A no-op unless `batch_wal_writes` is on.
-    ///
-    /// The sync is a group commit: callers that arrive while one is in progress wait for it and
-    /// then find their writes covered (by it or by the next one, which one of them runs for all),
-    /// so concurrent connections share fsyncs as Redis's clients share its once-per-event-loop
-    /// fsync.
+    /// collected since the last flush). A no-op unless `batch_wal_writes` is on.
     pub fn flush_wal_buffer(&self) -> Result<()> {
-        if !self.batch_wal_writes || self.read_only {
-            return Ok(());
-        }
-        if self.sync_policy() != SyncPolicy::Always {
+        if self.batch_wal_writes && !self.read_only {
             self.db.flush_wal(false)?;
-            return Ok(());
         }
-        let wanted = self.writes.load(Ordering::Acquire);
-        if self.synced.load(Ordering::Acquire) >= wanted {
+        Ok(())
+    }
+
+    /// Makes the first `wanted` writes (by [`Storage::write_count`]) durable: writes the log
+    /// buffer out and syncs it, unless a sync already covered them. With `batch_wal_writes` and
+    /// `appendfsync always`, writes do not sync themselves: the server calls this (from one
+    /// thread, for every connection waiting) before it acknowledges them.
+    ///
+    /// A group commit: callers that arrive while a sync is in progress wait for it and then
+    /// find their writes covered (by it or by the next one, which one of them runs for all).
+    pub fn sync_wal_through(&self, wanted: u64) -> Result<()> {
+        if self.read_only || self.synced.load(Ordering::Acquire) >= wanted {
             return Ok(());
         }
         let _one_at_a_time = self.sync_lock.lock();

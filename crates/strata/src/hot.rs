@@ -115,6 +115,20 @@ impl HotCache {
             .map(|e| f(e.value()))
     }
 
+    /// `f` applied to the cached value of `key`, or `f` back if it is not cached, so that the
+    /// caller can apply it to the value read elsewhere (`f` runs under the shard's lock).
+    pub(crate) fn with_or_back<T, F: FnOnce(&[u8]) -> T>(&self, key: &[u8], f: F) -> Result<T, F> {
+        if !self.enabled() {
+            return Err(f);
+        }
+        let h = hash_key(key);
+        let shard = self.shard(h);
+        match shard.map.get(&h).filter(|e| e.key() == key) {
+            Some(e) => Ok(f(e.value())),
+            None => Err(f),
+        }
+    }
+
     /// The cached value of `key`.
     #[cfg(test)]
     fn get(&self, key: &[u8]) -> Option<Vec<u8>> {

@@ -450,13 +450,26 @@ impl Storage {
     }
 
     /// After a batch was applied: caches the records it wrote (see `hot.rs` for why this is
-    /// safe: its writer holds the keys' locks).
+    /// safe: its writer holds the keys' locks). The operations are replayed in order, as RocksDB
+    /// applied them: a transaction may write a record and then delete it.
     fn remember_hot(&self, data: &[u8]) -> Result<()> {
         let (_, ops) = pending::decode_batch(data)?;
         for op in ops {
-            if let BatchOp::Put { cf, key, value } = op {
-                if let Some(c) = self.hot(cf) {
-                    c.put(key, value);
+            match op {
+                BatchOp::Put { cf, key, value } => {
+                    if let Some(c) = self.hot(cf) {
+                        c.put(key, value);
+                    }
+                }
+                BatchOp::Delete { cf, key } => {
+                    if let Some(c) = self.hot(cf) {
+                        c.remove(key);
+                    }
+                }
+                BatchOp::DeleteRange { cf, .. } => {
+                    if let Some(c) = self.hot(cf) {
+                        c.clear();
+                    }
                 }
             }
         }
@@ -696,9 +709,13 @@ impl Storage {
                 Lookup::Untouched => {}
             }
         }
-        if let Some(v) = self.hot(id).and_then(|c| c.with(key, <[u8]>::to_vec)) {
-            return Ok(Some(f(&v)));
-        }
+        let f = match self.hot(id) {
+            Some(c) => match c.with_or_back(key, f) {
+                Ok(v) => return Ok(Some(v)),
+                Err(f) => f,
+            },
+            None => f,
+        };
         Ok(self.db.get_pinned_cf(self.cf(cf), key)?.map(|v| f(&v)))
     }
 

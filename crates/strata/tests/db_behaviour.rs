@@ -358,3 +358,48 @@ fn hot_cache_never_serves_a_replaced_or_deleted_value() -> R {
     assert_eq!(db.get(b"t")?, None);
     Ok(())
 }
+
+fn cached_db(dir: &std::path::Path) -> strata::Result<Db> {
+    Db::open_with(
+        dir,
+        strata::Options {
+            hot_cache_size: 1 << 20,
+            ..Default::default()
+        },
+    )
+}
+
+#[test]
+fn hot_cache_follows_collection_members_written_and_removed() -> R {
+    let dir = tempfile::tempdir()?;
+    let db = cached_db(dir.path())?;
+    assert_eq!(db.sadd(b"s", &[b"m", b"n"])?, 2);
+    assert_eq!(db.sadd(b"s", &[b"m"])?, 0, "member read from the cache");
+    assert_eq!(db.srem(b"s", &[b"m"])?, 1);
+    assert_eq!(db.sadd(b"s", &[b"m"])?, 1, "a removed member is not served");
+    db.hset(b"h", &[(&b"f"[..], &b"1"[..])])?;
+    assert_eq!(db.hincr_by(b"h", b"f", 2)?, 3);
+    assert_eq!(db.hget(b"h", b"f")?, Some(b"3".to_vec()));
+    db.del(&[b"h"])?;
+    assert_eq!(db.hget(b"h", b"f")?, None);
+    assert_eq!(db.hincr_by(b"h", b"f", 2)?, 2, "a deleted hash starts over");
+    Ok(())
+}
+
+#[test]
+fn hot_cache_replays_a_transaction_that_adds_then_removes() -> R {
+    let dir = tempfile::tempdir()?;
+    let db = cached_db(dir.path())?;
+    db.sadd(b"keep", &[b"x"])?;
+    // One batch that writes a member and then deletes it: the cache must end without it.
+    let (added, committed) = db.atomically(|| -> strata::Result<u64> {
+        let n = db.sadd(b"s", &[b"m", b"other"])?;
+        db.srem(b"s", &[b"m"])?;
+        Ok(n)
+    });
+    committed?;
+    assert_eq!(added?, 2);
+    assert_eq!(db.sismember(b"s", b"m")?, false);
+    assert_eq!(db.sadd(b"s", &[b"m"])?, 1, "the member the transaction removed is new again");
+    Ok(())
+}

@@ -151,7 +151,7 @@ pub struct Storage {
     cf_ids: [u32; 4],
     /// Archived log files beyond this many bytes are deleted, oldest first (0: none kept).
     wal_archive_limit: u64,
-    /// `write_count` when the log was last synced by [`Storage::flush_wal_buffer`] (`always`).
+    /// `write_count` when the log was last synced by [`Storage::sync_wal_through`].
     synced: AtomicU64,
     /// Held while syncing the log, so concurrent callers share one fsync (group commit).
     sync_lock: parking_lot::Mutex<()>,

@@ -105,6 +105,15 @@ pub fn exec_abort_because(reason: &str) -> String {
 }
 pub const SCRIPT_FLUSH_MODE: &str = "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
 pub const SCRIPT_NO_ARGS: &str = "ERR Please specify at least one argument for this redis lib call";
+/// A library registering two functions of one name.
+pub const FUNCTION_EXISTS_IN_LIBRARY: &str = "ERR Function already exists in the library";
+/// redis.register_function called by a function, after its library was loaded.
+pub const REGISTER_AFTER_LOAD: &str =
+    "ERR redis.register_function can only be called on FUNCTION LOAD command";
+/// FCALL / FCALL_RO whose numkeys is not a number.
+pub const FCALL_BAD_NUMKEYS: &str = "ERR Bad number of keys provided";
+/// redis.sha1hex given other than one argument.
+pub const SCRIPT_SHA1HEX_ARGS: &str = "ERR wrong number of arguments";
 /// redis.error_reply / redis.status_reply given anything but one string.
 pub const SCRIPT_REPLY_ARGS: &str = "ERR wrong number or type of arguments";
 pub const SCRIPT_BAD_ARG: &str = "ERR Lua redis lib command arguments must be strings or integers";

@@ -91,7 +91,7 @@ impl FunctionRegistry {
             .unwrap_or_else(|p| p.into_inner())
             .values()
             .flat_map(|l| l.functions.iter())
-            .find(|f| f.name == name)
+            .find(|f| f.name.eq_ignore_ascii_case(name))
             .cloned()
     }
 
@@ -183,7 +183,12 @@ fn install(
         let taken = libs
             .values()
             .filter(|other| other.name != lib.name)
-            .any(|other| other.functions.iter().any(|g| g.name == f.name));
+            .any(|other| {
+                other
+                    .functions
+                    .iter()
+                    .any(|g| g.name.eq_ignore_ascii_case(&f.name))
+            });
         if taken {
             return Err(format!("ERR Function {} already exists", f.name));
         }
@@ -337,11 +342,13 @@ pub fn load_into(lua: &Lua, code: &[u8], globals: &Table) -> Result<Registered, 
             let entry = register_args(lua, args)
                 .map_err(|text| mlua::Error::external(super::CallError(text)))?;
             let mut list = collected.borrow_mut();
-            if list.iter().any(|(f, _)| f.name == entry.0.name) {
-                return Err(mlua::Error::external(super::CallError(format!(
-                    "ERR Function {} already exists",
-                    entry.0.name
-                ))));
+            if list
+                .iter()
+                .any(|(f, _)| f.name.eq_ignore_ascii_case(&entry.0.name))
+            {
+                return Err(mlua::Error::external(super::CallError(
+                    errors::FUNCTION_EXISTS_IN_LIBRARY.into(),
+                )));
             }
             list.push(entry);
             Ok(())
@@ -349,6 +356,17 @@ pub fn load_into(lua: &Lua, code: &[u8], globals: &Table) -> Result<Registered, 
         api.raw_set("register_function", register)?;
         chunk.call::<()>(())
     });
+    // Functions that keep the library's `redis` table may not register more.
+    let late = lua
+        .create_function(|_, ()| -> mlua::Result<()> {
+            Err(mlua::Error::external(super::CallError(
+                errors::REGISTER_AFTER_LOAD.into(),
+            )))
+        })
+        .and_then(|f| api.raw_set("register_function", f));
+    if let Err(e) = late {
+        return Err(format!("ERR {e}"));
+    }
     if let Err(e) = run {
         let msg = super::lua_message(&e);
         let msg = if super::is_call_error(&e) {

@@ -557,7 +557,10 @@ package = nil
 /// Most memory one interpreter may hold: past it, allocations fail with "not enough memory"
 /// (Redis has no such limit; a script allocating without end grows it until the system kills
 /// it).
-const LUA_MEMORY_LIMIT: usize = 512 << 20;
+const LUA_MEMORY_LIMIT: usize = 1 << 30;
+
+/// Interpreter memory past which a finished script's garbage is collected at once.
+const COLLECT_AFTER_BYTES: usize = 64 << 20;
 
 /// A Lua interpreter with Redis's libraries (`cjson` and the like come later) and without the
 /// functions Redis removes, its memory limited to [`LUA_MEMORY_LIMIT`].
@@ -578,7 +581,17 @@ impl Vm {
         let redis = lua.create_table()?;
         redis.raw_set(
             "sha1hex",
-            lua.create_function(|_, s: mlua::LuaString| Ok(sha1_hex(&s.as_bytes())))?,
+            lua.create_function(|lua, args: mlua::Variadic<Value>| match args.as_slice() {
+                [v] => {
+                    let s = lua.coerce_string(v.clone())?;
+                    Ok(sha1_hex(
+                        &s.map(|s| s.as_bytes().to_vec()).unwrap_or_default(),
+                    ))
+                }
+                _ => Err(mlua::Error::external(CallError(
+                    errors::SCRIPT_SHA1HEX_ARGS.into(),
+                ))),
+            })?,
         )?;
         redis.raw_set(
             "error_reply",
@@ -692,7 +705,8 @@ impl Vm {
             // Validated when loaded; a failure here would only lose that library's functions.
             if let Ok(reg) = functions::load_into(&self.lua, &lib.code, &globals) {
                 for (info, f) in reg.infos.into_iter().zip(reg.callbacks) {
-                    self.fcalls.insert(info.name, f);
+                    // Function names are case-insensitive, as in Redis.
+                    self.fcalls.insert(info.name.to_ascii_lowercase(), f);
                 }
             }
         }
@@ -726,7 +740,7 @@ impl Vm {
                 Ok(f) => (f, sha, false),
                 Err(frame) => return frame,
             },
-            Target::Function { name, .. } => match self.fcalls.get(name) {
+            Target::Function { name, .. } => match self.fcalls.get(&name.to_ascii_lowercase()) {
                 Some(f) => (f.clone(), name, true),
                 None => return err(errors::FUNCTION_NOT_FOUND),
             },
@@ -787,6 +801,11 @@ impl Vm {
                     .call::<MultiValue>((f.clone(), self.handler.clone())),
             }
         });
+        // A script that left much garbage has it collected now, so the next one starts with the
+        // interpreter's memory free.
+        if self.lua.used_memory() > COLLECT_AFTER_BYTES {
+            let _ = self.lua.gc_collect();
+        }
         let values: Vec<Value> = match outcome {
             Ok(v) => v.into_iter().collect(),
             Err(e) => return err(format!("ERR {}", lua_message(&e))),
@@ -799,14 +818,15 @@ impl Vm {
         let ok = matches!(values.first(), Some(Value::Boolean(true)));
         let value = values.into_iter().nth(1).unwrap_or(Value::Nil);
         if ok {
-            let reply = convert::lua_to_frame(&self.lua, value, resp3.get());
-            // A script that made big tables leaves its memory to the collector.
-            let _ = self.lua.gc_collect();
-            return reply;
+            return convert::lua_to_frame(&self.lua, value, resp3.get());
         }
-        // The handler's table: {err=..., source=..., line=...}.
-        let Value::Table(t) = value else {
-            return err("ERR Error running script");
+        // The handler's table: {err=..., source=..., line=...}. Without one the handler did
+        // not run (Lua raises "not enough memory" past the memory limit without it) or failed.
+        let t = match value {
+            Value::Table(t) => t,
+            Value::String(s) => return err(format!("ERR {}", s.to_string_lossy())),
+            Value::Error(e) => return err(format!("ERR {}", lua_message(&e))),
+            _ => return err("ERR Error running script"),
         };
         let msg: String = t.raw_get("err").unwrap_or_default();
         let source: String = t.raw_get("source").unwrap_or_else(|_| "?".into());

@@ -165,9 +165,10 @@ pub(super) fn proxy_meta(lua: &Lua, t: &Table, newindex: &Function) -> mlua::Res
     Ok(meta)
 }
 
-/// Whether a stack frame (its `source`) belongs to the sandbox's wrappers.
+/// Whether a stack frame (its `source`) belongs to the sandbox's wrappers (or is the marker
+/// Lua leaves for a tail call, which the wrappers make).
 pub(super) fn is_sandbox_frame(source: Option<&str>) -> bool {
-    source == Some(SANDBOX_CHUNK)
+    matches!(source, Some(SANDBOX_CHUNK | "=(tail call)"))
 }
 
 /// Reads `value` as the error `pcall` returns: an interpreter error becomes its text, a table

@@ -342,10 +342,7 @@ pub fn load_into(lua: &Lua, code: &[u8], globals: &Table) -> Result<Registered, 
             let entry = register_args(lua, args)
                 .map_err(|text| mlua::Error::external(super::CallError(text)))?;
             let mut list = collected.borrow_mut();
-            if list
-                .iter()
-                .any(|(f, _)| f.name.eq_ignore_ascii_case(&entry.0.name))
-            {
+            if list.iter().any(|(f, _)| f.name == entry.0.name) {
                 return Err(mlua::Error::external(super::CallError(
                     errors::FUNCTION_EXISTS_IN_LIBRARY.into(),
                 )));
@@ -502,7 +499,7 @@ fn compile_library(code: &Bytes) -> Result<Library, String> {
     let (name, _) = parse_shebang(code)?;
     let lua = super::new_interpreter().map_err(|e| format!("ERR {e}"))?;
     let started = std::time::Instant::now();
-    lua.set_hook(
+    lua.set_global_hook(
         mlua::HookTriggers::new().every_nth_instruction(super::KILL_CHECK_INSTRUCTIONS),
         move |_, _| {
             if started.elapsed() > LOAD_TIMEOUT {

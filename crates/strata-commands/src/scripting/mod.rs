@@ -529,7 +529,7 @@ struct Vm {
     generation: u64,
     functions: HashMap<String, Function>,
     /// FUNCTION libraries' callbacks by function name, as of `fn_generation`.
-    fcalls: HashMap<String, Function>,
+    fcalls: HashMap<String, (String, Function)>,
     fn_generation: Option<u64>,
     redis: Table,
     /// The table the (empty, read-only) globals table reads through to: KEYS and ARGV go here.
@@ -659,7 +659,7 @@ impl Vm {
                 }))
             })?,
         )?;
-        lua.set_hook(
+        lua.set_global_hook(
             mlua::HookTriggers::new().every_nth_instruction(KILL_CHECK_INSTRUCTIONS),
             |_, _| {
                 let Some(r) = CURRENT.with(|c| c.borrow().clone()) else {
@@ -706,7 +706,8 @@ impl Vm {
             if let Ok(reg) = functions::load_into(&self.lua, &lib.code, &globals) {
                 for (info, f) in reg.infos.into_iter().zip(reg.callbacks) {
                     // Function names are case-insensitive, as in Redis.
-                    self.fcalls.insert(info.name.to_ascii_lowercase(), f);
+                    self.fcalls
+                        .insert(info.name.to_ascii_lowercase(), (info.name, f));
                 }
             }
         }
@@ -737,11 +738,11 @@ impl Vm {
     fn run(&mut self, ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
         let (f, name, is_function) = match inv.target {
             Target::Script { sha, body, skip } => match self.script(sha, body, skip) {
-                Ok(f) => (f, sha, false),
+                Ok(f) => (f, sha.to_string(), false),
                 Err(frame) => return frame,
             },
             Target::Function { name, .. } => match self.fcalls.get(&name.to_ascii_lowercase()) {
-                Some(f) => (f.clone(), name, true),
+                Some((registered, f)) => (f.clone(), registered.clone(), true),
                 None => return err(errors::FUNCTION_NOT_FOUND),
             },
         };

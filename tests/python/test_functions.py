@@ -1,6 +1,8 @@
 """FUNCTION libraries and FCALL / FCALL_RO, compared byte for byte with a real redis-server, and
 libraries surviving a restart of Strata."""
 
+import time
+
 import pytest
 
 LIB = """#!lua name=mylib
@@ -184,3 +186,59 @@ def test_libraries_survive_a_restart(start_strata):
     c.function_flush()
     server.restart()
     assert server.client().function_list() == []
+
+
+def test_function_load_of_a_library_that_never_returns_times_out_like_redis(strata_server, redis_server):
+    """The library's top level runs at most 500 ms; the server goes on serving."""
+    for code in ("#!lua name=loop\nlocal a = 1\nwhile 1 do a = a + 1 end",
+                 "#!lua name=loop\nredis.register_function('f', function() return 1 end)\n"
+                 "local t = {}\nwhile true do t[#t % 100 + 1] = {} end"):
+        replies = []
+        for server in (strata_server, redis_server):
+            with server.conn() as c:
+                started = time.monotonic()
+                replies.append(c.call_raw("FUNCTION", "LOAD", code))
+                took = time.monotonic() - started
+                assert 0.4 < took < 5, (server.kind, took)
+                assert c.call_raw("PING") == b"+PONG\r\n"
+                assert c.call_raw("FUNCTION", "LIST") == b"*0\r\n"
+        assert replies[0] == replies[1]
+        assert replies[0] == b"-ERR Error registering functions: ERR FUNCTION LOAD timeout\r\n"
+
+
+SANDBOXED_LIBRARIES = [
+    "#!lua name=lib2\na = 1",
+    "#!lua name=lib2\nredis.x = 1",
+    "#!lua name=lib2\nredis.register_function = 1",
+    "#!lua name=lib2\nredis.math.random()",
+    "#!lua name=lib2\nredis.redis.call('ping')",
+    "#!lua name=lib2\nreturn math.random()",
+    "#!lua name=lib2\nrawset(redis, 'x', 1)",
+    "#!lua name=lib2\nredis.register_function('f1', function() return 1 end)\n"
+    "redis.register_function('f1', function() return 1 end)",
+]
+
+
+@pytest.mark.parametrize("code", SANDBOXED_LIBRARIES)
+def test_library_code_is_sandboxed_like_redis(both, code):
+    both("FUNCTION", "LOAD", code)
+    both("FUNCTION", "LIST")
+
+
+def test_functions_are_sandboxed_like_redis(both):
+    both("FUNCTION", "FLUSH")
+    both("FUNCTION", "LOAD", """#!lua name=lib1
+local lib = redis
+lib.register_function('f1', function() lib.redis = redis return {ok='OK'} end)
+lib.register_function('f2', function() lib.register_function('f3', function() return 1 end) end)
+lib.register_function('f4', function() redis.call = nil end)
+lib.register_function('f5', function() x = 1 end)
+lib.register_function('f6', function() return {pcall(function() return y end)} end)
+lib.register_function('f7', function() return redis.call('ping') end)""")
+    for name in ("f1", "F1", "f2", "f3", "f4", "f5", "f6", "f7"):
+        both("FCALL", name, "0")
+    both("FCALL", "f7", "bad")
+    both("FUNCTION", "LOAD", "bad", "code")
+    both("FUNCTION", "FLUSH", "SYNC", "extra")
+    both("FUNCTION", "RESTORE", "a", "b", "c")
+    both("FUNCTION", "FLUSH")

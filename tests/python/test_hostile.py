@@ -300,3 +300,113 @@ def test_arguments_of_an_unfinished_request_count_against_client_query_buffer_li
     assert bystander.call("PING") == b"PONG"
     # A request whose arguments add up to less than the limit is fine.
     assert bystander.call("MSET", "a", b"x" * 300_000, "b", b"y" * 300_000) == b"OK"
+
+
+# ---- hostile scripts --------------------------------------------------------------------------
+
+HOSTILE_SCRIPTS = [
+    "local a = {}; local b = {a}; a[1] = b; return a",
+    "local a = {}; a.map = {x = a}; return a",
+    "local a = {}; a[1] = a; return redis.call('set', 'k', a)",
+    "local function f() return 1 + f() end return f()",
+    "local function f() return pcall(f) end return f()",
+    "local t = setmetatable({}, {__index = function(t, k) return t[k] end}) return t.x",
+    "local a = {} for i = 1, 1000000 do a[i] = i end return redis.call('del', unpack(a))",
+    "local a = {} for i = 1, 7990 do a[i] = 'k' .. i end return redis.call('del', unpack(a))",
+    "local a = {} for i = 1, 7990 do a[i] = {} end return #cmsgpack.pack(unpack(a))",
+    "local s = 'x' while true do s = s .. s end",
+    "local t = {} local i = 0 while true do i = i + 1 t[i] = i end",
+    "return string.rep('x', 2^31)",
+    "local a = {} local b = a for i = 1, 100000 do b[1] = {} b = b[1] end return cjson.encode(a)",
+    "local a = {} local b = a for i = 1, 100000 do b[1] = {} b = b[1] end return #cmsgpack.pack(a)",
+    "local a = {} a[1] = a return cjson.encode(a)",
+    "local a = {} a[1] = a return #cmsgpack.pack(a)",
+    "return cjson.decode(string.rep('[', 100000))",
+    "return cmsgpack.unpack(string.rep(string.char(0x91), 100000) .. string.char(1))",
+]
+
+
+def _whole_reply(conn, limit: float = 60.0) -> bytes:
+    """Everything the server sends until it has been quiet for half a second (some replies are
+    nested too deep for a recursive parser)."""
+    data = b""
+    deadline = time.monotonic() + limit
+    conn.sock.settimeout(0.5)
+    try:
+        while time.monotonic() < deadline:
+            try:
+                chunk = conn.sock.recv(1 << 20)
+            except socket.timeout:
+                if data:
+                    break
+                continue
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        conn.sock.settimeout(conn.timeout)
+    return data
+
+
+def test_hostile_scripts_leave_the_server_serving_other_clients(start_strata):
+    """Deep recursion, unbounded allocation, recursive tables, huge unpacks, deep cjson/cmsgpack
+    structures, and infinite loops at run time and at FUNCTION LOAD: each gets an answer, the
+    server stays up, and a bystander client is served throughout."""
+    server = start_strata()
+    stop = threading.Event()
+    gaps: list[float] = []
+    failures: list[str] = []
+
+    def bystander():
+        with server.conn() as c:
+            n = 0
+            last = time.monotonic()
+            while not stop.is_set():
+                try:
+                    assert c.call("SET", "bystander", n) == b"OK"
+                    assert c.call("GET", "bystander") == str(n).encode()
+                except Exception as e:  # noqa: BLE001 - reported below
+                    failures.append(repr(e))
+                    return
+                now = time.monotonic()
+                gaps.append(now - last)
+                last = now
+                n += 1
+                time.sleep(0.005)
+
+    watcher = threading.Thread(target=bystander, daemon=True)
+    watcher.start()
+    try:
+        for script in HOSTILE_SCRIPTS:
+            with server.conn() as c:
+                c.send_command("EVAL", script, "0")
+                reply = _whole_reply(c)
+                assert reply, f"no reply to {script!r}"
+                assert c.call_raw("PING") == b"+PONG\r\n", script
+            assert server.running, f"the server stopped on {script!r}"
+        # Infinite loops at run time (in a coroutine too) end with SCRIPT KILL / FUNCTION KILL.
+        assert server.conn().call("FUNCTION", "LOAD", "#!lua name=spin\n"
+                                  "redis.register_function('spin', function() while true do end end)") == b"spin"
+        for cmd, kill in ((("EVAL", "while true do end", "0"), "SCRIPT"),
+                          (("EVAL", "coroutine.wrap(function() while true do end end)()", "0"), "SCRIPT"),
+                          (("EVAL", "while true do pcall(function() while true do end end) end", "0"), "SCRIPT"),
+                          (("FCALL", "spin", "0"), "FUNCTION")):
+            with server.conn() as runner, server.conn() as admin:
+                runner.send_command(*cmd)
+                deadline = time.monotonic() + 10
+                while admin.call_raw(kill, "KILL") != b"+OK\r\n":
+                    assert time.monotonic() < deadline, f"{cmd} never showed up as running"
+                    time.sleep(0.02)
+                assert runner.read_reply_raw().startswith(b"-ERR Script killed by user with"), cmd
+        # An infinite loop at load time ends after 500 ms.
+        with server.conn() as c:
+            got = c.call_raw("FUNCTION", "LOAD", "#!lua name=loop\nwhile true do end")
+            assert got == b"-ERR Error registering functions: ERR FUNCTION LOAD timeout\r\n"
+    finally:
+        stop.set()
+        watcher.join(10)
+    assert not failures, failures
+    assert server.running
+    assert len(gaps) > 50
+    # No hostile script held up a client that does not share its keys for long.
+    assert max(gaps) < 5, f"the bystander waited {max(gaps):.1f} s"

@@ -3,6 +3,7 @@ real redis-server (conversions, errors and their positions, the sandbox, the red
 concurrency test showing scripts are atomic while they run in parallel."""
 
 import hashlib
+import socket
 import threading
 import time
 
@@ -371,3 +372,144 @@ def test_other_clients_and_sigterm_are_served_while_a_script_is_busy(start_strat
         assert server.stop() == 0
     finally:
         server.kill9()
+
+
+# ---- the Lua sandbox as Redis 7.0 has it -----------------------------------------------------
+
+# Writes to globals and to library tables, by assignment or around it, and what a script may
+# still read; binary chunks; the shapes pcall and error replies take.
+SANDBOX_SCRIPTS = [
+    "setmetatable(_G, {})", "local g = getmetatable(_G); g.__index = {}", "redis = 1", "_G = {}",
+    "redis.call = 1", "cjson.encode = 1", "cmsgpack.pack = 1", "bit.lshift = 1", "struct.pack = 1",
+    "string.x = 1", "math.x = 1", "table.x = 1", "redis.error_reply = 1", "rawset(_G, 'x', 1)",
+    "rawset(string, 'x', 1)", "table.insert(redis, 1)", "table.insert(_G, 1)",
+    "getmetatable('').__index = 1", "return getmetatable('').__index == string",
+    "return type(getmetatable(_G))", "return type(getmetatable(string))", "return #string",
+    "local n = 0 for k in pairs(string) do n = n + 1 end return n",
+    "local n = 0 for k in pairs(cjson) do n = n + 1 end return n > 0",
+    "return rawget(_G, 'redis') ~= nil", "return rawget(string, 'len') ~= nil",
+    "return next(string) ~= nil", "return type(coroutine)", "return type(gcinfo)", "return _VERSION",
+    "return debug", "return type(getfenv)", "return type(newproxy)", "print('x')", "dofile('x')",
+    "loadfile('x')", "return loadstring(string.dump(function() return 1 end))",
+    "local f, e = loadstring(string.dump(function() return 1 end)) return e",
+    "return {load(function() return nil end)}", "local f = loadstring('return 1 + 1') return f()",
+    "local f = loadstring('x = 1') return {pcall(f)}",
+    "local f = loadstring('redis = nil') return {pcall(f)}",
+    "return {pcall(function() error('x') end)}", "return {pcall(function() error({err='E x'}) end)}",
+    "local ok, e = pcall(function() redis.call('nosuch') end) return {type(e), e}",
+    "local ok, e = pcall(function() return foo end) return e",
+    "return {pcall(function() local a = nil; return a.b end)}", "return {pcall(redis.call, 'get')}",
+    "return {pcall(error)}", "return {xpcall(function() error('x') end, function(e) return 'h:' .. e end)}",
+    "error({err=1})", "error(12)", "error()", "return {err=1}", "return redis.error_reply('My Error')",
+    "return redis.error_reply()", "return redis.error_reply(12)", "return redis.status_reply()",
+    "return redis.status_reply('x\\r\\ny')", "redis.sha1hex()",
+    "local t = redis.pcall('nosuch') return t.err", "return redis.pcall('nosuch')",
+    "local t = {3, 1, 2} table.sort(t) table.insert(t, 4) table.insert(t, 1, 0) "
+    "return {table.remove(t), t}", "return select('#', table.remove({}))",
+    "return ('abc'):upper()", "return coroutine.wrap(function() return 7 end)()",
+    "return redis.call('set', 'fl', 0.1) and redis.call('get', 'fl')",
+    "return redis.call('set', 'fl', 1e17) and redis.call('get', 'fl')",
+    "redis.setresp(3) return {true, false}", "return {true, false}",
+]
+
+
+@pytest.mark.parametrize("script", SANDBOX_SCRIPTS)
+def test_sandbox_refuses_changes_to_globals_and_libraries_like_redis(both, script):
+    both("EVAL", script, "0")
+    # Nothing a script tried leaks into the next one.
+    both("EVAL", "return {type(redis.call), type(cjson.encode), type(string.len), rawget(_G, 'x')}", "0")
+
+
+def test_select_inside_a_script_leaves_the_callers_database(both):
+    both("SET", "k", "db0")
+    both("EVAL", "redis.call('select', 1); redis.call('set', 'k', 'db1'); return redis.call('get', 'k')", "0")
+    both("GET", "k")
+    both("SELECT", "1")
+    both("GET", "k")
+    both("DEL", "k")
+
+
+def test_thousands_of_arguments_reach_redis_call_like_redis(both):
+    both("DEL", "l")
+    for kind in ("i", "'x' .. i"):
+        both("EVAL", f"local a = {{}} for i = 1, 7998 do a[i] = {kind} end "
+                     "return redis.call('rpush', KEYS[1], unpack(a))", "1", "l")
+    both("LLEN", "l")
+    both("EVAL", "local a = {} for i = 1, 100000 do a[i] = 1 end return #{unpack(a)}", "0")
+
+
+def _read_deep_reply(conn) -> bytes:
+    """The whole reply to a script returning a table that contains itself (nested headers with
+    Redis's "reached lua stack limit" error where its Lua stack ran out; too deep for a recursive
+    parser): everything that arrives until the connection has been quiet for half a second."""
+    data = b""
+    deadline = time.monotonic() + 10
+    conn.sock.settimeout(0.5)
+    try:
+        while time.monotonic() < deadline:
+            try:
+                chunk = conn.sock.recv(1 << 20)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        conn.sock.settimeout(conn.timeout)
+    return data
+
+
+@pytest.mark.parametrize("script", [
+    "local a = {}; local b = {a}; a[1] = b; return a",
+    "local a = {}; a[1] = a; a[2] = 'after'; return {a, 'last'}",
+    "local a = {}; a.map = {x = a}; return a",
+    "local a = {}; a.set = {}; a.set[a] = true; return a",
+    "local a = {}; a.map = {}; a.map[a] = 1; return a",
+])
+def test_a_table_containing_itself_is_cut_at_the_lua_stack_limit_like_redis(strata_server, redis_server, script):
+    replies = []
+    for server in (strata_server, redis_server):
+        with server.conn() as c:
+            c.send_command("EVAL", script, "0")
+            replies.append(_read_deep_reply(c))
+            # The connection (and the server) go on.
+            assert c.call_raw("PING") == b"+PONG\r\n"
+    assert replies[0] == replies[1], (len(replies[0]), len(replies[1]))
+    assert b"-ERR reached lua stack limit\r\n" in replies[0]
+
+
+def test_functions_may_return_tables_containing_themselves(strata_server, redis_server):
+    code = ("#!lua name=rec\nredis.register_function('rec', function() "
+            "local a = {}; local b = {a}; a[1] = b; return a end)")
+    replies = []
+    for server in (strata_server, redis_server):
+        with server.conn() as c:
+            assert c.call_raw("FUNCTION", "LOAD", "REPLACE", code) == b"$3\r\nrec\r\n"
+            c.send_command("FCALL", "rec", "0")
+            replies.append(_read_deep_reply(c))
+            assert c.call_raw("FUNCTION", "DELETE", "rec") == b"+OK\r\n"
+    assert replies[0] == replies[1]
+    assert replies[0].endswith(b"-ERR reached lua stack limit\r\n")
+
+
+def test_script_kill_stops_a_script_that_catches_errors_with_pcall(strata_server, redis_server):
+    """Redis's kill error cannot be caught: pcall hands it on, and the script ends."""
+    for script in ("local f = function() while 1 do redis.call('ping') end end while 1 do pcall(f) end",
+                   "while 1 do xpcall(function() while 1 do end end, function(e) return e end) end"):
+        replies = []
+        for server in (strata_server, redis_server):
+            runner, admin = server.conn(), server.conn()
+            assert admin.call_raw("CONFIG", "SET", "busy-reply-threshold", "50") == b"+OK\r\n"
+            runner.send_command("EVAL", script, "0")
+            deadline = time.monotonic() + 5
+            while (reply := admin.call_raw("SCRIPT", "KILL")) != b"+OK\r\n":
+                assert reply.startswith(b"-NOTBUSY"), reply
+                assert time.monotonic() < deadline, "the script never showed up as running"
+                time.sleep(0.05)
+            replies.append(runner.read_reply_raw())
+            assert runner.call_raw("PING") == b"+PONG\r\n"
+            assert admin.call_raw("CONFIG", "SET", "busy-reply-threshold", "5000") == b"+OK\r\n"
+            runner.close()
+            admin.close()
+        assert replies[0] == replies[1]
+        assert replies[0].startswith(b"-ERR Script killed by user with SCRIPT KILL..."), replies[0]

@@ -39,6 +39,8 @@ pub const FUNCTION_FLUSH_MODE: &str = "ERR FUNCTION FLUSH only supports SYNC|ASY
 pub const RESTORE_POLICY: &str =
     "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.";
 pub const SCRIPT_KILLED: &str = "Script killed by user with SCRIPT KILL...";
+/// A library whose top-level code ran past 500 ms (FUNCTION LOAD).
+pub const FUNCTION_LOAD_TIMEOUT: &str = "FUNCTION LOAD timeout";
 pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 pub const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
 /// A command needs a key that an EVAL script running past `busy-reply-threshold` holds (and
@@ -109,6 +111,17 @@ pub fn exec_abort_because(reason: &str) -> String {
 }
 pub const SCRIPT_FLUSH_MODE: &str = "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
 pub const SCRIPT_NO_ARGS: &str = "ERR Please specify at least one argument for this redis lib call";
+/// A library registering two functions of one name.
+pub const FUNCTION_EXISTS_IN_LIBRARY: &str = "ERR Function already exists in the library";
+/// redis.register_function called by a function, after its library was loaded.
+pub const REGISTER_AFTER_LOAD: &str =
+    "ERR redis.register_function can only be called on FUNCTION LOAD command";
+/// FCALL / FCALL_RO whose numkeys is not a number.
+pub const FCALL_BAD_NUMKEYS: &str = "ERR Bad number of keys provided";
+/// redis.sha1hex given other than one argument.
+pub const SCRIPT_SHA1HEX_ARGS: &str = "ERR wrong number of arguments";
+/// redis.error_reply / redis.status_reply given anything but one string.
+pub const SCRIPT_REPLY_ARGS: &str = "ERR wrong number or type of arguments";
 pub const SCRIPT_BAD_ARG: &str = "ERR Lua redis lib command arguments must be strings or integers";
 pub const SCRIPT_UNKNOWN_COMMAND: &str = "ERR Unknown Redis command called from script";
 pub const SCRIPT_WRONG_ARITY: &str = "ERR Wrong number of args calling Redis command from script";

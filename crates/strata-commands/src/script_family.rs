@@ -407,7 +407,16 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 /// Splits `numkeys key... arg...` (at argv[2]) into keys and arguments.
 fn keys_and_args(argv: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Frame> {
-    let n = args::int(&argv[2])?;
+    split_keys(argv, args::int(&argv[2])?)
+}
+
+/// [`keys_and_args`] for FCALL, whose unreadable numkeys is Redis's "Bad number of keys".
+fn function_keys_and_args(argv: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Frame> {
+    let n = args::int(&argv[2]).map_err(|_| err(errors::FCALL_BAD_NUMKEYS))?;
+    split_keys(argv, n)
+}
+
+fn split_keys(argv: &[Bytes], n: i64) -> Result<(&[Bytes], &[Bytes]), Frame> {
     if n < 0 {
         return Err(err(errors::NUMKEYS_NEGATIVE));
     }
@@ -572,7 +581,7 @@ fn script_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
 }
 
 fn run_function(ctx: &mut Ctx<'_>, argv: &[Bytes], read_only: bool) -> Frame {
-    let (keys, args) = match keys_and_args(argv) {
+    let (keys, args) = match function_keys_and_args(argv) {
         Ok(split) => split,
         Err(e) => return e,
     };
@@ -622,17 +631,21 @@ fn persist_functions(ctx: &mut Ctx<'_>) -> Result<(), Frame> {
 pub const FUNCTIONS_RECORD: &str = "functions";
 
 fn function_load(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let (replace, code) = match &argv[2..] {
-        [code] => (false, code),
-        [flag, code] if is(flag, "replace") => (true, code),
-        [flag, _] => {
+    // Every argument before the code is an option; REPLACE is the only one.
+    let (code, options) = match argv[2..].split_last() {
+        Some(split) => split,
+        None => return err(errors::SYNTAX),
+    };
+    let mut replace = false;
+    for flag in options {
+        if !is(flag, "replace") {
             return err(format!(
                 "ERR Unknown option given: {}",
                 String::from_utf8_lossy(flag)
-            ))
+            ));
         }
-        _ => return err(errors::SYNTAX),
-    };
+        replace = true;
+    }
     match ctx.server.functions().load(code, replace) {
         Ok(name) => match persist_functions(ctx) {
             Ok(()) => Frame::bulk(name),
@@ -654,6 +667,9 @@ fn function_delete(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn function_flush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    if argv.len() > 3 {
+        return errors::unknown_subcommand_or_arity("function", &argv[1]);
+    }
     match argv.get(2) {
         None => {}
         Some(a) if argv.len() == 3 && (is(a, "async") || is(a, "sync")) => {}
@@ -731,6 +747,9 @@ fn function_dump(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
 }
 
 fn function_restore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+    if argv.len() > 4 {
+        return errors::unknown_subcommand_or_arity("function", &argv[1]);
+    }
     let policy = match argv.get(3) {
         None => RestorePolicy::Append,
         Some(p) if argv.len() == 4 && is(p, "flush") => RestorePolicy::Flush,

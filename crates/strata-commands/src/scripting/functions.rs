@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
-use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
+use mlua::{Function, Lua, Table, Value};
 
 use crate::errors;
 
@@ -91,7 +91,7 @@ impl FunctionRegistry {
             .unwrap_or_else(|p| p.into_inner())
             .values()
             .flat_map(|l| l.functions.iter())
-            .find(|f| f.name == name)
+            .find(|f| f.name.eq_ignore_ascii_case(name))
             .cloned()
     }
 
@@ -183,7 +183,12 @@ fn install(
         let taken = libs
             .values()
             .filter(|other| other.name != lib.name)
-            .any(|other| other.functions.iter().any(|g| g.name == f.name));
+            .any(|other| {
+                other
+                    .functions
+                    .iter()
+                    .any(|g| g.name.eq_ignore_ascii_case(&f.name))
+            });
         if taken {
             return Err(format!("ERR Function {} already exists", f.name));
         }
@@ -291,26 +296,21 @@ pub struct Registered {
     pub callbacks: Vec<Function>,
 }
 
-/// Runs a library's code in `lua` with a `redis` table that offers only `register_function`
-/// (and logging), in an environment of its own whose other names resolve to `globals`; after
-/// loading, the environment's `redis` becomes `full_redis`, so the registered functions call
-/// the whole API when they run.
-pub fn load_into(
-    lua: &Lua,
-    code: &[u8],
-    globals: &Table,
-    full_redis: Option<&Table>,
-) -> Result<Registered, String> {
+/// Runs a library's code in `lua` with a read-only `redis` table that offers only
+/// `register_function` (and logging), in an environment of its own where every other name is
+/// undefined; once loaded, the environment reads through to `globals`, so the registered
+/// functions see what scripts see (the whole `redis` API included). Neither the library's code
+/// nor its functions may create globals.
+pub fn load_into(lua: &Lua, code: &[u8], globals: &Table) -> Result<Registered, String> {
     let (_, body) = parse_shebang(code)?;
-    let env = lua.create_table().map_err(|e| format!("ERR {e}"))?;
-    // As in Redis, the library's top-level code sees nothing but the `redis` table (errors for
-    // every other name), and neither it nor its functions may create globals.
     let protect = super::protection(lua).map_err(|e| format!("ERR {e}"))?;
-    let setup = || -> mlua::Result<(Table, Function)> {
-        env.set_metatable(Some(protect.clone()))?;
+    let setup = || -> mlua::Result<(Table, Table, Function, Function)> {
+        let newindex: Function = protect.raw_get("__newindex")?;
+        let undefined = lua.create_table()?;
+        undefined.raw_set("__index", protect.raw_get::<Function>("__index")?)?;
         let api = lua.create_table()?;
-        api.set_metatable(Some(super::protection(lua)?))?;
-        api.raw_set("log", lua.create_function(|_, _: mlua::MultiValue| Ok(()))?)?;
+        api.set_metatable(Some(undefined.clone()))?;
+        api.raw_set("log", lua.create_function(|_, ()| Ok(()))?)?;
         for (name, value) in [
             ("LOG_DEBUG", 0),
             ("LOG_VERBOSE", 1),
@@ -321,14 +321,20 @@ pub fn load_into(
         }
         api.raw_set("REDIS_VERSION", crate::REDIS_VERSION)?;
         api.raw_set("REDIS_VERSION_NUM", super::redis_version_num())?;
+        // While loading: `redis` (read-only) and nothing else.
+        let names = lua.create_table()?;
+        names.set_metatable(Some(undefined))?;
+        names.raw_set("redis", super::sandbox::proxy(lua, &api, &newindex)?)?;
+        let env = lua.create_table()?;
+        env.set_metatable(Some(super::sandbox::proxy_meta(lua, &names, &newindex)?))?;
         let f = lua
             .load(&body[..])
             .set_name("@user_function")
             .set_environment(env.clone())
             .into_function()?;
-        Ok((api, f))
+        Ok((env, api, f, newindex))
     };
-    let (api, chunk) =
+    let (env, api, chunk, newindex) =
         setup().map_err(|e| format!("ERR Error compiling function: {}", super::lua_message(&e)))?;
     let collected: std::cell::RefCell<Vec<(FunctionInfo, Function)>> = Default::default();
     let run = lua.scope(|scope| {
@@ -337,18 +343,27 @@ pub fn load_into(
                 .map_err(|text| mlua::Error::external(super::CallError(text)))?;
             let mut list = collected.borrow_mut();
             if list.iter().any(|(f, _)| f.name == entry.0.name) {
-                return Err(mlua::Error::external(super::CallError(format!(
-                    "ERR Function {} already exists",
-                    entry.0.name
-                ))));
+                return Err(mlua::Error::external(super::CallError(
+                    errors::FUNCTION_EXISTS_IN_LIBRARY.into(),
+                )));
             }
             list.push(entry);
             Ok(())
         })?;
         api.raw_set("register_function", register)?;
-        env.raw_set("redis", api.clone())?;
         chunk.call::<()>(())
     });
+    // Functions that keep the library's `redis` table may not register more.
+    let late = lua
+        .create_function(|_, ()| -> mlua::Result<()> {
+            Err(mlua::Error::external(super::CallError(
+                errors::REGISTER_AFTER_LOAD.into(),
+            )))
+        })
+        .and_then(|f| api.raw_set("register_function", f));
+    if let Err(e) = late {
+        return Err(format!("ERR {e}"));
+    }
     if let Err(e) = run {
         let msg = super::lua_message(&e);
         let msg = if super::is_call_error(&e) {
@@ -364,14 +379,7 @@ pub fn load_into(
     }
     // From now on (the functions run), the other names resolve to the interpreter's globals.
     let runtime = || -> mlua::Result<()> {
-        let meta = lua.create_table()?;
-        meta.raw_set("__index", globals.clone())?;
-        meta.raw_set("__newindex", protect.raw_get::<Value>("__newindex")?)?;
-        env.set_metatable(Some(meta))?;
-        if let Some(redis) = full_redis {
-            env.raw_set("redis", redis.clone())?;
-        }
-        Ok(())
+        env.set_metatable(Some(super::sandbox::proxy_meta(lua, globals, &newindex)?))
     };
     runtime().map_err(|e| format!("ERR {e}"))?;
     let (infos, callbacks) = collected.into_iter().unzip();
@@ -481,16 +489,31 @@ fn read_flags(lua: &Lua, list: &Table) -> Option<Vec<String>> {
     )
 }
 
-/// Validates a library by loading it into a throw-away interpreter.
+/// How long a library's top-level code may run when it is loaded (Redis's 500 ms).
+const LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Validates a library by loading it into a throw-away interpreter, as sandboxed as the
+/// workers' ones: its top-level code is stopped after [`LOAD_TIMEOUT`] with Redis's
+/// "FUNCTION LOAD timeout", and its memory is limited as a script's is.
 fn compile_library(code: &Bytes) -> Result<Library, String> {
     let (name, _) = parse_shebang(code)?;
-    let lua = Lua::new_with(
-        StdLib::TABLE | StdLib::STRING | StdLib::MATH,
-        LuaOptions::default(),
+    let lua = super::new_interpreter().map_err(|e| format!("ERR {e}"))?;
+    let started = std::time::Instant::now();
+    lua.set_global_hook(
+        mlua::HookTriggers::new().every_nth_instruction(super::KILL_CHECK_INSTRUCTIONS),
+        move |_, _| {
+            if started.elapsed() > LOAD_TIMEOUT {
+                Err(mlua::Error::RuntimeError(
+                    errors::FUNCTION_LOAD_TIMEOUT.into(),
+                ))
+            } else {
+                Ok(mlua::VmState::Continue)
+            }
+        },
     )
     .map_err(|e| format!("ERR {e}"))?;
     let globals = lua.globals();
-    let registered = load_into(&lua, code, &globals, None)?;
+    let registered = load_into(&lua, code, &globals)?;
     Ok(Library {
         name,
         code: code.clone(),

@@ -17,6 +17,7 @@
 mod convert;
 pub mod functions;
 mod libs;
+mod sandbox;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -24,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::Bytes;
-use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use mlua::{ffi, Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 use strata_resp::Frame;
 
 use crate::errors::{self, err};
@@ -448,6 +449,11 @@ pub fn run_script(ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
         Err(e) => crate::errors::from_db(e),
     };
     CURRENT.with(|c| *c.borrow_mut() = outer);
+    // A SELECT inside the script changed the script's database, not its caller's.
+    if ctx.session.db.index() != index {
+        ctx.session.db = db.clone();
+        ctx.server.client_update(ctx.session);
+    }
     if running.busy.load(Ordering::Relaxed) {
         db.end_busy();
     }
@@ -523,9 +529,11 @@ struct Vm {
     generation: u64,
     functions: HashMap<String, Function>,
     /// FUNCTION libraries' callbacks by function name, as of `fn_generation`.
-    fcalls: HashMap<String, Function>,
+    fcalls: HashMap<String, (String, Function)>,
     fn_generation: Option<u64>,
     redis: Table,
+    /// The table the (empty, read-only) globals table reads through to: KEYS and ARGV go here.
+    hidden: Table,
     xpcall: Function,
     handler: Function,
     /// `bind(f, keys, args)`: a Lua closure calling `f(keys, args)`, for xpcall (which passes no
@@ -546,48 +554,74 @@ require = nil
 package = nil
 "#;
 
+/// Most memory one interpreter may hold: past it, allocations fail with "not enough memory"
+/// (Redis has no such limit; a script allocating without end grows it until the system kills
+/// it).
+const LUA_MEMORY_LIMIT: usize = 1 << 30;
+
+/// Interpreter memory past which a finished script's garbage is collected at once.
+const COLLECT_AFTER_BYTES: usize = 64 << 20;
+
+/// A Lua interpreter with Redis's libraries (`cjson` and the like come later) and without the
+/// functions Redis removes, its memory limited to [`LUA_MEMORY_LIMIT`].
+fn new_interpreter() -> mlua::Result<Lua> {
+    let lua = Lua::new_with(
+        StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+        LuaOptions::default(),
+    )?;
+    lua.load(SANDBOX).set_name("@sandbox").exec()?;
+    lua.set_memory_limit(LUA_MEMORY_LIMIT)?;
+    Ok(lua)
+}
+
 impl Vm {
     fn new(generation: u64) -> mlua::Result<Vm> {
-        let lua = Lua::new_with(
-            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
-            LuaOptions::default(),
-        )?;
-        lua.load(SANDBOX).set_name("@sandbox").exec()?;
+        let lua = new_interpreter()?;
         let globals = lua.globals();
         let redis = lua.create_table()?;
         redis.raw_set(
             "sha1hex",
-            lua.create_function(|_, s: mlua::LuaString| Ok(sha1_hex(&s.as_bytes())))?,
+            lua.create_function(|lua, args: mlua::Variadic<Value>| match args.as_slice() {
+                [v] => {
+                    let s = lua.coerce_string(v.clone())?;
+                    Ok(sha1_hex(
+                        &s.map(|s| s.as_bytes().to_vec()).unwrap_or_default(),
+                    ))
+                }
+                _ => Err(mlua::Error::external(CallError(
+                    errors::SCRIPT_SHA1HEX_ARGS.into(),
+                ))),
+            })?,
         )?;
         redis.raw_set(
             "error_reply",
-            lua.create_function(|lua, s: mlua::LuaString| {
+            lua.create_function(|lua, args: mlua::Variadic<Value>| {
                 let t = lua.create_table()?;
-                t.raw_set("err", error_text(&s.as_bytes()))?;
+                match args.as_slice() {
+                    [Value::String(s)] => t.raw_set("err", error_text(&s.as_bytes()))?,
+                    _ => t.raw_set("err", errors::SCRIPT_REPLY_ARGS)?,
+                }
                 Ok(t)
             })?,
         )?;
         redis.raw_set(
             "status_reply",
-            lua.create_function(|lua, s: mlua::LuaString| {
+            lua.create_function(|lua, args: mlua::Variadic<Value>| {
                 let t = lua.create_table()?;
-                t.raw_set("ok", s)?;
+                match args.as_slice() {
+                    [Value::String(s)] => t.raw_set("ok", s)?,
+                    _ => t.raw_set("err", errors::SCRIPT_REPLY_ARGS)?,
+                }
                 Ok(t)
             })?,
         )?;
-        redis.raw_set("log", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
-        redis.raw_set(
-            "breakpoint",
-            lua.create_function(|_, _: MultiValue| Ok(false))?,
-        )?;
-        redis.raw_set("debug", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+        redis.raw_set("log", lua.create_function(|_, ()| Ok(()))?)?;
+        redis.raw_set("breakpoint", lua.create_function(|_, ()| Ok(false))?)?;
+        redis.raw_set("debug", lua.create_function(|_, ()| Ok(()))?)?;
         redis.raw_set("REDIS_VERSION", crate::REDIS_VERSION)?;
         redis.raw_set("REDIS_VERSION_NUM", redis_version_num())?;
-        redis.raw_set("set_repl", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
-        redis.raw_set(
-            "replicate_commands",
-            lua.create_function(|_, _: MultiValue| Ok(true))?,
-        )?;
+        redis.raw_set("set_repl", lua.create_function(|_, ()| Ok(()))?)?;
+        redis.raw_set("replicate_commands", lua.create_function(|_, ()| Ok(true))?)?;
         for (name, value) in [
             ("LOG_DEBUG", 0),
             ("LOG_VERBOSE", 1),
@@ -608,12 +642,24 @@ impl Vm {
         let handler = lua.create_function(error_handler)?;
         let bind: Function = lua
             .load("local f, k, a = ...; return function() return f(k, a) end")
-            .set_name("@bind")
+            .set_name(sandbox::SANDBOX_CHUNK)
             .into_function()?;
-        // Globals are read-only: a script may not create or read undefined globals.
+        // Globals and library tables are read-only, as in Redis.
         let protect = protection(&lua)?;
-        globals.set_metatable(Some(protect))?;
-        lua.set_hook(
+        let sealed = sandbox::seal(
+            &lua,
+            protect.raw_get("__newindex")?,
+            protect.raw_get("__index")?,
+            lua.create_function(sandbox::pcall_error_value)?,
+            lua.create_function(|_, ()| {
+                Ok(CURRENT.with(|c| {
+                    c.borrow()
+                        .as_ref()
+                        .is_some_and(|r| r.kill.load(Ordering::Acquire))
+                }))
+            })?,
+        )?;
+        lua.set_global_hook(
             mlua::HookTriggers::new().every_nth_instruction(KILL_CHECK_INSTRUCTIONS),
             |_, _| {
                 let Some(r) = CURRENT.with(|c| c.borrow().clone()) else {
@@ -640,6 +686,7 @@ impl Vm {
             fcalls: HashMap::new(),
             fn_generation: None,
             redis,
+            hidden: sealed.hidden,
             xpcall,
             handler,
             bind,
@@ -656,10 +703,11 @@ impl Vm {
         let globals = self.lua.globals();
         for lib in registry.libraries() {
             // Validated when loaded; a failure here would only lose that library's functions.
-            if let Ok(reg) = functions::load_into(&self.lua, &lib.code, &globals, Some(&self.redis))
-            {
+            if let Ok(reg) = functions::load_into(&self.lua, &lib.code, &globals) {
                 for (info, f) in reg.infos.into_iter().zip(reg.callbacks) {
-                    self.fcalls.insert(info.name, f);
+                    // Function names are case-insensitive, as in Redis.
+                    self.fcalls
+                        .insert(info.name.to_ascii_lowercase(), (info.name, f));
                 }
             }
         }
@@ -690,11 +738,11 @@ impl Vm {
     fn run(&mut self, ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
         let (f, name, is_function) = match inv.target {
             Target::Script { sha, body, skip } => match self.script(sha, body, skip) {
-                Ok(f) => (f, sha, false),
+                Ok(f) => (f, sha.to_string(), false),
                 Err(frame) => return frame,
             },
-            Target::Function { name, .. } => match self.fcalls.get(name) {
-                Some(f) => (f.clone(), name, true),
+            Target::Function { name, .. } => match self.fcalls.get(&name.to_ascii_lowercase()) {
+                Some((registered, f)) => (f.clone(), registered.clone(), true),
                 None => return err(errors::FUNCTION_NOT_FOUND),
             },
         };
@@ -712,8 +760,7 @@ impl Vm {
                 Err(e) => return err(format!("ERR {}", lua_message(&e))),
             }
         } else {
-            let globals = self.lua.globals();
-            let set = |name: &str, items: &[Bytes]| globals.raw_set(name, table(items)?);
+            let set = |name: &str, items: &[Bytes]| self.hidden.raw_set(name, table(items)?);
             if let Err(e) = set("KEYS", inv.keys).and_then(|_| set("ARGV", inv.args)) {
                 return err(format!("ERR {}", lua_message(&e)));
             }
@@ -722,11 +769,13 @@ impl Vm {
         let resp3 = Cell::new(false);
         let ctx = RefCell::new(ctx);
         let outcome = self.lua.scope(|scope| {
-            let call = scope.create_function_mut(|lua, args: MultiValue| {
-                redis_call(lua, &ctx, resp3.get(), inv.read_only, args, true)
+            // redis.call and redis.pcall get their arguments packed in one table (see
+            // `pack_arguments`), so thousands of them cost no interpreter references.
+            let call = scope.create_function_mut(|lua, (args, n): (Table, i64)| {
+                redis_call(lua, &ctx, resp3.get(), inv.read_only, &args, n, true)
             })?;
-            let pcall = scope.create_function_mut(|lua, args: MultiValue| {
-                redis_call(lua, &ctx, resp3.get(), inv.read_only, args, false)
+            let pcall = scope.create_function_mut(|lua, (args, n): (Table, i64)| {
+                redis_call(lua, &ctx, resp3.get(), inv.read_only, &args, n, false)
             })?;
             let setresp = scope.create_function(|_, v: Value| match v {
                 Value::Integer(n @ (2 | 3)) => {
@@ -737,8 +786,8 @@ impl Vm {
                     "ERR RESP version must be 2 or 3.".into(),
                 ))),
             })?;
-            self.redis.raw_set("call", call)?;
-            self.redis.raw_set("pcall", pcall)?;
+            self.redis.raw_set("call", packing(&self.lua, call)?)?;
+            self.redis.raw_set("pcall", packing(&self.lua, pcall)?)?;
             self.redis.raw_set("setresp", setresp)?;
             match &call_args {
                 // Lua 5.1's xpcall passes no arguments: bind them in a closure first.
@@ -753,24 +802,32 @@ impl Vm {
                     .call::<MultiValue>((f.clone(), self.handler.clone())),
             }
         });
+        // A script that left much garbage has it collected now, so the next one starts with the
+        // interpreter's memory free.
+        if self.lua.used_memory() > COLLECT_AFTER_BYTES {
+            let _ = self.lua.gc_collect();
+        }
         let values: Vec<Value> = match outcome {
             Ok(v) => v.into_iter().collect(),
             Err(e) => return err(format!("ERR {}", lua_message(&e))),
         };
         if !is_function {
             // KEYS and ARGV belong to this call only (functions must not see them).
-            let globals = self.lua.globals();
-            let _ = globals.raw_set("KEYS", Value::Nil);
-            let _ = globals.raw_set("ARGV", Value::Nil);
+            let _ = self.hidden.raw_set("KEYS", Value::Nil);
+            let _ = self.hidden.raw_set("ARGV", Value::Nil);
         }
         let ok = matches!(values.first(), Some(Value::Boolean(true)));
-        let value = values.get(1).cloned().unwrap_or(Value::Nil);
+        let value = values.into_iter().nth(1).unwrap_or(Value::Nil);
         if ok {
-            return convert::lua_to_frame(&value);
+            return convert::lua_to_frame(&self.lua, value, resp3.get());
         }
-        // The handler's table: {err=..., source=..., line=...}.
-        let Value::Table(t) = value else {
-            return err("ERR Error running script");
+        // The handler's table: {err=..., source=..., line=...}. Without one the handler did
+        // not run (Lua raises "not enough memory" past the memory limit without it) or failed.
+        let t = match value {
+            Value::Table(t) => t,
+            Value::String(s) => return err(format!("ERR {}", s.to_string_lossy())),
+            Value::Error(e) => return err(format!("ERR {}", lua_message(&e))),
+            _ => return err("ERR Error running script"),
         };
         let msg: String = t.raw_get("err").unwrap_or_default();
         let source: String = t.raw_get("source").unwrap_or_else(|_| "?".into());
@@ -779,14 +836,49 @@ impl Vm {
     }
 }
 
-/// `redis.call` / `redis.pcall`: run a command as the script's connection. Errors are raised
-/// (`call`) or returned as `{err=...}` (`pcall`).
+/// `inner` (a function of `(table, n)`) as a function of any number of arguments, which it
+/// packs in a table: a callback given thousands of values (`redis.call(unpack(t))`) would
+/// take one interpreter reference for each.
+fn packing(lua: &Lua, inner: Function) -> mlua::Result<Function> {
+    // SAFETY: `exec_raw` pushes `inner`; lua_pushcclosure pops it as the upvalue of the new
+    // closure it leaves on the stack, which `exec_raw` returns.
+    unsafe {
+        lua.exec_raw::<Function>(inner, |state| {
+            ffi::lua_pushcclosure(state, pack_arguments, 1);
+        })
+    }
+}
+
+/// The C function [`packing`] makes: calls its upvalue with a table of its arguments and their
+/// count, and returns what that returns.
+unsafe extern "C-unwind" fn pack_arguments(state: *mut ffi::lua_State) -> std::ffi::c_int {
+    // SAFETY: called by Lua with a valid state; a C function always has LUA_MINSTACK free
+    // slots above its arguments, and this pushes at most four values. Nothing with a
+    // destructor lives in this frame if the call raises an error.
+    unsafe {
+        let n = ffi::lua_gettop(state);
+        ffi::lua_createtable(state, n, 0);
+        for i in 1..=n {
+            ffi::lua_pushvalue(state, i);
+            ffi::lua_rawseti(state, -2, i as ffi::lua_Integer);
+        }
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+        ffi::lua_insert(state, -2);
+        ffi::lua_pushinteger(state, n as ffi::lua_Integer);
+        ffi::lua_call(state, 2, ffi::LUA_MULTRET);
+        ffi::lua_gettop(state) - n
+    }
+}
+
+/// `redis.call` / `redis.pcall`: run a command as the script's connection, its `n` arguments
+/// in `args[1..=n]`. Errors are raised (`call`) or returned as `{err=...}` (`pcall`).
 fn redis_call(
     lua: &Lua,
     ctx: &RefCell<&mut Ctx<'_>>,
     resp3: bool,
     read_only: bool,
-    args: MultiValue,
+    args: &Table,
+    n: i64,
     raise: bool,
 ) -> mlua::Result<Value> {
     let fail = |text: String| -> mlua::Result<Value> {
@@ -798,18 +890,16 @@ fn redis_call(
             Ok(Value::Table(t))
         }
     };
-    if args.is_empty() {
+    if n <= 0 {
         return fail(errors::SCRIPT_NO_ARGS.into());
     }
-    let mut argv = Vec::with_capacity(args.len());
-    for a in args {
-        let bytes = match a {
+    let mut argv = Vec::with_capacity(n as usize);
+    for i in 1..=n {
+        // Numbers as Redis writes them ("%.17g"), not as Lua's tostring does.
+        let bytes = match args.raw_get::<Value>(i)? {
             Value::String(s) => Bytes::copy_from_slice(&s.as_bytes()),
-            Value::Integer(n) => Bytes::from(n.to_string()),
-            Value::Number(_) => match lua.coerce_string(a)? {
-                Some(s) => Bytes::copy_from_slice(&s.as_bytes()),
-                None => return fail(errors::SCRIPT_BAD_ARG.into()),
-            },
+            Value::Integer(n) => Bytes::from(libs::format_g(n as f64, 17)),
+            Value::Number(x) => Bytes::from(libs::format_g(x, 17)),
             _ => return fail(errors::SCRIPT_BAD_ARG.into()),
         };
         argv.push(bytes);
@@ -872,6 +962,10 @@ fn error_handler(lua: &Lua, e: Value) -> mlua::Result<Table> {
         Value::Error(inner) => format!("ERR {}", lua_message(inner)),
         Value::Table(t) => match t.raw_get::<Value>("err")? {
             Value::String(s) => s.to_string_lossy(),
+            v @ (Value::Integer(_) | Value::Number(_)) => lua
+                .coerce_string(v)?
+                .map(|s| s.to_string_lossy())
+                .unwrap_or_default(),
             _ => "ERR unknown error".into(),
         },
         Value::String(s) => format!("ERR {}", s.to_string_lossy()),
@@ -892,10 +986,13 @@ fn error_handler(lua: &Lua, e: Value) -> mlua::Result<Table> {
             (s.what, s.source.map(|c| c.into_owned()), d.current_line())
         })
     };
-    let frame = match at(1) {
-        Some(("C", _, _)) => at(2),
-        other => other,
-    };
+    // The sandbox's wrappers and redis.call's argument packing are skipped too: the position is
+    // the script's.
+    let frame = (1..12).map(at).find(|f| match f {
+        Some((what, source, _)) => *what != "C" && !sandbox::is_sandbox_frame(source.as_deref()),
+        None => true,
+    });
+    let frame = frame.flatten();
     if let Some((_, Some(source), line)) = frame {
         t.raw_set("source", source)?;
         t.raw_set("line", line.map(|l| l as i64).unwrap_or(-1))?;

@@ -173,13 +173,18 @@ fn encode_table(t: &Table, level: usize, out: &mut Vec<u8>) -> mlua::Result<()> 
             encode(&item, level + 1, out)?;
         }
     } else {
-        let pairs = t
-            .pairs::<Value, Value>()
-            .collect::<mlua::Result<Vec<_>>>()?;
-        encode_header(pairs.len(), 0x80, 0xde, 0xdf, out);
-        for (key, item) in &pairs {
-            encode(key, level + 1, out)?;
-            encode(item, level + 1, out)?;
+        // Counted first, then encoded pair by pair: holding every key and value at once would
+        // take an interpreter reference for each.
+        let mut count = 0;
+        for pair in t.pairs::<Value, Value>() {
+            pair?;
+            count += 1;
+        }
+        encode_header(count, 0x80, 0xde, 0xdf, out);
+        for pair in t.pairs::<Value, Value>() {
+            let (key, item) = pair?;
+            encode(&key, level + 1, out)?;
+            encode(&item, level + 1, out)?;
         }
     }
     Ok(())

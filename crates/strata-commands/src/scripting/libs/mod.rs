@@ -11,26 +11,12 @@ use std::ffi::c_int;
 
 use mlua::{ffi, Function, IntoLuaMulti, Lua, MultiValue, Table, Value};
 
-/// Sets `cjson`, `cmsgpack` and `struct` in `globals`. Redis makes them read-only; here each is
-/// an empty table reading through to the library and refusing writes, so a script cannot break
-/// a library for the scripts after it (a side effect: `pairs` over one lists nothing).
+/// Sets `cjson`, `cmsgpack` and `struct` in `globals` (the sandbox makes them read-only
+/// afterwards, as it does every library table).
 pub(super) fn register(lua: &Lua, globals: &Table) -> mlua::Result<()> {
-    let refuse = function(lua, |_, _: MultiValue| -> mlua::Result<()> {
-        Err(error("Attempt to modify a readonly table"))
-    })?;
-    for (name, library) in [
-        ("cjson", cjson::library(lua)?),
-        ("cmsgpack", cmsgpack::library(lua)?),
-        ("struct", structlib::library(lua)?),
-    ] {
-        let meta = lua.create_table()?;
-        meta.raw_set("__index", library)?;
-        meta.raw_set("__newindex", refuse.clone())?;
-        meta.raw_set("__metatable", false)?;
-        let proxy = lua.create_table()?;
-        proxy.set_metatable(Some(meta))?;
-        globals.raw_set(name, proxy)?;
-    }
+    globals.raw_set("cjson", cjson::library(lua)?)?;
+    globals.raw_set("cmsgpack", cmsgpack::library(lua)?)?;
+    globals.raw_set("struct", structlib::library(lua)?)?;
     Ok(())
 }
 
@@ -281,7 +267,7 @@ fn c_double_to_i32(d: f64) -> i32 {
 }
 
 /// `%.{precision}g` as C's printf writes it (precision 1 to 17).
-fn format_g(x: f64, precision: usize) -> String {
+pub(super) fn format_g(x: f64, precision: usize) -> String {
     if x.is_nan() {
         return if x.is_sign_negative() { "-nan" } else { "nan" }.into();
     }

@@ -13,9 +13,9 @@ use bytes::Bytes;
 use strata::ListEnd;
 use strata_resp::Frame;
 
-use crate::args::{db, is, reply, Parsed};
 use crate::command::*;
-use crate::errors::{self, err};
+use crate::cursor::{self, Args, Failure, Reply};
+use crate::errors;
 use crate::notify;
 use crate::{BlockMode, BlockRequest, Ctx};
 
@@ -30,7 +30,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, -2, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(blpop),
+        handler: blpop,
         docs: Docs {
             group: "list",
             since: "2.0.0",
@@ -49,7 +49,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, -2, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(brpop),
+        handler: brpop,
         docs: Docs {
             group: "list",
             since: "2.0.0",
@@ -69,7 +69,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 2, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(brpoplpush),
+        handler: brpoplpush,
         docs: Docs {
             group: "list",
             since: "2.2.0",
@@ -89,7 +89,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 2, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(blmove),
+        handler: blmove,
         docs: Docs {
             group: "list",
             since: "6.2.0",
@@ -108,7 +108,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | DELETE, 2, 0, 1, 1),
         ],
         acl: Acl(acl::LIST),
-        handler: plain!(blmpop),
+        handler: blmpop,
         docs: Docs {
             group: "list",
             since: "7.0.0",
@@ -127,7 +127,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, -2, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(bzpopmin),
+        handler: bzpopmin,
         docs: Docs {
             group: "sorted-set",
             since: "5.0.0",
@@ -146,7 +146,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, -2, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(bzpopmax),
+        handler: bzpopmax,
         docs: Docs {
             group: "sorted-set",
             since: "5.0.0",
@@ -165,7 +165,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | DELETE, 2, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: plain!(bzmpop),
+        handler: bzmpop,
         docs: Docs {
             group: "sorted-set",
             since: "7.0.0",
@@ -187,8 +187,8 @@ const MAX_LONG_DOUBLE_CHARS: usize = 5 * 1024;
 /// C's `strtold` over the whole argument (no leading space, no NaN), times 1000, rounded up to
 /// whole milliseconds. Returns the milliseconds, 0 meaning "forever". Values past the range of
 /// a 64-bit millisecond count (including infinities) are negative, as C's conversion makes them.
-pub fn timeout_ms(a: &[u8]) -> Parsed<u64> {
-    let not_float = || err(errors::TIMEOUT_NOT_FLOAT);
+pub fn timeout_ms(a: &[u8]) -> Result<u64, Failure> {
+    let not_float = || Failure::text(errors::TIMEOUT_NOT_FLOAT);
     if a.is_empty() || a.len() >= MAX_LONG_DOUBLE_CHARS {
         return Err(not_float());
     }
@@ -221,13 +221,13 @@ pub fn timeout_ms(a: &[u8]) -> Parsed<u64> {
         i64::MIN
     };
     if tval < 0 {
-        return Err(err(TIMEOUT_NEGATIVE));
+        return Err(Failure::text(TIMEOUT_NEGATIVE));
     }
     Ok(tval as u64)
 }
 
 /// The deadline for a timeout argument: `None` waits forever.
-fn deadline(a: &[u8]) -> Parsed<Option<Instant>> {
+fn deadline(a: &[u8]) -> Result<Option<Instant>, Failure> {
     let ms = timeout_ms(a)?;
     Ok(match ms {
         0 => None,
@@ -275,76 +275,83 @@ fn looked_up<T>(
     r: strata::Result<T>,
     keys: &[Bytes],
     deadline: Option<Instant>,
-) -> Parsed<T> {
+) -> Result<T, Failure> {
     match r {
         Err(strata::Error::WrongType) if matches!(ctx.session.block_mode, BlockMode::Serve(_)) => {
             nothing_to_serve(ctx, keys, deadline, Frame::NullArray);
-            Err(err(errors::WRONGTYPE))
+            Err(Failure::text(errors::WRONGTYPE))
         }
-        r => db(r),
+        r => Ok(r?),
     }
 }
 
 /// A long of at least 1 (`getRangeLongFromObjectOrReply(1, LONG_MAX)`); any failure replies `msg`.
-fn at_least_one(a: &[u8], msg: &str) -> Parsed<u64> {
+fn at_least_one(a: &[u8], msg: &str) -> Result<u64, Failure> {
     match strata::num::parse_i64(a) {
         Some(n) if n >= 1 => Ok(n as u64),
-        _ => Err(err(msg)),
+        _ => Err(Failure::text(msg)),
     }
 }
 
-/// The `numkeys key... <where> [COUNT count]` tail of BLMPOP/BZMPOP starting at `numkeys_idx`:
-/// the keys, the `where` argument, the count (1 by default).
-fn mpop_args(argv: &[Bytes], numkeys_idx: usize) -> Parsed<(&[Bytes], &Bytes, u64)> {
-    let numkeys = at_least_one(&argv[numkeys_idx], errors::NUMKEYS_NOT_POSITIVE)?;
-    let where_idx = match usize::try_from(numkeys)
-        .ok()
-        .and_then(|n| n.checked_add(numkeys_idx + 1))
-    {
-        Some(w) if w < argv.len() => w,
-        _ => return Err(err(errors::SYNTAX)),
+/// The `numkeys key... <where> [COUNT count]` tail of BLMPOP/BZMPOP, `a` standing at
+/// `numkeys`: the keys, the `where` argument, the count (1 by default).
+fn mpop_args<'a>(
+    argv: &'a [Bytes],
+    a: &mut Args<'a>,
+) -> Result<(&'a [Bytes], &'a Bytes, u64), Failure> {
+    let numkeys = at_least_one(a.value()?, errors::NUMKEYS_NOT_POSITIVE)?;
+    let n = match usize::try_from(numkeys) {
+        Ok(n) if n < a.remaining() => n,
+        _ => return Err(cursor::syntax()),
     };
-    Ok((
-        &argv[numkeys_idx + 1..where_idx],
-        &argv[where_idx],
-        mpop_count(argv, where_idx + 1)?,
-    ))
+    let first = argv.len() - a.remaining();
+    for _ in 0..n {
+        a.key()?;
+    }
+    let where_arg = a.value()?;
+    let mut count = None;
+    while !a.is_done() {
+        // COUNT once, and with a value (checked after `where`).
+        if count.is_none() && a.remaining() > 1 && a.opt("COUNT") {
+            count = Some(at_least_one(a.value()?, errors::COUNT_NOT_POSITIVE)?);
+        } else {
+            return Err(cursor::syntax());
+        }
+    }
+    Ok((&argv[first..first + n], where_arg, count.unwrap_or(1)))
 }
 
-/// The optional `COUNT count` from `start` on (checked after `where`).
-fn mpop_count(argv: &[Bytes], start: usize) -> Parsed<u64> {
-    let mut count = None;
-    let mut j = start;
-    while j < argv.len() {
-        let more = argv.len() - 1 - j;
-        if count.is_none() && is(&argv[j], "count") && more > 0 {
-            j += 1;
-            count = Some(at_least_one(&argv[j], errors::COUNT_NOT_POSITIVE)?);
-        } else {
-            return Err(err(errors::SYNTAX));
-        }
-        j += 1;
-    }
-    Ok(count.unwrap_or(1))
+/// The value `arg` names among `words` (any case); a syntax error when it is none of them.
+fn one_of<T: Copy>(arg: &[u8], words: &[(&str, T)]) -> Result<T, Failure> {
+    words
+        .iter()
+        .find(|(w, _)| arg.eq_ignore_ascii_case(w.as_bytes()))
+        .map(|(_, v)| *v)
+        .ok_or_else(cursor::syntax)
 }
 
 // ----- lists -----
 
-fn bpop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], end: ListEnd) -> Frame {
-    reply((|| {
-        let last = argv.len() - 1;
-        let deadline = deadline(&argv[last])?;
-        let keys = &argv[1..last];
-        let check = keys_to_check(ctx, keys);
-        let popped = ctx.session.db.lmpop(&check, end, 1);
-        match looked_up(ctx, popped, keys, deadline)? {
-            Some((key, items)) => Ok(Frame::Array(vec![
-                popped_list(ctx, &key, end),
-                Frame::bulk_or_null(items.into_iter().next()),
-            ])),
-            None => Ok(nothing_to_serve(ctx, keys, deadline, Frame::NullArray)),
-        }
-    })())
+/// BLPOP/BRPOP: `key [key ...] timeout`.
+fn bpop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], end: ListEnd) -> Reply {
+    let (keys, timeout) = keys_then_timeout(argv)?;
+    let deadline = deadline(timeout)?;
+    let check = keys_to_check(ctx, keys);
+    let popped = ctx.session.db.lmpop(&check, end, 1);
+    match looked_up(ctx, popped, keys, deadline)? {
+        Some((key, items)) => Ok(Frame::Array(vec![
+            popped_list(ctx, &key, end),
+            Frame::bulk_or_null(items.into_iter().next()),
+        ])),
+        None => Ok(nothing_to_serve(ctx, keys, deadline, Frame::NullArray)),
+    }
+}
+
+/// The `key [key ...] timeout` arguments of BLPOP/BRPOP/BZPOPMIN/BZPOPMAX.
+fn keys_then_timeout(argv: &[Bytes]) -> Result<(&[Bytes], &Bytes), Failure> {
+    let rest = Args::new(argv).rest();
+    let (timeout, keys) = rest.split_last().ok_or_else(cursor::syntax)?;
+    Ok((keys, timeout))
 }
 
 /// Raises the events of a pop from list `key` (and `del` if it is gone); returns the key's
@@ -362,137 +369,139 @@ fn popped_zset(ctx: &Ctx<'_>, key: &[u8], max: bool) -> Frame {
     Frame::bulk_from_slice(key)
 }
 
-fn blpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn blpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     bpop_generic(ctx, argv, ListEnd::Left)
 }
 
-fn brpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn brpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     bpop_generic(ctx, argv, ListEnd::Right)
 }
 
+/// BLMOVE/BRPOPLPUSH once their ends are known: `source destination`, then `timeout`.
 fn blmove_generic(
     ctx: &mut Ctx<'_>,
     argv: &[Bytes],
     from: ListEnd,
     to: ListEnd,
     timeout: &[u8],
-) -> Frame {
-    reply((|| {
-        let deadline = deadline(timeout)?;
-        let moved = ctx.session.db.lmove(&argv[1], &argv[2], from, to);
-        // A source holding another type leaves a served client blocked; a destination holding
-        // another type is the client's answer (the element stays in the source), as in Redis.
-        let source_is_list = || {
-            matches!(
-                ctx.session.db.key_type(&argv[1]),
-                Ok(Some(strata::KeyType::List))
-            )
-        };
-        let moved = match moved {
-            Err(strata::Error::WrongType) if source_is_list() => {
-                return Err(err(errors::WRONGTYPE))
-            }
-            moved => looked_up(ctx, moved, &argv[1..2], deadline)?,
-        };
-        match moved {
-            Some(v) => {
-                let v = Some(v);
-                notify::list_moved(ctx, argv, &v, from, to);
-                Ok(Frame::bulk_or_null(v))
-            }
-            // Inside MULTI Redis answers a null bulk here, unlike the other blocking commands.
-            None => Ok(nothing_to_serve(ctx, &argv[1..2], deadline, Frame::Null)),
+) -> Reply {
+    let deadline = deadline(timeout)?;
+    let mut a = Args::new(argv);
+    let (source, destination) = (a.key()?, a.key()?);
+    let moved = ctx.session.db.lmove(source, destination, from, to);
+    // A source holding another type leaves a served client blocked; a destination holding
+    // another type is the client's answer (the element stays in the source), as in Redis.
+    let source_is_list = || {
+        matches!(
+            ctx.session.db.key_type(source),
+            Ok(Some(strata::KeyType::List))
+        )
+    };
+    let moved = match moved {
+        Err(strata::Error::WrongType) if source_is_list() => {
+            return Err(Failure::text(errors::WRONGTYPE))
         }
-    })())
-}
-
-fn blmove(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let ends =
-        crate::args::end_arg(&argv[3]).and_then(|from| Ok((from, crate::args::end_arg(&argv[4])?)));
-    match ends {
-        Ok((from, to)) => blmove_generic(ctx, argv, from, to, &argv[5]),
-        Err(e) => e,
+        moved => looked_up(ctx, moved, &argv[1..2], deadline)?,
+    };
+    match moved {
+        Some(v) => {
+            let v = Some(v);
+            notify::list_moved(ctx, argv, &v, from, to);
+            Ok(Frame::bulk_or_null(v))
+        }
+        // Inside MULTI Redis answers a null bulk here, unlike the other blocking commands.
+        None => Ok(nothing_to_serve(ctx, &argv[1..2], deadline, Frame::Null)),
     }
 }
 
-fn brpoplpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    blmove_generic(ctx, argv, ListEnd::Right, ListEnd::Left, &argv[3])
+/// LEFT / RIGHT.
+const ENDS: &[(&str, ListEnd)] = &[("LEFT", ListEnd::Left), ("RIGHT", ListEnd::Right)];
+
+fn blmove(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    a.key()?;
+    a.key()?;
+    let (from, to) = (a.word(ENDS)?, a.word(ENDS)?);
+    let timeout = a.value()?;
+    a.finish()?;
+    blmove_generic(ctx, argv, from, to, timeout)
 }
 
-fn blmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let (keys, where_arg, count) = mpop_args(argv, 2)?;
-        let end = crate::args::end_arg(where_arg)?;
-        let deadline = deadline(&argv[1])?;
-        let check = keys_to_check(ctx, keys);
-        let popped = ctx.session.db.lmpop(&check, end, count);
-        match looked_up(ctx, popped, keys, deadline)? {
-            Some((key, items)) => Ok(Frame::Array(vec![
-                popped_list(ctx, &key, end),
-                Frame::bulk_array(items),
-            ])),
-            None => Ok(nothing_to_serve(ctx, keys, deadline, Frame::NullArray)),
-        }
-    })())
+fn brpoplpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    a.key()?;
+    a.key()?;
+    let timeout = a.value()?;
+    a.finish()?;
+    blmove_generic(ctx, argv, ListEnd::Right, ListEnd::Left, timeout)
+}
+
+fn blmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let timeout = a.value()?;
+    let (keys, where_arg, count) = mpop_args(argv, &mut a)?;
+    let end = one_of(where_arg, ENDS)?;
+    let deadline = deadline(timeout)?;
+    let check = keys_to_check(ctx, keys);
+    let popped = ctx.session.db.lmpop(&check, end, count);
+    match looked_up(ctx, popped, keys, deadline)? {
+        Some((key, items)) => Ok(Frame::Array(vec![
+            popped_list(ctx, &key, end),
+            Frame::bulk_array(items),
+        ])),
+        None => Ok(nothing_to_serve(ctx, keys, deadline, Frame::NullArray)),
+    }
 }
 
 // ----- sorted sets -----
 
-fn bzpop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], max: bool) -> Frame {
-    reply((|| {
-        let last = argv.len() - 1;
-        let deadline = deadline(&argv[last])?;
-        let keys = &argv[1..last];
-        let check = keys_to_check(ctx, keys);
-        let popped = ctx.session.db.zmpop(&check, max, 1);
-        match looked_up(ctx, popped, keys, deadline)? {
-            Some((key, items)) => {
-                let mut out = vec![popped_zset(ctx, &key, max)];
-                if let Some((member, score)) = items.into_iter().next() {
-                    out.push(Frame::bulk(member));
-                    out.push(Frame::Double(score));
-                }
-                Ok(Frame::Array(out))
+/// BZPOPMIN/BZPOPMAX: `key [key ...] timeout`.
+fn bzpop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], max: bool) -> Reply {
+    let (keys, timeout) = keys_then_timeout(argv)?;
+    let deadline = deadline(timeout)?;
+    let check = keys_to_check(ctx, keys);
+    let popped = ctx.session.db.zmpop(&check, max, 1);
+    match looked_up(ctx, popped, keys, deadline)? {
+        Some((key, items)) => {
+            let mut out = vec![popped_zset(ctx, &key, max)];
+            if let Some((member, score)) = items.into_iter().next() {
+                out.push(Frame::bulk(member));
+                out.push(Frame::Double(score));
             }
-            None => Ok(nothing_to_serve(ctx, keys, deadline, Frame::NullArray)),
+            Ok(Frame::Array(out))
         }
-    })())
+        None => Ok(nothing_to_serve(ctx, keys, deadline, Frame::NullArray)),
+    }
 }
 
-fn bzpopmin(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn bzpopmin(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     bzpop_generic(ctx, argv, false)
 }
 
-fn bzpopmax(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn bzpopmax(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     bzpop_generic(ctx, argv, true)
 }
 
-fn bzmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let (keys, where_arg, count) = mpop_args(argv, 2)?;
-        let max = if is(where_arg, "min") {
-            false
-        } else if is(where_arg, "max") {
-            true
-        } else {
-            return Err(err(errors::SYNTAX));
-        };
-        let deadline = deadline(&argv[1])?;
-        let check = keys_to_check(ctx, keys);
-        let popped = ctx.session.db.zmpop(&check, max, count);
-        match looked_up(ctx, popped, keys, deadline)? {
-            Some((key, items)) => Ok(Frame::Array(vec![
-                popped_zset(ctx, &key, max),
-                Frame::Array(
-                    items
-                        .into_iter()
-                        .map(|(m, s)| Frame::Array(vec![Frame::bulk(m), Frame::Double(s)]))
-                        .collect(),
-                ),
-            ])),
-            None => Ok(nothing_to_serve(ctx, keys, deadline, Frame::NullArray)),
-        }
-    })())
+fn bzmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let timeout = a.value()?;
+    let (keys, where_arg, count) = mpop_args(argv, &mut a)?;
+    let max = one_of(where_arg, &[("MIN", false), ("MAX", true)])?;
+    let deadline = deadline(timeout)?;
+    let check = keys_to_check(ctx, keys);
+    let popped = ctx.session.db.zmpop(&check, max, count);
+    match looked_up(ctx, popped, keys, deadline)? {
+        Some((key, items)) => Ok(Frame::Array(vec![
+            popped_zset(ctx, &key, max),
+            Frame::Array(
+                items
+                    .into_iter()
+                    .map(|(m, s)| Frame::Array(vec![Frame::bulk(m), Frame::Double(s)]))
+                    .collect(),
+            ),
+        ])),
+        None => Ok(nothing_to_serve(ctx, keys, deadline, Frame::NullArray)),
+    }
 }
 
 #[cfg(test)]
@@ -500,7 +509,7 @@ mod tests {
     use super::*;
 
     fn ms(a: &str) -> Result<u64, String> {
-        timeout_ms(a.as_bytes()).map_err(|f| match f {
+        timeout_ms(a.as_bytes()).map_err(|f| match f.0 {
             Frame::Error(e) => String::from_utf8_lossy(&e).into_owned(),
             other => format!("{other:?}"),
         })
@@ -574,5 +583,85 @@ mod tests {
         for bad in ["", " 1", "1 ", "abc", "nan", "1.5x"] {
             assert_eq!(ms(bad), not_float, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn multi_pops_check_numkeys_where_and_count_in_redis_order() {
+        let mut h = crate::testing::Harness::new();
+        assert_eq!(
+            h.error(&["BLMPOP", "0", "0", "a", "LEFT"]),
+            "ERR numkeys should be greater than 0"
+        );
+        assert_eq!(
+            h.error(&["BLMPOP", "0", "2", "a", "LEFT"]),
+            "ERR syntax error"
+        );
+        assert_eq!(
+            h.error(&["BLMPOP", "x", "1", "a", "UP"]),
+            "ERR syntax error"
+        );
+        assert_eq!(
+            h.error(&["BLMPOP", "x", "1", "a", "LEFT"]),
+            "ERR timeout is not a float or out of range"
+        );
+        assert_eq!(
+            h.error(&["BZMPOP", "0", "1", "z", "MIN", "COUNT", "0"]),
+            "ERR count should be greater than 0"
+        );
+        assert_eq!(
+            h.error(&["BZMPOP", "0", "1", "z", "MIN", "COUNT"]),
+            "ERR syntax error"
+        );
+        assert_eq!(
+            h.error(&["BZMPOP", "0", "1", "z", "MIN", "COUNT", "1", "COUNT", "1"]),
+            "ERR syntax error"
+        );
+        h.run(&["ZADD", "z", "1", "a", "2", "b"]);
+        assert_eq!(
+            h.run(&["BZMPOP", "0", "1", "z", "max", "count", "5"]),
+            Frame::Array(vec![
+                Frame::bulk("z"),
+                Frame::Array(vec![
+                    Frame::Array(vec![Frame::bulk("b"), Frame::Double(2.0)]),
+                    Frame::Array(vec![Frame::bulk("a"), Frame::Double(1.0)]),
+                ])
+            ])
+        );
+        h.run(&["RPUSH", "l", "x", "y"]);
+        assert_eq!(
+            h.run(&["BLMPOP", "0", "1", "l", "RIGHT"]),
+            Frame::Array(vec![Frame::bulk("l"), Frame::Array(vec![Frame::bulk("y")])])
+        );
+    }
+
+    #[test]
+    fn moves_and_pops_serve_what_is_there() {
+        let mut h = crate::testing::Harness::new();
+        h.run(&["RPUSH", "src", "a", "b"]);
+        assert_eq!(
+            h.error(&["BLMOVE", "src", "dst", "UP", "LEFT", "0"]),
+            "ERR syntax error"
+        );
+        assert_eq!(
+            h.run(&["BLMOVE", "src", "dst", "LEFT", "RIGHT", "0"]),
+            Frame::bulk("a")
+        );
+        assert_eq!(h.run(&["BRPOPLPUSH", "src", "dst", "0"]), Frame::bulk("b"));
+        assert_eq!(h.error(&["BRPOP", "dst", "-1"]), "ERR timeout is negative");
+        // BRPOPLPUSH pushed "b" at the head of dst: its tail is still "a".
+        assert_eq!(
+            h.run(&["BRPOP", "nothing", "dst", "0"]),
+            Frame::Array(vec![Frame::bulk("dst"), Frame::bulk("a")])
+        );
+        h.run(&["ZADD", "z", "1", "m"]);
+        assert_eq!(
+            h.run(&["BZPOPMIN", "z", "0"]),
+            Frame::Array(vec![Frame::bulk("z"), Frame::bulk("m"), Frame::Double(1.0)])
+        );
+        h.run(&["SET", "s", "v"]);
+        assert_eq!(
+            h.error(&["BLPOP", "s", "0"]),
+            "WRONGTYPE Operation against a key holding the wrong kind of value"
+        );
     }
 }

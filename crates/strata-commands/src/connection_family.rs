@@ -4,9 +4,10 @@
 use bytes::Bytes;
 use strata_resp::{Frame, Protocol};
 
-use crate::args::{self, is, reply};
+use crate::args::is;
 use crate::command::*;
-use crate::errors::{self, err};
+use crate::cursor::{self, Args, Failure, Reply};
+use crate::errors;
 use crate::help;
 use crate::{Ctx, KillFilter, ReplyMode};
 
@@ -19,7 +20,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(ping),
+        handler: ping,
         docs: Docs {
             group: "connection",
             since: "1.0.0",
@@ -36,7 +37,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(echo),
+        handler: echo,
         docs: Docs {
             group: "connection",
             since: "1.0.0",
@@ -53,7 +54,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(select),
+        handler: select,
         docs: Docs {
             group: "connection",
             since: "1.0.0",
@@ -70,7 +71,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(quit),
+        handler: quit,
         docs: Docs {
             group: "connection",
             since: "1.0.0",
@@ -87,7 +88,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(reset),
+        handler: reset,
         docs: Docs {
             group: "connection",
             since: "6.2.0",
@@ -104,7 +105,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(hello),
+        handler: hello,
         docs: Docs {
             group: "connection",
             since: "6.0.0",
@@ -121,7 +122,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(auth),
+        handler: auth,
         docs: Docs {
             group: "connection",
             since: "1.0.0",
@@ -138,7 +139,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(client),
+        handler: client,
         docs: Docs {
             group: "connection",
             since: "2.4.0",
@@ -155,7 +156,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(client_id),
+        handler: client_id,
         docs: Docs {
             group: "connection",
             since: "5.0.0",
@@ -172,7 +173,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(client_setname),
+        handler: client_setname,
         docs: Docs {
             group: "connection",
             since: "2.6.9",
@@ -189,7 +190,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(client_getname),
+        handler: client_getname,
         docs: Docs {
             group: "connection",
             since: "2.6.9",
@@ -206,7 +207,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(client_list),
+        handler: client_list,
         docs: Docs {
             group: "connection",
             since: "2.4.0",
@@ -223,7 +224,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(client_info),
+        handler: client_info,
         docs: Docs {
             group: "connection",
             since: "6.2.0",
@@ -240,7 +241,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(client_kill),
+        handler: client_kill,
         docs: Docs {
             group: "connection",
             since: "2.4.0",
@@ -257,7 +258,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(client_reply),
+        handler: client_reply,
         docs: Docs {
             group: "connection",
             since: "3.2.0",
@@ -274,7 +275,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(client_no_evict),
+        handler: client_no_evict,
         docs: Docs {
             group: "connection",
             since: "7.0.0",
@@ -291,7 +292,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(client_help),
+        handler: client_help,
         docs: Docs {
             group: "connection",
             since: "5.0.0",
@@ -303,48 +304,59 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-fn ping(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+/// ON / OFF, the switch of CLIENT NO-EVICT.
+const ON_OFF: &[(&str, bool)] = &[("ON", true), ("OFF", false)];
+
+/// The client types CLIENT LIST TYPE and CLIENT KILL TYPE accept.
+const CLIENT_TYPES: &[&str] = &["normal", "master", "replica", "slave", "pubsub"];
+
+fn ping(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let message = if a.is_done() { None } else { Some(a.value()?) };
+    if !a.is_done() {
+        return Err(Failure(errors::wrong_arity("ping")));
+    }
     if ctx.session.subscriptions.total() > 0 && ctx.session.protocol == Protocol::Resp2 {
         // In the RESP2 subscribed state PING answers in the shape of a message.
-        return match argv.len() {
-            1 | 2 => Frame::Array(vec![
-                Frame::bulk("pong"),
-                Frame::Bulk(argv.get(1).cloned().unwrap_or_default()),
-            ]),
-            _ => errors::wrong_arity("ping"),
-        };
+        return Ok(Frame::Array(vec![
+            Frame::bulk("pong"),
+            Frame::Bulk(message.cloned().unwrap_or_default()),
+        ]));
     }
-    match argv.len() {
-        1 => Frame::simple("PONG"),
-        2 => Frame::bulk(argv[1].clone()),
-        _ => errors::wrong_arity("ping"),
+    Ok(match message {
+        None => Frame::simple("PONG"),
+        Some(m) => Frame::bulk(m.clone()),
+    })
+}
+
+fn echo(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let message = a.value()?;
+    a.finish()?;
+    Ok(Frame::bulk(message.clone()))
+}
+
+fn select(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let n = a.int()?;
+    a.finish()?;
+    if n < i32::MIN as i64 || n > i32::MAX as i64 {
+        return Err(Failure::text(errors::NOT_INTEGER));
     }
+    if n < 0 || n >= ctx.session.db.databases() as i64 {
+        return Err(Failure::text(errors::DB_INDEX));
+    }
+    ctx.session.db = ctx.session.db.select(n as u32)?;
+    ctx.server.client_update(ctx.session);
+    Ok(Frame::ok())
 }
 
-fn echo(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    Frame::bulk(argv[1].clone())
-}
-
-fn select(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let n = strata::num::parse_i64(&argv[1])
-            .filter(|n| *n >= i32::MIN as i64 && *n <= i32::MAX as i64)
-            .ok_or_else(|| err(errors::NOT_INTEGER))?;
-        if n < 0 || n >= ctx.session.db.databases() as i64 {
-            return Err(err(errors::DB_INDEX));
-        }
-        ctx.session.db = args::db(ctx.session.db.select(n as u32))?;
-        ctx.server.client_update(ctx.session);
-        Ok(Frame::ok())
-    })())
-}
-
-fn quit(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+fn quit(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     ctx.session.close_after_reply = true;
-    Frame::ok()
+    Ok(Frame::ok())
 }
 
-fn reset(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+fn reset(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     ctx.unsubscribe_all();
     let s = &mut *ctx.session;
     if let Ok(db0) = s.db.select(0) {
@@ -358,41 +370,40 @@ fn reset(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
     s.watching = None;
     s.authenticated = ctx.server.requirepass().is_none();
     ctx.server.client_update(ctx.session);
-    Frame::simple("RESET")
+    Ok(Frame::simple("RESET"))
 }
 
 /// Checks a password against `requirepass` for user `user` (only `default` exists).
-fn check_auth(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> Result<(), Frame> {
+fn check_auth(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> Result<(), Failure> {
     let ok = user == b"default"
         && match ctx.server.requirepass() {
             Some(p) => p.as_slice() == pass,
             None => true,
         };
-    if ok {
-        ctx.session.authenticated = true;
-        Ok(())
-    } else {
-        Err(err(errors::WRONGPASS))
+    if !ok {
+        return Err(Failure::text(errors::WRONGPASS));
     }
+    ctx.session.authenticated = true;
+    Ok(())
 }
 
-fn auth(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match argv.len() {
-        2 => {
+fn auth(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let first = a.value()?;
+    match a.remaining() {
+        0 => {
             if ctx.server.requirepass().is_none() {
-                return err(errors::AUTH_NOT_CONFIGURED);
+                return Err(Failure::text(errors::AUTH_NOT_CONFIGURED));
             }
-            match check_auth(ctx, b"default", &argv[1]) {
-                Ok(()) => Frame::ok(),
-                Err(e) => e,
-            }
+            check_auth(ctx, b"default", first)?;
         }
-        3 => match check_auth(ctx, &argv[1], &argv[2]) {
-            Ok(()) => Frame::ok(),
-            Err(e) => e,
-        },
-        _ => err(errors::SYNTAX),
+        1 => {
+            let pass = a.value()?;
+            check_auth(ctx, first, pass)?;
+        }
+        _ => return Err(cursor::syntax()),
     }
+    Ok(Frame::ok())
 }
 
 /// Redis's validateClientName.
@@ -400,215 +411,202 @@ fn valid_client_name(name: &[u8]) -> bool {
     name.iter().all(|&c| (b'!'..=b'~').contains(&c))
 }
 
-fn hello(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let mut version = None;
-        let mut j = 1;
-        if argv.len() >= 2 {
-            let v = strata::num::parse_i64(&argv[1])
-                .ok_or_else(|| err(errors::PROTOCOL_VERSION_NOT_INTEGER))?;
-            if !(2..=3).contains(&v) {
-                return Err(err(errors::NOPROTO));
-            }
-            version = Protocol::from_version(v);
-            j = 2;
+fn hello(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let mut version = None;
+    if !a.is_done() {
+        let v = strata::num::parse_i64(a.value()?)
+            .ok_or_else(|| Failure::text(errors::PROTOCOL_VERSION_NOT_INTEGER))?;
+        if !(2..=3).contains(&v) {
+            return Err(Failure::text(errors::NOPROTO));
         }
-        let (mut creds, mut name) = (None, None);
-        while j < argv.len() {
-            let more = argv.len() - 1 - j;
-            if is(&argv[j], "auth") && more >= 2 {
-                creds = Some((argv[j + 1].clone(), argv[j + 2].clone()));
-                j += 2;
-            } else if is(&argv[j], "setname") && more >= 1 {
-                if !valid_client_name(&argv[j + 1]) {
-                    return Err(err(errors::CLIENT_NAME_SPACES));
-                }
-                name = Some(argv[j + 1].clone());
-                j += 1;
-            } else {
-                return Err(err(format!(
-                    "ERR Syntax error in HELLO option '{}'",
-                    String::from_utf8_lossy(&argv[j])
-                )));
-            }
-            j += 1;
-        }
-        if let Some((user, pass)) = creds {
-            check_auth(ctx, &user, &pass)?;
-        }
-        if !ctx.session.authenticated {
-            return Err(err(errors::HELLO_NOAUTH));
-        }
-        if let Some(n) = name {
-            ctx.session.name = if n.is_empty() { None } else { Some(n) };
-        }
-        if let Some(v) = version {
-            ctx.session.protocol = v;
-        }
-        ctx.server.client_update(ctx.session);
-        Ok(Frame::Map(vec![
-            (Frame::bulk("server"), Frame::bulk("redis")),
-            (Frame::bulk("version"), Frame::bulk(crate::REDIS_VERSION)),
-            (
-                Frame::bulk("proto"),
-                Frame::Integer(ctx.session.protocol.version()),
-            ),
-            (Frame::bulk("id"), Frame::Integer(ctx.session.id as i64)),
-            (Frame::bulk("mode"), Frame::bulk("standalone")),
-            (Frame::bulk("role"), Frame::bulk("master")),
-            (Frame::bulk("modules"), Frame::Array(vec![])),
-        ]))
-    })())
-}
-
-fn client(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    dispatch_sub(ctx, argv, COMMANDS, "client")
-}
-
-fn client_id(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    Frame::Integer(ctx.session.id as i64)
-}
-
-fn client_setname(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if !valid_client_name(&argv[2]) {
-        return err(errors::CLIENT_NAME_SPACES);
+        version = Protocol::from_version(v);
     }
-    ctx.session.name = if argv[2].is_empty() {
+    let (mut creds, mut name) = (None, None);
+    while !a.is_done() {
+        let more = a.remaining() - 1;
+        if more >= 2 && a.opt("AUTH") {
+            creds = Some((a.value()?, a.value()?));
+        } else if more >= 1 && a.opt("SETNAME") {
+            let n = a.value()?;
+            if !valid_client_name(n) {
+                return Err(Failure::text(errors::CLIENT_NAME_SPACES));
+            }
+            name = Some(n.clone());
+        } else {
+            return Err(Failure::text(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(a.value()?)
+            )));
+        }
+    }
+    if let Some((user, pass)) = creds {
+        check_auth(ctx, user, pass)?;
+    }
+    if !ctx.session.authenticated {
+        return Err(Failure::text(errors::HELLO_NOAUTH));
+    }
+    if let Some(n) = name {
+        ctx.session.name = if n.is_empty() { None } else { Some(n) };
+    }
+    if let Some(v) = version {
+        ctx.session.protocol = v;
+    }
+    ctx.server.client_update(ctx.session);
+    Ok(Frame::Map(vec![
+        (Frame::bulk("server"), Frame::bulk("redis")),
+        (Frame::bulk("version"), Frame::bulk(crate::REDIS_VERSION)),
+        (
+            Frame::bulk("proto"),
+            Frame::Integer(ctx.session.protocol.version()),
+        ),
+        (Frame::bulk("id"), Frame::Integer(ctx.session.id as i64)),
+        (Frame::bulk("mode"), Frame::bulk("standalone")),
+        (Frame::bulk("role"), Frame::bulk("master")),
+        (Frame::bulk("modules"), Frame::Array(vec![])),
+    ]))
+}
+
+fn client(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    Ok(dispatch_sub(ctx, argv, COMMANDS, "client"))
+}
+
+fn client_id(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(Frame::Integer(ctx.session.id as i64))
+}
+
+fn client_setname(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::after_subcommand(argv);
+    let name = a.value()?;
+    a.finish()?;
+    if !valid_client_name(name) {
+        return Err(Failure::text(errors::CLIENT_NAME_SPACES));
+    }
+    ctx.session.name = if name.is_empty() {
         None
     } else {
-        Some(argv[2].clone())
+        Some(name.clone())
     };
     ctx.server.client_update(ctx.session);
-    Frame::ok()
+    Ok(Frame::ok())
 }
 
-fn client_getname(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    Frame::bulk_or_null(ctx.session.name.clone())
+fn client_getname(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(Frame::bulk_or_null(ctx.session.name.clone()))
 }
 
-fn client_list(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let mut kind = None;
-        let mut ids: Option<Vec<u64>> = None;
-        if argv.len() == 4 && is(&argv[2], "type") {
-            let t = String::from_utf8_lossy(&argv[3]).to_ascii_lowercase();
-            if !["normal", "master", "replica", "slave", "pubsub"].contains(&t.as_str()) {
-                return Err(err(format!(
-                    "ERR Unknown client type '{}'",
-                    String::from_utf8_lossy(&argv[3])
-                )));
-            }
-            kind = Some(t);
-        } else if argv.len() > 3 && is(&argv[2], "id") {
-            let mut v = Vec::new();
-            for a in &argv[3..] {
-                match strata::num::parse_i64(a) {
-                    Some(n) if n > 0 => v.push(n as u64),
-                    _ => return Err(err(errors::INVALID_CLIENT_ID)),
-                }
-            }
-            ids = Some(v);
-        } else if argv.len() != 2 {
-            return Err(err(errors::SYNTAX));
+/// A client type of CLIENT LIST/KILL TYPE, lowercased; `ERR Unknown client type '...'` when it
+/// is none of Redis's.
+fn client_type(a: &[u8]) -> Result<String, Failure> {
+    let t = String::from_utf8_lossy(a).to_ascii_lowercase();
+    if !CLIENT_TYPES.contains(&t.as_str()) {
+        return Err(Failure::text(format!(
+            "ERR Unknown client type '{}'",
+            String::from_utf8_lossy(a)
+        )));
+    }
+    Ok(t)
+}
+
+/// A client id of CLIENT LIST ID / CLIENT KILL ID: a positive integer.
+fn client_id_arg(a: &[u8]) -> Result<u64, Failure> {
+    match strata::num::parse_i64(a) {
+        Some(n) if n > 0 => Ok(n as u64),
+        _ => Err(Failure::text(errors::INVALID_CLIENT_ID)),
+    }
+}
+
+fn client_list(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::after_subcommand(argv);
+    let (mut kind, mut ids) = (None, None);
+    if a.remaining() == 2 && a.opt("TYPE") {
+        kind = Some(client_type(a.value()?)?);
+    } else if a.remaining() > 1 && a.opt("ID") {
+        ids = Some(
+            a.rest()
+                .iter()
+                .map(|id| client_id_arg(id))
+                .collect::<Result<Vec<u64>, Failure>>()?,
+        );
+    }
+    a.finish()?;
+    let text = ctx.server.client_list(ids.as_deref(), kind.as_deref());
+    Ok(Frame::Verbatim(text.into()))
+}
+
+fn client_info(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(Frame::Verbatim(ctx.server.client_info(ctx.session).into()))
+}
+
+fn client_kill(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::after_subcommand(argv);
+    let mut f = KillFilter {
+        skip_me: true,
+        ..Default::default()
+    };
+    if a.remaining() == 1 {
+        // Old form: CLIENT KILL addr:port; replies OK or an error.
+        f.addr = Some(String::from_utf8_lossy(a.value()?).into_owned());
+        f.skip_me = false;
+        if ctx.server.client_kill(&f, ctx.session.id) == 0 {
+            return Err(Failure::text(errors::NO_SUCH_CLIENT));
         }
-        let text = ctx.server.client_list(ids.as_deref(), kind.as_deref());
-        Ok(Frame::Verbatim(text.into()))
-    })())
-}
-
-fn client_info(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    Frame::Verbatim(ctx.server.client_info(ctx.session).into())
-}
-
-fn client_kill(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let mut f = KillFilter {
-            skip_me: true,
-            ..Default::default()
-        };
-        if argv.len() == 3 {
-            // Old form: CLIENT KILL addr:port; replies OK or an error.
-            f.addr = Some(String::from_utf8_lossy(&argv[2]).into_owned());
-            f.skip_me = false;
-            return Ok(if ctx.server.client_kill(&f, ctx.session.id) > 0 {
-                Frame::ok()
+        return Ok(Frame::ok());
+    }
+    while !a.is_done() {
+        let option = a.value()?;
+        let v = a.value()?;
+        let value = || String::from_utf8_lossy(v).into_owned();
+        if is(option, "id") {
+            f.id = Some(client_id_arg(v)?);
+        } else if is(option, "addr") {
+            f.addr = Some(value());
+        } else if is(option, "laddr") {
+            f.laddr = Some(value());
+        } else if is(option, "type") {
+            f.kind = Some(client_type(v)?);
+        } else if is(option, "user") {
+            if value() != "default" {
+                return Err(Failure::text(format!("ERR No such user '{}'", value())));
+            }
+        } else if is(option, "skipme") {
+            f.skip_me = if is(v, "yes") {
+                true
+            } else if is(v, "no") {
+                false
             } else {
-                err(errors::NO_SUCH_CLIENT)
-            });
-        }
-        let mut j = 2;
-        while j < argv.len() {
-            let Some(v) = argv.get(j + 1) else {
-                return Err(err(errors::SYNTAX));
+                return Err(cursor::syntax());
             };
-            let value = String::from_utf8_lossy(v).into_owned();
-            if is(&argv[j], "id") {
-                match strata::num::parse_i64(v) {
-                    Some(n) if n > 0 => f.id = Some(n as u64),
-                    _ => return Err(err(errors::INVALID_CLIENT_ID)),
-                }
-            } else if is(&argv[j], "addr") {
-                f.addr = Some(value);
-            } else if is(&argv[j], "laddr") {
-                f.laddr = Some(value);
-            } else if is(&argv[j], "type") {
-                let t = value.to_ascii_lowercase();
-                if !["normal", "master", "replica", "slave", "pubsub"].contains(&t.as_str()) {
-                    return Err(err(format!("ERR Unknown client type '{value}'")));
-                }
-                f.kind = Some(t);
-            } else if is(&argv[j], "user") {
-                if value != "default" {
-                    return Err(err(format!("ERR No such user '{value}'")));
-                }
-            } else if is(&argv[j], "skipme") {
-                if is(v, "yes") {
-                    f.skip_me = true;
-                } else if is(v, "no") {
-                    f.skip_me = false;
-                } else {
-                    return Err(err(errors::SYNTAX));
-                }
-            } else {
-                return Err(err(errors::SYNTAX));
-            }
-            j += 2;
+        } else {
+            return Err(cursor::syntax());
         }
-        Ok(Frame::Integer(
-            ctx.server.client_kill(&f, ctx.session.id) as i64
-        ))
-    })())
+    }
+    Ok(Frame::Integer(
+        ctx.server.client_kill(&f, ctx.session.id) as i64
+    ))
 }
 
-fn client_reply(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if is(&argv[2], "on") {
-        ctx.session.reply_mode = ReplyMode::On;
-        Frame::ok()
-    } else if is(&argv[2], "off") {
-        ctx.session.reply_mode = ReplyMode::Off;
-        Frame::ok()
-    } else if is(&argv[2], "skip") {
-        ctx.session.reply_mode = ReplyMode::Skip;
-        Frame::ok()
-    } else {
-        err(errors::SYNTAX)
-    }
+fn client_reply(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::after_subcommand(argv);
+    ctx.session.reply_mode = a.word(&[
+        ("ON", ReplyMode::On),
+        ("OFF", ReplyMode::Off),
+        ("SKIP", ReplyMode::Skip),
+    ])?;
+    a.finish()?;
+    Ok(Frame::ok())
 }
 
-fn client_no_evict(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if is(&argv[2], "on") {
-        ctx.session.no_evict = true;
-    } else if is(&argv[2], "off") {
-        ctx.session.no_evict = false;
-    } else {
-        return err(errors::SYNTAX);
-    }
+fn client_no_evict(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::after_subcommand(argv);
+    ctx.session.no_evict = a.word(ON_OFF)?;
+    a.finish()?;
     ctx.server.client_update(ctx.session);
-    Frame::ok()
+    Ok(Frame::ok())
 }
 
-fn client_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    help::reply(
+fn client_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(help::reply(
         "CLIENT",
         &[
             "GETNAME",
@@ -644,5 +642,112 @@ fn client_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
             "SETNAME <name>",
             "    Assign the name <name> to the current connection.",
         ],
-    )
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::Harness;
+    use crate::Frame;
+
+    #[test]
+    fn ping_and_echo_answer_their_argument() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["PING"]), Frame::simple("PONG"));
+        assert_eq!(h.run(&["PING", "hi"]), Frame::bulk("hi"));
+        assert_eq!(
+            h.error(&["PING", "a", "b"]),
+            "ERR wrong number of arguments for 'ping' command"
+        );
+        assert_eq!(h.run(&["ECHO", "x"]), Frame::bulk("x"));
+    }
+
+    #[test]
+    fn select_checks_the_index() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["SELECT", "1"]), Frame::ok());
+        assert_eq!(
+            h.error(&["SELECT", "x"]),
+            "ERR value is not an integer or out of range"
+        );
+        assert_eq!(
+            h.error(&["SELECT", "4294967296"]),
+            "ERR value is not an integer or out of range"
+        );
+        assert_eq!(h.error(&["SELECT", "-1"]), "ERR DB index is out of range");
+    }
+
+    #[test]
+    fn auth_and_hello_read_their_options() {
+        let mut h = Harness::new();
+        assert_eq!(
+            h.error(&["AUTH", "pw"]),
+            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+        );
+        assert_eq!(h.run(&["AUTH", "default", "any"]), Frame::ok());
+        assert_eq!(
+            h.error(&["AUTH", "bob", "pw"]),
+            "WRONGPASS invalid username-password pair or user is disabled."
+        );
+        assert_eq!(h.error(&["AUTH", "a", "b", "c"]), "ERR syntax error");
+        assert_eq!(
+            h.error(&["HELLO", "x"]),
+            "ERR Protocol version is not an integer or out of range"
+        );
+        assert_eq!(
+            h.error(&["HELLO", "4"]),
+            "NOPROTO unsupported protocol version"
+        );
+        assert_eq!(
+            h.error(&["HELLO", "3", "SETNAME"]),
+            "ERR Syntax error in HELLO option 'SETNAME'"
+        );
+        match h.run(&["HELLO", "3", "SETNAME", "me"]) {
+            Frame::Map(m) => assert!(m.contains(&(Frame::bulk("proto"), Frame::Integer(3)))),
+            other => panic!("HELLO answered {other:?}"),
+        }
+        assert_eq!(h.run(&["CLIENT", "GETNAME"]), Frame::bulk("me"));
+    }
+
+    #[test]
+    fn client_subcommands_check_their_arguments() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["CLIENT", "SETNAME", "n1"]), Frame::ok());
+        assert_eq!(h.run(&["CLIENT", "GETNAME"]), Frame::bulk("n1"));
+        assert_eq!(
+            h.error(&["CLIENT", "SETNAME", "a b"]),
+            "ERR Client names cannot contain spaces, newlines or special characters."
+        );
+        assert_eq!(h.run(&["CLIENT", "SETNAME", ""]), Frame::ok());
+        assert_eq!(h.run(&["CLIENT", "GETNAME"]), Frame::Null);
+        assert_eq!(
+            h.error(&["CLIENT", "LIST", "TYPE", "odd"]),
+            "ERR Unknown client type 'odd'"
+        );
+        assert_eq!(
+            h.error(&["CLIENT", "LIST", "ID", "1", "0"]),
+            "ERR client-id should be greater than 0"
+        );
+        assert_eq!(h.error(&["CLIENT", "LIST", "TYPE"]), "ERR syntax error");
+        assert_eq!(
+            h.error(&["CLIENT", "KILL", "ID", "5", "TYPE"]),
+            "ERR syntax error"
+        );
+        assert_eq!(
+            h.error(&["CLIENT", "KILL", "SKIPME", "maybe"]),
+            "ERR syntax error"
+        );
+        assert_eq!(
+            h.error(&["CLIENT", "KILL", "USER", "bob"]),
+            "ERR No such user 'bob'"
+        );
+        assert_eq!(
+            h.error(&["CLIENT", "KILL", "1.2.3.4:5"]),
+            "ERR No such client"
+        );
+        assert_eq!(h.run(&["CLIENT", "KILL", "ID", "7"]), Frame::Integer(0));
+        assert_eq!(h.run(&["CLIENT", "NO-EVICT", "on"]), Frame::ok());
+        assert_eq!(h.error(&["CLIENT", "NO-EVICT", "x"]), "ERR syntax error");
+        assert_eq!(h.error(&["CLIENT", "REPLY", "x"]), "ERR syntax error");
+    }
 }

@@ -7,6 +7,7 @@
 use bytes::Bytes;
 
 use crate::command::*;
+use crate::cursor::{Args, Failure, Reply};
 use crate::{ChannelKind, Ctx, Frame, Subscriptions};
 
 /// The pub/sub family's rows.
@@ -19,7 +20,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(subscribe),
+        handler: subscribe,
         docs: Docs {
             group: "pubsub",
             since: "2.0.0",
@@ -36,7 +37,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(unsubscribe),
+        handler: unsubscribe,
         docs: Docs {
             group: "pubsub",
             since: "2.0.0",
@@ -53,7 +54,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(psubscribe),
+        handler: psubscribe,
         docs: Docs {
             group: "pubsub",
             since: "2.0.0",
@@ -70,7 +71,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(punsubscribe),
+        handler: punsubscribe,
         docs: Docs {
             group: "pubsub",
             since: "2.0.0",
@@ -89,7 +90,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(NOT_KEY, 1, -1, 1, 0),
         ],
         acl: Acl::NONE,
-        handler: plain!(ssubscribe),
+        handler: ssubscribe,
         docs: Docs {
             group: "pubsub",
             since: "7.0.0",
@@ -108,7 +109,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(NOT_KEY, 1, -1, 1, 0),
         ],
         acl: Acl::NONE,
-        handler: plain!(sunsubscribe),
+        handler: sunsubscribe,
         docs: Docs {
             group: "pubsub",
             since: "7.0.0",
@@ -125,7 +126,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(publish),
+        handler: publish,
         docs: Docs {
             group: "pubsub",
             since: "2.0.0",
@@ -144,7 +145,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(NOT_KEY, 1, 0, 1, 0),
         ],
         acl: Acl::NONE,
-        handler: plain!(spublish),
+        handler: spublish,
         docs: Docs {
             group: "pubsub",
             since: "7.0.0",
@@ -161,7 +162,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(pubsub),
+        handler: pubsub,
         docs: Docs {
             group: "pubsub",
             since: "2.8.0",
@@ -178,7 +179,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(pubsub_channels),
+        handler: pubsub_channels,
         docs: Docs {
             group: "pubsub",
             since: "2.8.0",
@@ -195,7 +196,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(pubsub_numsub),
+        handler: pubsub_numsub,
         docs: Docs {
             group: "pubsub",
             since: "2.8.0",
@@ -212,7 +213,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(pubsub_numpat),
+        handler: pubsub_numpat,
         docs: Docs {
             group: "pubsub",
             since: "2.8.0",
@@ -229,7 +230,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(pubsub_shardchannels),
+        handler: pubsub_shardchannels,
         docs: Docs {
             group: "pubsub",
             since: "7.0.0",
@@ -246,7 +247,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(pubsub_shardnumsub),
+        handler: pubsub_shardnumsub,
         docs: Docs {
             group: "pubsub",
             since: "7.0.0",
@@ -263,7 +264,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(pubsub_help),
+        handler: pubsub_help,
         docs: Docs {
             group: "pubsub",
             since: "6.2.0",
@@ -299,14 +300,15 @@ fn replies(ctx: &mut Ctx<'_>, mut acks: Vec<Frame>) -> Frame {
     last
 }
 
-fn subscribe_to(ctx: &mut Ctx<'_>, argv: &[Bytes], kind: ChannelKind, name: &'static str) -> Frame {
-    let mut acks = Vec::with_capacity(argv.len() - 1);
-    for ch in &argv[1..] {
+fn subscribe_to(ctx: &mut Ctx<'_>, argv: &[Bytes], kind: ChannelKind, name: &'static str) -> Reply {
+    let channels = Args::new(argv).rest();
+    let mut acks = Vec::with_capacity(channels.len());
+    for ch in channels {
         let subs = ctx.server.subscribe(kind, ch);
         ctx.session.subscriptions = subs;
         acks.push(ack(name, Some(ch.clone()), count_of(kind, subs)));
     }
-    replies(ctx, acks)
+    Ok(replies(ctx, acks))
 }
 
 fn unsubscribe_from(
@@ -314,14 +316,15 @@ fn unsubscribe_from(
     argv: &[Bytes],
     kind: ChannelKind,
     name: &'static str,
-) -> Frame {
-    let targets: Vec<Bytes> = if argv.len() > 1 {
-        argv[1..].to_vec()
-    } else {
+) -> Reply {
+    let mut a = Args::new(argv);
+    let targets: Vec<Bytes> = if a.is_done() {
         ctx.server.subscribed(kind)
+    } else {
+        a.rest().to_vec()
     };
     if targets.is_empty() {
-        return ack(name, None, count_of(kind, ctx.session.subscriptions));
+        return Ok(ack(name, None, count_of(kind, ctx.session.subscriptions)));
     }
     let mut acks = Vec::with_capacity(targets.len());
     for ch in targets {
@@ -329,84 +332,104 @@ fn unsubscribe_from(
         ctx.session.subscriptions = subs;
         acks.push(ack(name, Some(ch), count_of(kind, subs)));
     }
-    replies(ctx, acks)
+    Ok(replies(ctx, acks))
 }
 
-fn subscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn subscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     subscribe_to(ctx, argv, ChannelKind::Channel, "subscribe")
 }
 
-fn psubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn psubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     subscribe_to(ctx, argv, ChannelKind::Pattern, "psubscribe")
 }
 
-fn ssubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn ssubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     subscribe_to(ctx, argv, ChannelKind::Shard, "ssubscribe")
 }
 
-fn unsubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn unsubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     unsubscribe_from(ctx, argv, ChannelKind::Channel, "unsubscribe")
 }
 
-fn punsubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn punsubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     unsubscribe_from(ctx, argv, ChannelKind::Pattern, "punsubscribe")
 }
 
-fn sunsubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn sunsubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     unsubscribe_from(ctx, argv, ChannelKind::Shard, "sunsubscribe")
 }
 
-fn publish(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    Frame::Integer(ctx.server.publish(ChannelKind::Channel, &argv[1], &argv[2]) as i64)
+/// PUBLISH and SPUBLISH: `channel message`, answered with how many received it.
+fn publish_to(ctx: &mut Ctx<'_>, argv: &[Bytes], kind: ChannelKind) -> Reply {
+    let mut a = Args::new(argv);
+    let (channel, message) = (a.value()?, a.value()?);
+    a.finish()?;
+    Ok(Frame::Integer(
+        ctx.server.publish(kind, channel, message) as i64
+    ))
 }
 
-fn spublish(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    Frame::Integer(ctx.server.publish(ChannelKind::Shard, &argv[1], &argv[2]) as i64)
+fn publish(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    publish_to(ctx, argv, ChannelKind::Channel)
 }
 
-fn pubsub(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    dispatch_sub(ctx, argv, COMMANDS, "pubsub")
+fn spublish(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    publish_to(ctx, argv, ChannelKind::Shard)
 }
 
-fn channels(ctx: &mut Ctx<'_>, argv: &[Bytes], kind: ChannelKind, name: &str) -> Frame {
-    if argv.len() > 3 {
-        return crate::errors::unknown_subcommand_or_arity(name, &argv[1]);
+fn pubsub(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    Ok(dispatch_sub(ctx, argv, COMMANDS, "pubsub"))
+}
+
+/// PUBSUB CHANNELS and SHARDCHANNELS: `[pattern]`.
+fn channels(ctx: &mut Ctx<'_>, argv: &[Bytes], kind: ChannelKind) -> Reply {
+    let mut a = Args::after_subcommand(argv);
+    if a.remaining() > 1 {
+        return Err(Failure(crate::errors::unknown_subcommand_or_arity(
+            "pubsub", &argv[1],
+        )));
     }
-    let pattern = argv.get(2).map(|p| p.as_ref());
-    Frame::bulk_array(ctx.server.pubsub_channels(kind, pattern))
+    let pattern = if a.is_done() {
+        None
+    } else {
+        Some(&a.value()?[..])
+    };
+    Ok(Frame::bulk_array(ctx.server.pubsub_channels(kind, pattern)))
 }
 
-fn pubsub_channels(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    channels(ctx, argv, ChannelKind::Channel, "pubsub")
+fn pubsub_channels(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    channels(ctx, argv, ChannelKind::Channel)
 }
 
-fn pubsub_shardchannels(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    channels(ctx, argv, ChannelKind::Shard, "pubsub")
+fn pubsub_shardchannels(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    channels(ctx, argv, ChannelKind::Shard)
 }
 
-fn numsub(ctx: &mut Ctx<'_>, argv: &[Bytes], kind: ChannelKind) -> Frame {
-    let mut out = Vec::with_capacity((argv.len() - 2) * 2);
-    for ch in &argv[2..] {
+/// PUBSUB NUMSUB and SHARDNUMSUB: `[channel ...]`, each with its subscriber count.
+fn numsub(ctx: &mut Ctx<'_>, argv: &[Bytes], kind: ChannelKind) -> Reply {
+    let channels = Args::after_subcommand(argv).rest();
+    let mut out = Vec::with_capacity(channels.len() * 2);
+    for ch in channels {
         out.push(Frame::Bulk(ch.clone()));
         out.push(Frame::Integer(ctx.server.pubsub_numsub(kind, ch) as i64));
     }
-    Frame::Array(out)
+    Ok(Frame::Array(out))
 }
 
-fn pubsub_numsub(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn pubsub_numsub(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     numsub(ctx, argv, ChannelKind::Channel)
 }
 
-fn pubsub_shardnumsub(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn pubsub_shardnumsub(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     numsub(ctx, argv, ChannelKind::Shard)
 }
 
-fn pubsub_numpat(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    Frame::Integer(ctx.server.pubsub_numpat() as i64)
+fn pubsub_numpat(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(Frame::Integer(ctx.server.pubsub_numpat() as i64))
 }
 
-fn pubsub_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    Frame::Array(
+fn pubsub_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(Frame::Array(
         [
             "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "CHANNELS [<pattern>]",
@@ -426,5 +449,74 @@ fn pubsub_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
         .into_iter()
         .map(Frame::simple)
         .collect(),
-    )
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::Harness;
+    use crate::Frame;
+
+    fn ack(kind: &str, name: Option<&str>, count: i64) -> Frame {
+        Frame::Push(vec![
+            Frame::bulk(kind.to_string()),
+            name.map_or(Frame::Null, |n| Frame::bulk(n.to_string())),
+            Frame::Integer(count),
+        ])
+    }
+
+    #[test]
+    fn subscribing_acknowledges_each_channel() {
+        let mut h = Harness::new();
+        // The stand-in server keeps no subscriptions: the count stays 0, the last ack is the reply.
+        assert_eq!(
+            h.run(&["SUBSCRIBE", "a", "b"]),
+            ack("subscribe", Some("b"), 0)
+        );
+        assert_eq!(
+            h.run(&["PSUBSCRIBE", "p*"]),
+            ack("psubscribe", Some("p*"), 0)
+        );
+        assert_eq!(h.run(&["SSUBSCRIBE", "s"]), ack("ssubscribe", Some("s"), 0));
+        assert_eq!(h.run(&["UNSUBSCRIBE"]), ack("unsubscribe", None, 0));
+        assert_eq!(
+            h.run(&["PUNSUBSCRIBE", "q"]),
+            ack("punsubscribe", Some("q"), 0)
+        );
+        assert_eq!(h.run(&["SUNSUBSCRIBE"]), ack("sunsubscribe", None, 0));
+    }
+
+    #[test]
+    fn publish_and_pubsub_introspection_read_their_arguments() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["PUBLISH", "c", "m"]), Frame::Integer(0));
+        assert_eq!(h.run(&["SPUBLISH", "c", "m"]), Frame::Integer(0));
+        assert_eq!(
+            h.error(&["PUBLISH", "c"]),
+            "ERR wrong number of arguments for 'publish' command"
+        );
+        assert_eq!(h.run(&["PUBSUB", "CHANNELS"]), Frame::Array(vec![]));
+        assert_eq!(
+            h.run(&["PUBSUB", "SHARDCHANNELS", "x*"]),
+            Frame::Array(vec![])
+        );
+        assert_eq!(
+            h.error(&["PUBSUB", "channels", "a", "b"]),
+            "ERR unknown subcommand or wrong number of arguments for 'channels'. Try PUBSUB HELP."
+        );
+        assert_eq!(
+            h.run(&["PUBSUB", "NUMSUB", "a", "b"]),
+            Frame::Array(vec![
+                Frame::bulk("a"),
+                Frame::Integer(0),
+                Frame::bulk("b"),
+                Frame::Integer(0)
+            ])
+        );
+        assert_eq!(h.run(&["PUBSUB", "NUMPAT"]), Frame::Integer(0));
+        assert_eq!(
+            h.error(&["PUBSUB", "NOPE"]),
+            "ERR unknown subcommand 'NOPE'. Try PUBSUB HELP."
+        );
+    }
 }

@@ -9,9 +9,9 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 use strata_resp::Frame;
 
-use crate::args::is;
 use crate::command::*;
-use crate::errors::{self, err};
+use crate::cursor::{self, Args, Failure, Reply};
+use crate::errors;
 use crate::help;
 use crate::Ctx;
 
@@ -203,7 +203,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(command),
+        handler: command,
         docs: Docs {
             group: "server",
             since: "2.8.13",
@@ -220,7 +220,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(command_count),
+        handler: command_count,
         docs: Docs {
             group: "server",
             since: "2.8.13",
@@ -237,7 +237,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(command_info),
+        handler: command_info,
         docs: Docs {
             group: "server",
             since: "2.8.13",
@@ -254,7 +254,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(command_docs),
+        handler: command_docs,
         docs: Docs {
             group: "server",
             since: "7.0.0",
@@ -271,7 +271,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(command_list),
+        handler: command_list,
         docs: Docs {
             group: "server",
             since: "7.0.0",
@@ -288,7 +288,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(command_getkeys),
+        handler: command_getkeys,
         docs: Docs {
             group: "server",
             since: "2.8.13",
@@ -305,7 +305,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(command_getkeysandflags),
+        handler: command_getkeysandflags,
         docs: Docs {
             group: "server",
             since: "7.0.0",
@@ -322,7 +322,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(command_help),
+        handler: command_help,
         docs: Docs {
             group: "server",
             since: "5.0.0",
@@ -334,34 +334,36 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-fn command(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if argv.len() == 1 {
-        return Frame::Array(top_level().map(info).collect());
+fn command(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    if Args::new(argv).is_done() {
+        return Ok(Frame::Array(top_level().map(info).collect()));
     }
-    dispatch_sub(ctx, argv, COMMANDS, "command")
+    Ok(dispatch_sub(ctx, argv, COMMANDS, "command"))
 }
 
-fn command_count(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    Frame::Integer(top_level().count() as i64)
+fn command_count(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(Frame::Integer(top_level().count() as i64))
 }
 
-fn command_info(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if argv.len() == 2 {
-        return Frame::Array(top_level().map(info).collect());
+fn command_info(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let names = Args::after_subcommand(argv).rest();
+    if names.is_empty() {
+        return Ok(Frame::Array(top_level().map(info).collect()));
     }
-    Frame::Array(
-        argv[2..]
+    Ok(Frame::Array(
+        names
             .iter()
             .map(|n| lookup(n).map(info).unwrap_or(Frame::Null))
             .collect(),
-    )
+    ))
 }
 
-fn command_docs(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let specs: Vec<_> = if argv.len() == 2 {
+fn command_docs(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let names = Args::after_subcommand(argv).rest();
+    let specs: Vec<_> = if names.is_empty() {
         top_level().collect()
     } else {
-        argv[2..].iter().filter_map(|n| lookup(n)).collect()
+        names.iter().filter_map(|n| lookup(n)).collect()
     };
     let mut pairs = Vec::new();
     for s in specs {
@@ -370,97 +372,106 @@ fn command_docs(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
             pairs.push((k, v));
         }
     }
-    Frame::Map(pairs)
+    Ok(Frame::Map(pairs))
 }
 
-fn command_list(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+/// What COMMAND LIST FILTERBY filters by.
+#[derive(Clone, Copy)]
+enum Filter {
+    AclCat,
+    Pattern,
+    Module,
+}
+
+fn command_list(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     // As Redis 7.0 lists them: subcommands too, as `container|sub`.
     let all = all().iter().copied();
-    if argv.len() == 2 {
-        return Frame::Array(all.map(|c| Frame::bulk(c.name)).collect());
+    let mut a = Args::after_subcommand(argv);
+    if a.is_done() {
+        return Ok(Frame::Array(all.map(|c| Frame::bulk(c.name)).collect()));
     }
-    if argv.len() != 5 || !is(&argv[2], "filterby") {
-        return err(errors::SYNTAX);
+    if a.remaining() != 3 || !a.opt("FILTERBY") {
+        return Err(cursor::syntax());
     }
-    let value = &argv[4];
-    let keep: Box<dyn Fn(&CommandSpec) -> bool> = if is(&argv[3], "aclcat") {
-        let cat = Acl::by_name(value).map_or(0, |a| a.0);
-        Box::new(move |c| c.acl_categories().has(cat))
-    } else if is(&argv[3], "pattern") {
-        let p = value.clone();
-        Box::new(move |c| strata::glob::glob_match(&p, c.name.as_bytes(), true))
-    } else if is(&argv[3], "module") {
-        Box::new(|_| false)
-    } else {
-        return err(errors::SYNTAX);
+    let filter = a.word(&[
+        ("ACLCAT", Filter::AclCat),
+        ("PATTERN", Filter::Pattern),
+        ("MODULE", Filter::Module),
+    ])?;
+    let value = a.value()?;
+    let keep: Box<dyn Fn(&CommandSpec) -> bool> = match filter {
+        Filter::AclCat => {
+            let cat = Acl::by_name(value).map_or(0, |a| a.0);
+            Box::new(move |c| c.acl_categories().has(cat))
+        }
+        Filter::Pattern => {
+            let p = value.clone();
+            Box::new(move |c| strata::glob::glob_match(&p, c.name.as_bytes(), true))
+        }
+        Filter::Module => Box::new(|_| false),
     };
-    Frame::Array(
+    Ok(Frame::Array(
         all.filter(|c| keep(c))
             .map(|c| Frame::bulk(c.name))
             .collect(),
-    )
+    ))
 }
 
-/// COMMAND GETKEYS / GETKEYSANDFLAGS: the command `argv[2..]` names, and its key positions
-/// in it, or the error Redis gives.
-fn keys_of_call(argv: &[Bytes]) -> Result<(&'static CommandSpec, Vec<usize>), Frame> {
-    let target = &argv[2..];
+/// COMMAND GETKEYS / GETKEYSANDFLAGS: the command `target` (the arguments after the
+/// subcommand) names, and its key positions in it, or the error Redis gives.
+fn keys_of_call(target: &[Bytes]) -> Result<(&'static CommandSpec, Vec<usize>), Failure> {
+    let name = target.first().ok_or_else(cursor::syntax)?;
     // A container's subcommand is looked up as Redis's lookupCommand does.
-    let spec = lookup(&target[0]).and_then(|c| match target.get(1) {
+    let spec = lookup(name).and_then(|c| match target.get(1) {
         Some(sub) if !subcommands_of(c.name).is_empty() => {
             lookup(&[c.name.as_bytes(), b"|", sub].concat())
         }
         _ => Some(c),
     });
-    let Some(spec) = spec else {
-        return Err(err(errors::GETKEYS_INVALID_COMMAND));
-    };
+    let spec = spec.ok_or_else(|| Failure::text(errors::GETKEYS_INVALID_COMMAND))?;
     // Shard channels sit in key positions (SPUBLISH) but are no keys.
     if !spec.key_specs.iter().any(|k| k.flags & NOT_KEY == 0) {
-        return Err(err(errors::GETKEYS_NO_KEYS));
+        return Err(Failure::text(errors::GETKEYS_NO_KEYS));
     }
     if !spec.arity_ok(target.len()) {
-        return Err(err(errors::GETKEYS_BAD_ARITY));
+        return Err(Failure::text(errors::GETKEYS_BAD_ARITY));
     }
     match spec.key_positions(target) {
         Some(pos) if !pos.is_empty() => Ok((spec, pos)),
         // EVAL with a count past the end, or of 0: no keys rather than an error.
         _ if spec.has(NO_MANDATORY_KEYS) => Ok((spec, Vec::new())),
-        _ => Err(err(errors::GETKEYS_INVALID_ARGS)),
+        _ => Err(Failure::text(errors::GETKEYS_INVALID_ARGS)),
     }
 }
 
-fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match keys_of_call(argv) {
-        Ok((_, pos)) => Frame::Array(
-            pos.into_iter()
-                .map(|i| Frame::bulk(argv[2 + i].clone()))
-                .collect(),
-        ),
-        Err(e) => e,
-    }
+fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let target = Args::after_subcommand(argv).rest();
+    let (_, pos) = keys_of_call(target)?;
+    Ok(Frame::Array(
+        pos.into_iter()
+            .map(|i| Frame::bulk(target[i].clone()))
+            .collect(),
+    ))
 }
 
-fn command_getkeysandflags(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let target = &argv[2..];
-    match keys_of_call(argv) {
-        Ok((spec, pos)) => Frame::Array(
-            pos.into_iter()
-                .map(|i| {
-                    let flags = key_flag::names(spec.key_flags(target, i)).map(Frame::simple);
-                    Frame::Array(vec![
-                        Frame::bulk(target[i].clone()),
-                        Frame::Set(flags.collect()),
-                    ])
-                })
-                .collect(),
-        ),
-        Err(e) => e,
-    }
+fn command_getkeysandflags(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let target = Args::after_subcommand(argv).rest();
+    let (spec, pos) = keys_of_call(target)?;
+    Ok(Frame::Array(
+        pos.into_iter()
+            .map(|i| {
+                let flags = key_flag::names(spec.key_flags(target, i)).map(Frame::simple);
+                Frame::Array(vec![
+                    Frame::bulk(target[i].clone()),
+                    Frame::Set(flags.collect()),
+                ])
+            })
+            .collect(),
+    ))
 }
 
-fn command_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    help::reply(
+fn command_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(help::reply(
         "COMMAND",
         &[
             "(no subcommand)",
@@ -482,7 +493,7 @@ fn command_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
             "GETKEYSANDFLAGS <full-command>",
             "    Return the keys and the access flags from a full Redis command.",
         ],
-    )
+    ))
 }
 
 #[cfg(test)]
@@ -574,5 +585,73 @@ mod tests {
         );
         let get = lookup(b"get").unwrap();
         assert_eq!(get.key_positions(&argv(&["get", "k"])), Some(vec![1]));
+    }
+
+    #[test]
+    fn command_subcommands_read_their_arguments() {
+        use crate::testing::Harness;
+        let mut h = Harness::new();
+        assert_eq!(
+            h.run(&["COMMAND", "GETKEYS", "SET", "k", "v"]),
+            Frame::Array(vec![Frame::bulk("k")])
+        );
+        assert_eq!(
+            h.error(&["COMMAND", "GETKEYS", "NOPE", "k"]),
+            "ERR Invalid command specified"
+        );
+        assert_eq!(
+            h.error(&["COMMAND", "GETKEYS", "GET", "a", "b"]),
+            "ERR Invalid number of arguments specified for command"
+        );
+        assert_eq!(
+            h.run(&[
+                "COMMAND",
+                "GETKEYSANDFLAGS",
+                "LMOVE",
+                "a",
+                "b",
+                "LEFT",
+                "LEFT"
+            ]),
+            Frame::Array(vec![
+                Frame::Array(vec![
+                    Frame::bulk("a"),
+                    Frame::Set(vec![
+                        Frame::simple("RW"),
+                        Frame::simple("access"),
+                        Frame::simple("delete")
+                    ])
+                ]),
+                Frame::Array(vec![
+                    Frame::bulk("b"),
+                    Frame::Set(vec![Frame::simple("RW"), Frame::simple("insert")])
+                ]),
+            ])
+        );
+        assert_eq!(
+            h.run(&["COMMAND", "INFO", "nope"]),
+            Frame::Array(vec![Frame::Null])
+        );
+        assert_eq!(h.run(&["COMMAND", "DOCS", "nope"]), Frame::Map(vec![]));
+        assert_eq!(
+            h.run(&["COMMAND", "LIST", "FILTERBY", "pattern", "hset*"]),
+            Frame::Array(vec![Frame::bulk("hset"), Frame::bulk("hsetnx")])
+        );
+        assert_eq!(
+            h.run(&["COMMAND", "LIST", "FILTERBY", "module", "x"]),
+            Frame::Array(vec![])
+        );
+        assert_eq!(
+            h.error(&["COMMAND", "LIST", "FILTERBY", "colour", "x"]),
+            "ERR syntax error"
+        );
+        assert_eq!(
+            h.error(&["COMMAND", "LIST", "FILTERBY"]),
+            "ERR syntax error"
+        );
+        match h.run(&["COMMAND", "COUNT"]) {
+            Frame::Integer(n) => assert!(n > 100),
+            other => panic!("COMMAND COUNT answered {other:?}"),
+        }
     }
 }

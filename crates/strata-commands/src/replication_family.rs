@@ -6,9 +6,9 @@
 use bytes::Bytes;
 use strata_resp::Frame;
 
-use crate::args;
 use crate::command::*;
-use crate::errors::{self, err};
+use crate::cursor::{self, Args, Failure, Reply};
+use crate::errors;
 use crate::{Ctx, PsyncRequest};
 
 /// The replication family's rows.
@@ -20,7 +20,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(replicaof),
+        handler: replicaof,
         docs: Docs {
             group: "server",
             since: "5.0.0",
@@ -37,7 +37,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(replicaof),
+        handler: replicaof,
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -54,7 +54,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::ADMIN | acl::DANGEROUS),
-        handler: plain!(role),
+        handler: role,
         docs: Docs {
             group: "server",
             since: "2.8.12",
@@ -71,7 +71,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: plain!(wait),
+        handler: wait,
         docs: Docs {
             group: "server",
             since: "3.0.0",
@@ -89,7 +89,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(replconf),
+        handler: replconf,
         docs: Docs {
             group: "server",
             since: "3.0.0",
@@ -106,7 +106,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(psync),
+        handler: psync,
         docs: Docs {
             group: "server",
             since: "2.8.0",
@@ -123,7 +123,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(sync),
+        handler: sync,
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -135,36 +135,37 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-fn replicaof(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let leader = if argv[1].eq_ignore_ascii_case(b"no") && argv[2].eq_ignore_ascii_case(b"one") {
+/// A port number 0..=65535, else the error `text`.
+fn port(a: &[u8], text: &str) -> Result<u16, Failure> {
+    strata::num::parse_i64(a)
+        .and_then(|p| u16::try_from(p).ok())
+        .ok_or_else(|| Failure::text(text))
+}
+
+fn replicaof(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (host, port_arg) = (a.value()?, a.value()?);
+    a.finish()?;
+    let leader = if host.eq_ignore_ascii_case(b"no") && port_arg.eq_ignore_ascii_case(b"one") {
         None
     } else {
-        match args::int(&argv[2]) {
-            Ok(p) if (0..=65535).contains(&p) => {
-                Some((String::from_utf8_lossy(&argv[1]).into_owned(), p as u16))
-            }
-            _ => return err(errors::INVALID_MASTER_PORT),
-        }
+        let p = port(port_arg, errors::INVALID_MASTER_PORT)?;
+        Some((String::from_utf8_lossy(host).into_owned(), p))
     };
-    match ctx.server.replicaof(leader) {
-        Ok(text) => Frame::simple(text),
-        Err(e) => err(e),
-    }
+    let text = ctx.server.replicaof(leader).map_err(Failure::text)?;
+    Ok(Frame::simple(text))
 }
 
-fn role(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    ctx.server.role()
+fn role(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(ctx.server.role())
 }
 
-fn wait(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let Ok(n) = args::int(&argv[1]) else {
-        return err(errors::NOT_INTEGER);
-    };
-    let Ok(timeout) = args::int(&argv[2]) else {
-        return err(errors::NOT_INTEGER);
-    };
+fn wait(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (n, timeout) = (a.int()?, a.int()?);
+    a.finish()?;
     if timeout < 0 {
-        return err(errors::TIMEOUT_NEGATIVE);
+        return Err(Failure::text(errors::TIMEOUT_NEGATIVE));
     }
     // Inside MULTI or a script there is no waiting: the count as it is now (Redis's rule).
     let (n, timeout) = if ctx.session.in_script || ctx.session.ready_keys.is_some() {
@@ -172,53 +173,109 @@ fn wait(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
     } else {
         (n.max(0) as u64, timeout as u64)
     };
-    match ctx.server.wait_replicas(n, timeout) {
-        Ok(count) => Frame::Integer(count as i64),
-        Err(e) => err(e),
-    }
+    let count = ctx
+        .server
+        .wait_replicas(n, timeout)
+        .map_err(Failure::text)?;
+    Ok(Frame::Integer(count as i64))
 }
 
-fn replconf(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if argv.len().is_multiple_of(2) {
-        return err(errors::SYNTAX);
+fn replconf(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    // Options come in pairs.
+    if !a.remaining().is_multiple_of(2) {
+        return Err(cursor::syntax());
     }
-    for pair in argv[1..].chunks(2) {
-        let option = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
+    while !a.is_done() {
+        let (name, value) = (a.value()?, a.value()?);
+        let option = String::from_utf8_lossy(name).to_ascii_lowercase();
         match option.as_str() {
-            "listening-port" => match args::int(&pair[1]) {
-                Ok(p) if (0..=65535).contains(&p) => ctx.session.replica_port = p as u16,
-                _ => return err(errors::NOT_INTEGER),
-            },
+            "listening-port" => ctx.session.replica_port = port(value, errors::NOT_INTEGER)?,
             // Strata's replicas say `capa strata`; Redis's capabilities mean nothing here.
             "capa" | "ip-address" | "rdb-only" | "rdb-filter-only" => {}
             // Acknowledgements travel inside the replication stream; a client's gets no reply.
             "ack" | "getack" | "fack" => {
                 ctx.session.suppress_reply = true;
-                return Frame::ok();
+                return Ok(Frame::ok());
             }
             _ => {
-                return err(format!(
+                return Err(Failure::text(format!(
                     "ERR Unrecognized REPLCONF option: {}",
-                    String::from_utf8_lossy(&pair[0])
-                ))
+                    String::from_utf8_lossy(name)
+                )))
             }
         }
     }
-    Frame::ok()
+    Ok(Frame::ok())
 }
 
-fn psync(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let offset = args::int(&argv[2]).unwrap_or(-1);
+fn psync(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (replid, offset) = (a.value()?, a.value()?);
+    a.finish()?;
     ctx.session.psync = Some(PsyncRequest {
-        replid: String::from_utf8_lossy(&argv[1]).into_owned(),
-        offset,
+        replid: String::from_utf8_lossy(replid).into_owned(),
+        offset: strata::num::parse_i64(offset).unwrap_or(-1),
         listening_port: ctx.session.replica_port,
     });
     // The server answers +FULLRESYNC / +CONTINUE itself when it takes the connection over.
     ctx.session.suppress_reply = true;
-    Frame::ok()
+    Ok(Frame::ok())
 }
 
-fn sync(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    err(errors::SYNC_UNSUPPORTED)
+fn sync(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Err(Failure::text(errors::SYNC_UNSUPPORTED))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::Harness;
+    use crate::Frame;
+
+    #[test]
+    fn replicaof_and_wait_check_their_numbers() {
+        let mut h = Harness::new();
+        assert_eq!(
+            h.error(&["REPLICAOF", "host", "65536"]),
+            "ERR Invalid master port"
+        );
+        assert_eq!(
+            h.error(&["SLAVEOF", "host", "-1"]),
+            "ERR Invalid master port"
+        );
+        // The stand-in server has no replication: its refusal is the reply.
+        assert_eq!(
+            h.error(&["REPLICAOF", "no", "one"]),
+            "ERR replication is not available here"
+        );
+        assert_eq!(
+            h.error(&["WAIT", "x", "0"]),
+            "ERR value is not an integer or out of range"
+        );
+        assert_eq!(h.error(&["WAIT", "1", "-1"]), "ERR timeout is negative");
+        assert_eq!(h.run(&["WAIT", "1", "0"]), Frame::Integer(0));
+        match h.run(&["ROLE"]) {
+            Frame::Array(v) => assert_eq!(v.first(), Some(&Frame::bulk("master"))),
+            other => panic!("ROLE answered {other:?}"),
+        }
+    }
+
+    #[test]
+    fn replconf_reads_option_pairs() {
+        let mut h = Harness::new();
+        assert_eq!(h.error(&["REPLCONF", "capa"]), "ERR syntax error");
+        assert_eq!(
+            h.run(&["REPLCONF", "listening-port", "7000", "capa", "strata"]),
+            Frame::ok()
+        );
+        assert_eq!(
+            h.error(&["REPLCONF", "listening-port", "70000"]),
+            "ERR value is not an integer or out of range"
+        );
+        assert_eq!(
+            h.error(&["REPLCONF", "capa", "x", "bogus", "y"]),
+            "ERR Unrecognized REPLCONF option: bogus"
+        );
+        assert!(h.error(&["SYNC"]).starts_with("ERR "));
+    }
 }

@@ -5,9 +5,10 @@
 use bytes::Bytes;
 use strata_resp::Frame;
 
-use crate::args::{db, is, reply};
+use crate::args::is;
 use crate::command::*;
-use crate::errors::{self, err};
+use crate::cursor::{self, Args, Failure, Reply};
+use crate::errors;
 use crate::help;
 use crate::Ctx;
 
@@ -20,7 +21,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE),
-        handler: plain!(dbsize),
+        handler: dbsize,
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -37,7 +38,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE | acl::DANGEROUS),
-        handler: plain!(flushdb),
+        handler: flushdb,
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -54,7 +55,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE | acl::DANGEROUS),
-        handler: plain!(flushall),
+        handler: flushall,
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -71,7 +72,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE | acl::DANGEROUS),
-        handler: plain!(swapdb),
+        handler: swapdb,
         docs: Docs {
             group: "server",
             since: "4.0.0",
@@ -88,7 +89,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(time),
+        handler: time,
         docs: Docs {
             group: "server",
             since: "2.6.0",
@@ -105,7 +106,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::ADMIN | acl::DANGEROUS),
-        handler: plain!(lastsave),
+        handler: lastsave,
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -122,7 +123,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(bgsave),
+        handler: bgsave,
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -139,7 +140,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(shutdown),
+        handler: shutdown,
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -156,7 +157,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(debug),
+        handler: debug,
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -173,7 +174,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::DANGEROUS),
-        handler: plain!(info),
+        handler: info,
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -190,7 +191,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(config),
+        handler: config,
         docs: Docs {
             group: "server",
             since: "2.0.0",
@@ -207,7 +208,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(config_get),
+        handler: config_get,
         docs: Docs {
             group: "server",
             since: "2.0.0",
@@ -224,7 +225,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(config_set),
+        handler: config_set,
         docs: Docs {
             group: "server",
             since: "2.0.0",
@@ -241,7 +242,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(config_resetstat),
+        handler: config_resetstat,
         docs: Docs {
             group: "server",
             since: "2.0.0",
@@ -258,7 +259,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(config_rewrite),
+        handler: config_rewrite,
         docs: Docs {
             group: "server",
             since: "2.8.0",
@@ -275,7 +276,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(config_help),
+        handler: config_help,
         docs: Docs {
             group: "server",
             since: "5.0.0",
@@ -287,185 +288,169 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-fn dbsize(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    match ctx.session.db.dbsize() {
-        Ok(n) => Frame::Integer(n as i64),
-        Err(e) => errors::from_db(e),
-    }
+fn dbsize(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(Frame::Integer(ctx.session.db.dbsize()? as i64))
 }
 
 /// FLUSHDB/FLUSHALL take at most one of ASYNC / SYNC.
-fn flush_mode_ok(argv: &[Bytes]) -> bool {
-    match argv.len() {
-        1 => true,
-        2 => is(&argv[1], "async") || is(&argv[1], "sync"),
-        _ => false,
+fn flush_mode(argv: &[Bytes]) -> Result<(), Failure> {
+    let mut a = Args::new(argv);
+    if !a.is_done() {
+        a.word(&[("ASYNC", ()), ("SYNC", ())])?;
     }
+    a.finish()
 }
 
-fn flushdb(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if !flush_mode_ok(argv) {
-        return err(errors::SYNTAX);
-    }
+fn flushdb(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    flush_mode(argv)?;
     crate::watch::touch_flushed(ctx, [ctx.session.db.index()]);
-    match ctx.session.db.flushdb() {
-        Ok(()) => Frame::ok(),
-        Err(e) => errors::from_db(e),
-    }
+    ctx.session.db.flushdb()?;
+    Ok(Frame::ok())
 }
 
-fn flushall(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if !flush_mode_ok(argv) {
-        return err(errors::SYNTAX);
-    }
+fn flushall(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    flush_mode(argv)?;
     crate::watch::touch_flushed(ctx, 0..ctx.session.db.databases());
-    match ctx.session.db.flushall() {
-        Ok(()) => Frame::ok(),
-        Err(e) => errors::from_db(e),
+    ctx.session.db.flushall()?;
+    Ok(Frame::ok())
+}
+
+/// A database index of SWAPDB: an integer in C `int` range, else the error `text`.
+fn swapdb_index(a: &[u8], text: &str) -> Result<i64, Failure> {
+    strata::num::parse_i64(a)
+        .filter(|n| *n >= i32::MIN as i64 && *n <= i32::MAX as i64)
+        .ok_or_else(|| Failure::text(text))
+}
+
+fn swapdb(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut args = Args::new(argv);
+    let a = swapdb_index(args.value()?, errors::INVALID_FIRST_DB)?;
+    let b = swapdb_index(args.value()?, errors::INVALID_SECOND_DB)?;
+    args.finish()?;
+    let n = ctx.session.db.databases() as i64;
+    if a < 0 || b < 0 || a >= n || b >= n {
+        return Err(Failure::text(errors::DB_INDEX));
     }
+    crate::watch::touch_swapped(ctx, a as u32, b as u32);
+    ctx.session.db.swapdb(a as u32, b as u32)?;
+    Ok(Frame::ok())
 }
 
-fn swapdb(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    reply((|| {
-        let parse = |a: &[u8], text: &str| {
-            strata::num::parse_i64(a)
-                .filter(|n| *n >= i32::MIN as i64 && *n <= i32::MAX as i64)
-                .ok_or_else(|| err(text))
-        };
-        let a = parse(&argv[1], errors::INVALID_FIRST_DB)?;
-        let b = parse(&argv[2], errors::INVALID_SECOND_DB)?;
-        let n = ctx.session.db.databases() as i64;
-        if a < 0 || b < 0 || a >= n || b >= n {
-            return Err(err(errors::DB_INDEX));
-        }
-        crate::watch::touch_swapped(ctx, a as u32, b as u32);
-        db(ctx.session.db.swapdb(a as u32, b as u32))?;
-        Ok(Frame::ok())
-    })())
-}
-
-fn time(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+fn time(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    Frame::Array(vec![
+    Ok(Frame::Array(vec![
         Frame::bulk(now.as_secs().to_string()),
         Frame::bulk(now.subsec_micros().to_string()),
-    ])
+    ]))
 }
 
-fn lastsave(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    Frame::Integer(ctx.server.lastsave() as i64)
+fn lastsave(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(Frame::Integer(ctx.server.lastsave() as i64))
 }
 
-fn bgsave(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if argv.len() > 2 || (argv.len() == 2 && !is(&argv[1], "schedule")) {
-        return err(errors::SYNTAX);
+fn bgsave(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    if !a.is_done() {
+        a.word(&[("SCHEDULE", ())])?;
     }
-    match ctx.server.bgsave() {
-        Ok(()) => Frame::simple("Background saving started"),
-        Err(e) => err(e),
-    }
+    a.finish()?;
+    ctx.server.bgsave().map_err(Failure::text)?;
+    Ok(Frame::simple("Background saving started"))
 }
 
-fn shutdown(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    for a in &argv[1..] {
-        if is(a, "abort") {
-            return err(errors::NO_SHUTDOWN_IN_PROGRESS);
+fn shutdown(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    while !a.is_done() {
+        if a.opt("ABORT") {
+            return Err(Failure::text(errors::NO_SHUTDOWN_IN_PROGRESS));
         }
-        if !(is(a, "nosave") || is(a, "save") || is(a, "now") || is(a, "force")) {
-            return err(errors::SYNTAX);
-        }
+        a.word(&[("NOSAVE", ()), ("SAVE", ()), ("NOW", ()), ("FORCE", ())])?;
     }
-    match ctx.server.shutdown() {
-        // The server is going away; the connection closes without a reply, as in Redis.
-        Ok(()) => {
-            ctx.session.reply_mode = crate::ReplyMode::Off;
-            ctx.session.close_after_reply = true;
-            Frame::Null
-        }
-        Err(e) => err(e),
-    }
+    ctx.server.shutdown().map_err(Failure::text)?;
+    // The server is going away; the connection closes without a reply, as in Redis.
+    ctx.session.reply_mode = crate::ReplyMode::Off;
+    ctx.session.close_after_reply = true;
+    Ok(Frame::Null)
 }
 
-fn debug(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if is(&argv[1], "sleep") && argv.len() == 3 {
-        let secs = strata::num::parse_f64(&argv[2]).unwrap_or(0.0).max(0.0);
+fn debug(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let sub = a.value()?;
+    if is(sub, "sleep") && a.remaining() == 1 {
+        let secs = strata::num::parse_f64(a.value()?).unwrap_or(0.0).max(0.0);
         std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
-        return Frame::ok();
+        return Ok(Frame::ok());
     }
-    if is(&argv[1], "help") {
-        return help::reply(
+    if is(sub, "help") {
+        return Ok(help::reply(
             "DEBUG",
             &[
                 "SLEEP <seconds>",
                 "    Stop the server for <seconds>. Decimals allowed.",
             ],
-        );
+        ));
     }
-    err(format!(
+    Err(Failure::text(format!(
         "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-        String::from_utf8_lossy(&argv[1])
-    ))
+        String::from_utf8_lossy(sub)
+    )))
 }
 
-fn info(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let sections: Vec<String> = argv[1..]
+fn info(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let sections: Vec<String> = Args::new(argv)
+        .rest()
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
         .collect();
-    Frame::Verbatim(ctx.server.info(ctx.session, &sections).into())
+    Ok(Frame::Verbatim(
+        ctx.server.info(ctx.session, &sections).into(),
+    ))
 }
 
-fn config(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    dispatch_sub(ctx, argv, COMMANDS, "config")
+fn config(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    Ok(dispatch_sub(ctx, argv, COMMANDS, "config"))
 }
 
-fn config_get(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let patterns: Vec<&[u8]> = argv[2..].iter().map(|p| &p[..]).collect();
+fn config_get(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let patterns = Args::after_subcommand(argv).rest_slices();
     let found = ctx.server.config_get(&patterns);
-    Frame::Map(
+    Ok(Frame::Map(
         found
             .into_iter()
             .map(|(k, v)| (Frame::bulk(k), Frame::bulk(v)))
             .collect(),
-    )
+    ))
 }
 
-fn config_set(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn config_set(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::after_subcommand(argv);
     // A name without a value (the arity already asks for one pair).
-    if !argv.len().is_multiple_of(2) {
-        return err(errors::SYNTAX);
+    if !a.remaining().is_multiple_of(2) {
+        return Err(cursor::syntax());
     }
-    let pairs: Vec<(String, String)> = argv[2..]
-        .chunks_exact(2)
-        .map(|p| {
-            (
-                String::from_utf8_lossy(&p[0]).into_owned(),
-                String::from_utf8_lossy(&p[1]).into_owned(),
-            )
-        })
-        .collect();
-    match ctx.server.config_set(&pairs) {
-        Ok(()) => Frame::ok(),
-        Err(e) => err(e),
+    let text = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
+    let mut pairs = Vec::with_capacity(a.remaining() / 2);
+    while !a.is_done() {
+        pairs.push((text(a.value()?), text(a.value()?)));
     }
+    ctx.server.config_set(&pairs).map_err(Failure::text)?;
+    Ok(Frame::ok())
 }
 
-fn config_resetstat(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+fn config_resetstat(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     ctx.server.reset_stats();
-    Frame::ok()
+    Ok(Frame::ok())
 }
 
-fn config_rewrite(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    match ctx.server.config_rewrite() {
-        Ok(()) => Frame::ok(),
-        Err(e) => err(e),
-    }
+fn config_rewrite(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    ctx.server.config_rewrite().map_err(Failure::text)?;
+    Ok(Frame::ok())
 }
 
-fn config_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    help::reply(
+fn config_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(help::reply(
         "CONFIG",
         &[
             "GET <pattern>",
@@ -477,5 +462,79 @@ fn config_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
             "REWRITE",
             "    Rewrite the configuration file.",
         ],
-    )
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::Harness;
+    use crate::Frame;
+
+    #[test]
+    fn databases_are_counted_flushed_and_swapped() {
+        let mut h = Harness::new();
+        h.run(&["SET", "a", "1"]);
+        assert_eq!(h.run(&["DBSIZE"]), Frame::Integer(1));
+        assert_eq!(h.run(&["SWAPDB", "0", "1"]), Frame::ok());
+        assert_eq!(h.run(&["DBSIZE"]), Frame::Integer(0));
+        assert_eq!(h.error(&["SWAPDB", "x", "1"]), "ERR invalid first DB index");
+        assert_eq!(
+            h.error(&["SWAPDB", "0", "y"]),
+            "ERR invalid second DB index"
+        );
+        assert_eq!(
+            h.error(&["SWAPDB", "0", "4294967296"]),
+            "ERR invalid second DB index"
+        );
+        assert_eq!(
+            h.error(&["SWAPDB", "0", "-1"]),
+            "ERR DB index is out of range"
+        );
+        assert_eq!(h.run(&["SWAPDB", "1", "0"]), Frame::ok());
+        assert_eq!(h.error(&["FLUSHDB", "LATER"]), "ERR syntax error");
+        assert_eq!(h.error(&["FLUSHALL", "SYNC", "ASYNC"]), "ERR syntax error");
+        assert_eq!(h.run(&["FLUSHDB", "async"]), Frame::ok());
+        assert_eq!(h.run(&["DBSIZE"]), Frame::Integer(0));
+        h.run(&["SET", "a", "1"]);
+        assert_eq!(h.run(&["FLUSHALL"]), Frame::ok());
+        assert_eq!(h.run(&["DBSIZE"]), Frame::Integer(0));
+    }
+
+    #[test]
+    fn persistence_and_shutdown_check_their_options() {
+        let mut h = Harness::new();
+        assert_eq!(
+            h.run(&["BGSAVE", "schedule"]),
+            Frame::simple("Background saving started")
+        );
+        assert_eq!(h.error(&["BGSAVE", "now"]), "ERR syntax error");
+        assert_eq!(
+            h.error(&["SHUTDOWN", "NOSAVE", "ABORT"]),
+            "ERR No shutdown in progress."
+        );
+        assert_eq!(h.error(&["SHUTDOWN", "LATER"]), "ERR syntax error");
+        assert_eq!(h.run(&["LASTSAVE"]), Frame::Integer(0));
+    }
+
+    #[test]
+    fn debug_and_config_read_their_subcommands() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["DEBUG", "SLEEP", "0"]), Frame::ok());
+        assert_eq!(
+            h.error(&["DEBUG", "SLEEP"]),
+            "ERR unknown subcommand or wrong number of arguments for 'SLEEP'. Try DEBUG HELP."
+        );
+        assert_eq!(
+            h.error(&["CONFIG", "SET", "a", "1", "b"]),
+            "ERR syntax error"
+        );
+        assert_eq!(h.run(&["CONFIG", "SET", "a", "1"]), Frame::ok());
+        assert_eq!(h.run(&["CONFIG", "GET", "*"]), Frame::Map(vec![]));
+        assert_eq!(h.run(&["CONFIG", "RESETSTAT"]), Frame::ok());
+        assert_eq!(h.run(&["CONFIG", "REWRITE"]), Frame::ok());
+        match h.run(&["TIME"]) {
+            Frame::Array(v) => assert_eq!(v.len(), 2),
+            other => panic!("TIME answered {other:?}"),
+        }
+    }
 }

@@ -12,7 +12,8 @@ use bytes::Bytes;
 use strata_resp::Frame;
 
 use crate::command::*;
-use crate::errors::{self, err};
+use crate::cursor::{Args, Failure, Reply};
+use crate::errors;
 use crate::isolation::{self, Targets};
 use crate::registry as table;
 use crate::watch::{WatchedKey, Watching};
@@ -27,7 +28,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::TRANSACTION),
-        handler: plain!(multi),
+        handler: multi,
         docs: Docs {
             group: "transactions",
             since: "1.2.0",
@@ -44,7 +45,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::TRANSACTION),
-        handler: plain!(exec),
+        handler: exec,
         docs: Docs {
             group: "transactions",
             since: "1.2.0",
@@ -61,7 +62,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::TRANSACTION),
-        handler: plain!(discard),
+        handler: discard,
         docs: Docs {
             group: "transactions",
             since: "2.0.0",
@@ -78,7 +79,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::Range(Range::new(1, -1, 1)),
         key_specs: &[KeySpec::range(RO, 1, -1, 1, 0)],
         acl: Acl(acl::TRANSACTION),
-        handler: plain!(watch),
+        handler: watch,
         docs: Docs {
             group: "transactions",
             since: "2.2.0",
@@ -95,7 +96,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::TRANSACTION),
-        handler: plain!(unwatch),
+        handler: unwatch,
         docs: Docs {
             group: "transactions",
             since: "2.2.0",
@@ -107,74 +108,66 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-fn multi(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+fn multi(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     if ctx.session.multi.is_some() {
-        return err(errors::MULTI_NESTED);
+        return Err(Failure::text(errors::MULTI_NESTED));
     }
     ctx.session.multi = Some(Multi::default());
-    Frame::ok()
+    Ok(Frame::ok())
 }
 
-fn discard(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+fn discard(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     if ctx.session.multi.take().is_none() {
-        return err(errors::DISCARD_WITHOUT_MULTI);
+        return Err(Failure::text(errors::DISCARD_WITHOUT_MULTI));
     }
     ctx.session.watching = None;
-    Frame::ok()
+    Ok(Frame::ok())
 }
 
-fn watch(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn watch(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     if ctx.session.multi.is_some() {
-        return err(errors::WATCH_INSIDE_MULTI);
+        return Err(Failure::text(errors::WATCH_INSIDE_MULTI));
     }
     let db = ctx.session.db.index();
     let watching = ctx
         .session
         .watching
         .get_or_insert_with(|| Watching::new(ctx.server.watches().clone()));
-    for key in &argv[1..] {
-        let existed = match ctx.session.db.exists(key) {
-            Ok(e) => e,
-            Err(e) => return errors::from_db(e),
-        };
+    for key in Args::new(argv).rest() {
+        let existed = ctx.session.db.exists(key)?;
         watching.add(WatchedKey {
             db,
             key: key.clone(),
             existed,
         });
     }
-    Frame::ok()
+    Ok(Frame::ok())
 }
 
-fn unwatch(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+fn unwatch(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     ctx.session.watching = None;
-    Frame::ok()
+    Ok(Frame::ok())
 }
 
-fn exec(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+fn exec(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     let Some(multi) = ctx.session.multi.take() else {
-        return err(errors::EXEC_WITHOUT_MULTI);
+        return Err(Failure::text(errors::EXEC_WITHOUT_MULTI));
     };
     // Watched keys are forgotten whatever happens next, as Redis does.
     let watching = ctx.session.watching.take();
     if multi.failed {
-        return err(errors::EXECABORT);
+        return Err(Failure::text(errors::EXECABORT));
     }
     let db = ctx.session.db.clone();
     // A key held by a busy script discards the transaction, as Redis's -BUSY for EXEC does.
-    let scope = match hold_transaction(&db, &multi.queue, watching.as_ref()) {
-        Ok(scope) => scope,
-        Err(busy) => {
-            return err(errors::exec_abort_because(crate::scripting::busy_text(
-                busy,
-            )))
-        }
-    };
+    let scope = hold_transaction(&db, &multi.queue, watching.as_ref()).map_err(|busy| {
+        Failure::text(errors::exec_abort_because(crate::scripting::busy_text(
+            busy,
+        )))
+    })?;
     if let Some(w) = &watching {
-        match watch_broken(&db, w) {
-            Ok(false) => {}
-            Ok(true) => return Frame::NullArray,
-            Err(e) => return errors::from_db(e),
+        if watch_broken(&db, w)? {
+            return Ok(Frame::NullArray);
         }
     }
     drop(watching);
@@ -196,11 +189,9 @@ fn exec(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
     for (d, key) in ctx.session.ready_keys.take().unwrap_or_default() {
         ctx.server.key_ready(d, &key);
     }
-    match committed {
-        Ok(()) => Frame::Array(replies),
-        // Nothing of the transaction was written (the disk is full, say).
-        Err(e) => errors::from_db(e),
-    }
+    // An error here means nothing of the transaction was written (the disk is full, say).
+    committed?;
+    Ok(Frame::Array(replies))
 }
 
 /// Takes the locks of every key the queued commands and the watched keys name, following SELECT
@@ -246,4 +237,63 @@ fn watch_broken(db: &strata::Db, w: &Watching) -> strata::Result<bool> {
         }
     }
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::Harness;
+    use crate::Frame;
+
+    #[test]
+    fn exec_runs_the_queue_and_discard_drops_it() {
+        let mut h = Harness::new();
+        assert_eq!(h.error(&["EXEC"]), "ERR EXEC without MULTI");
+        assert_eq!(h.error(&["DISCARD"]), "ERR DISCARD without MULTI");
+        assert_eq!(h.run(&["MULTI"]), Frame::ok());
+        assert_eq!(h.error(&["MULTI"]), "ERR MULTI calls can not be nested");
+        assert_eq!(
+            h.error(&["WATCH", "k"]),
+            "ERR WATCH inside MULTI is not allowed"
+        );
+        assert_eq!(h.run(&["SET", "k", "1"]), Frame::simple("QUEUED"));
+        assert_eq!(h.run(&["INCR", "k"]), Frame::simple("QUEUED"));
+        assert_eq!(
+            h.run(&["EXEC"]),
+            Frame::Array(vec![Frame::ok(), Frame::Integer(2)])
+        );
+        assert_eq!(h.run(&["MULTI"]), Frame::ok());
+        assert_eq!(h.run(&["DEL", "k"]), Frame::simple("QUEUED"));
+        assert_eq!(h.run(&["DISCARD"]), Frame::ok());
+        assert_eq!(h.run(&["GET", "k"]), Frame::bulk("2"));
+    }
+
+    #[test]
+    fn a_queueing_error_aborts_exec() {
+        let mut h = Harness::new();
+        h.run(&["MULTI"]);
+        assert_eq!(
+            h.error(&["GET"]),
+            "ERR wrong number of arguments for 'get' command"
+        );
+        assert_eq!(
+            h.error(&["EXEC"]),
+            "EXECABORT Transaction discarded because of previous errors."
+        );
+    }
+
+    #[test]
+    fn a_watched_key_that_expires_breaks_exec() {
+        let mut h = Harness::new();
+        h.run(&["SET", "k", "v"]);
+        assert_eq!(h.run(&["WATCH", "k", "other"]), Frame::ok());
+        h.run(&["DEL", "k"]);
+        h.run(&["MULTI"]);
+        h.run(&["GET", "k"]);
+        assert_eq!(h.run(&["EXEC"]), Frame::NullArray);
+        assert_eq!(h.run(&["WATCH", "k"]), Frame::ok());
+        assert_eq!(h.run(&["UNWATCH"]), Frame::ok());
+        h.run(&["MULTI"]);
+        h.run(&["GET", "k"]);
+        assert_eq!(h.run(&["EXEC"]), Frame::Array(vec![Frame::Null]));
+    }
 }

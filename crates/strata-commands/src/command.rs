@@ -28,15 +28,6 @@ use crate::Ctx;
 /// `?` carries ([`crate::cursor::Failure`]).
 pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Reply;
 
-/// The [`Handler`] of a handler not yet written with the argument cursor: one that answers a
-/// [`Frame`] (errors included) instead of a [`Reply`].
-macro_rules! plain {
-    ($f:path) => {
-        |ctx, argv| Ok($f(ctx, argv))
-    };
-}
-pub(crate) use plain;
-
 /// Finds the keys a [`Keys::Custom`] rule adds beyond its range: pushes `(database, argv
 /// index)` pairs; `db` is the selected database.
 pub type KeyFn = fn(argv: &[Bytes], db: u32, out: &mut Vec<(u32, usize)>);

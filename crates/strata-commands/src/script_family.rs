@@ -7,9 +7,10 @@
 use bytes::Bytes;
 use strata_resp::Frame;
 
-use crate::args::{self, is};
+use crate::args::is;
 use crate::command::*;
-use crate::errors::{self, err};
+use crate::cursor::{syntax, Args, Failure, Reply};
+use crate::errors;
 use crate::help;
 use crate::scripting::functions::RestorePolicy;
 use crate::scripting::{self, Invocation, Target};
@@ -26,7 +27,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1).notes("We cannot tell how the keys will be used so we assume the worst, RW and UPDATE"),
         ],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(eval),
+        handler: eval,
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -45,7 +46,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1),
         ],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(evalsha),
+        handler: evalsha,
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -64,7 +65,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1).notes("We cannot tell how the keys will be used so we assume the worst, RO and ACCESS"),
         ],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(eval_ro),
+        handler: eval_ro,
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -83,7 +84,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1),
         ],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(evalsha_ro),
+        handler: evalsha_ro,
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -100,7 +101,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(script),
+        handler: script,
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -117,7 +118,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(script_load),
+        handler: script_load,
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -134,7 +135,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(script_exists),
+        handler: script_exists,
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -151,7 +152,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(script_flush),
+        handler: script_flush,
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -168,7 +169,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(script_kill),
+        handler: script_kill,
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -185,7 +186,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(script_help),
+        handler: script_help,
         docs: Docs {
             group: "scripting",
             since: "5.0.0",
@@ -204,7 +205,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1).notes("We cannot tell how the keys will be used so we assume the worst, RW and UPDATE"),
         ],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(fcall),
+        handler: fcall,
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -223,7 +224,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1).notes("We cannot tell how the keys will be used so we assume the worst, RO and ACCESS"),
         ],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(fcall_ro),
+        handler: fcall_ro,
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -240,7 +241,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: plain!(function),
+        handler: function,
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -257,7 +258,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(function_load),
+        handler: function_load,
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -274,7 +275,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(function_delete),
+        handler: function_delete,
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -291,7 +292,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(function_list),
+        handler: function_list,
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -308,7 +309,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(function_flush),
+        handler: function_flush,
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -325,7 +326,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(function_dump),
+        handler: function_dump,
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -342,7 +343,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(function_restore),
+        handler: function_restore,
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -359,7 +360,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(function_stats),
+        handler: function_stats,
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -376,7 +377,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(function_kill),
+        handler: function_kill,
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -393,7 +394,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: plain!(function_help),
+        handler: function_help,
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -405,50 +406,42 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-/// Splits `numkeys key... arg...` (at argv[2]) into keys and arguments.
-fn keys_and_args(argv: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Frame> {
-    split_keys(argv, args::int(&argv[2])?)
-}
-
-/// [`keys_and_args`] for FCALL, whose unreadable numkeys is Redis's "Bad number of keys".
-fn function_keys_and_args(argv: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Frame> {
-    let n = args::int(&argv[2]).map_err(|_| err(errors::FCALL_BAD_NUMKEYS))?;
-    split_keys(argv, n)
-}
-
-fn split_keys(argv: &[Bytes], n: i64) -> Result<(&[Bytes], &[Bytes]), Frame> {
+/// Reads `numkeys key... arg...` off the cursor, `n` being the count already read: the keys
+/// and the arguments.
+fn split_keys<'a>(a: &mut Args<'a>, n: i64) -> Result<(&'a [Bytes], &'a [Bytes]), Failure> {
     if n < 0 {
-        return Err(err(errors::NUMKEYS_NEGATIVE));
+        return Err(Failure::text(errors::NUMKEYS_NEGATIVE));
     }
-    if n as u64 > (argv.len() - 3) as u64 {
-        return Err(err(errors::NUMKEYS_TOO_MANY));
+    let rest = a.rest();
+    if n as u64 > rest.len() as u64 {
+        return Err(Failure::text(errors::NUMKEYS_TOO_MANY));
     }
-    let rest = &argv[3..];
     Ok(rest.split_at(n as usize))
 }
 
-fn run_body(ctx: &mut Ctx<'_>, argv: &[Bytes], ro_command: bool) -> Frame {
-    let (keys, args) = match keys_and_args(argv) {
-        Ok(split) => split,
-        Err(e) => return e,
-    };
-    let body = &argv[1];
-    let (sha, shebang) = match scripting::load_script(ctx, body) {
-        Ok(loaded) => loaded,
-        Err(e) => return e,
-    };
+/// EVAL and EVAL_RO: `script numkeys key... arg...`; the count is read before the script is
+/// compiled.
+fn run_body(ctx: &mut Ctx<'_>, argv: &[Bytes], ro_command: bool) -> Reply {
+    let mut a = Args::new(argv);
+    let body = a.value()?;
+    let n = a.int()?;
+    let (keys, args) = split_keys(&mut a, n)?;
+    let (sha, shebang) = scripting::load_script(ctx, body)?;
     run_loaded(ctx, &sha, body, shebang, keys, args, ro_command)
 }
 
-fn run_cached(ctx: &mut Ctx<'_>, argv: &[Bytes], ro_command: bool) -> Frame {
-    let (keys, args) = match keys_and_args(argv) {
-        Ok(split) => split,
-        Err(e) => return e,
-    };
-    let Some(cached) = ctx.server.scripts().get(&argv[1]) else {
-        return err(errors::NOSCRIPT);
-    };
-    let sha = String::from_utf8_lossy(&argv[1]).to_ascii_lowercase();
+/// EVALSHA and EVALSHA_RO: `sha1 numkeys key... arg...`.
+fn run_cached(ctx: &mut Ctx<'_>, argv: &[Bytes], ro_command: bool) -> Reply {
+    let mut a = Args::new(argv);
+    let sha = a.value()?;
+    let n = a.int()?;
+    let (keys, args) = split_keys(&mut a, n)?;
+    let cached = ctx
+        .server
+        .scripts()
+        .get(sha)
+        .ok_or_else(|| Failure::text(errors::NOSCRIPT))?;
+    let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
     run_loaded(
         ctx,
         &sha,
@@ -470,13 +463,13 @@ fn run_loaded(
     keys: &[Bytes],
     args: &[Bytes],
     ro_command: bool,
-) -> Frame {
+) -> Reply {
     let read_only = match shebang {
         None => ro_command,
-        Some(s) if ro_command && !s.no_writes => return err(errors::FCALL_RO_WRITE),
+        Some(s) if ro_command && !s.no_writes => return Err(Failure::text(errors::FCALL_RO_WRITE)),
         Some(s) => ro_command || s.no_writes,
     };
-    scripting::run_script(
+    Ok(scripting::run_script(
         ctx,
         &Invocation {
             target: Target::Script {
@@ -488,78 +481,88 @@ fn run_loaded(
             args,
             read_only,
         },
-    )
+    ))
 }
 
-fn eval(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn eval(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     run_body(ctx, argv, false)
 }
 
-fn eval_ro(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn eval_ro(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     run_body(ctx, argv, true)
 }
 
-fn evalsha(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn evalsha(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     run_cached(ctx, argv, false)
 }
 
-fn evalsha_ro(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn evalsha_ro(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     run_cached(ctx, argv, true)
 }
 
-fn script(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    dispatch_sub(ctx, argv, COMMANDS, "script")
+fn script(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    Ok(dispatch_sub(ctx, argv, COMMANDS, "script"))
 }
 
-fn script_load(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match scripting::load_script(ctx, &argv[2]) {
-        Ok((sha, _)) => Frame::bulk(sha),
-        Err(e) => e,
-    }
+fn script_load(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::after_subcommand(argv);
+    let body = a.value()?;
+    a.finish()?;
+    let (sha, _) = scripting::load_script(ctx, body)?;
+    Ok(Frame::bulk(sha))
 }
 
-fn script_exists(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn script_exists(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     let cache = ctx.server.scripts();
-    Frame::Array(
-        argv[2..]
+    Ok(Frame::Array(
+        Args::after_subcommand(argv)
+            .rest()
             .iter()
             .map(|sha| Frame::Integer(cache.get(sha).is_some() as i64))
             .collect(),
-    )
+    ))
 }
 
-fn script_flush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    match argv.get(2) {
-        None => {}
-        Some(a) if argv.len() == 3 && (is(a, "async") || is(a, "sync")) => {}
-        Some(_) => return err(errors::SCRIPT_FLUSH_MODE),
+/// Whether the arguments after a FLUSH subcommand are none or one of ASYNC / SYNC.
+fn is_flush_mode(rest: &[Bytes]) -> bool {
+    match rest {
+        [] => true,
+        [mode] => is(mode, "async") || is(mode, "sync"),
+        _ => false,
+    }
+}
+
+fn script_flush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    if !is_flush_mode(Args::after_subcommand(argv).rest()) {
+        return Err(Failure::text(errors::SCRIPT_FLUSH_MODE));
     }
     ctx.server.scripts().flush();
-    Frame::ok()
+    Ok(Frame::ok())
 }
 
-fn script_kill(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+fn script_kill(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     kill(ctx, false)
 }
 
-fn function_kill(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+fn function_kill(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     kill(ctx, true)
 }
 
 /// SCRIPT KILL (`function` false) and FUNCTION KILL: each stops only its own kind; meeting only
 /// the other kind, it answers the BUSY text that names the right command.
-fn kill(ctx: &mut Ctx<'_>, function: bool) -> Frame {
-    match ctx.server.scripts().kill(function) {
-        scripting::KillOutcome::Killed => Frame::ok(),
-        scripting::KillOutcome::NotBusy => err(errors::NOTBUSY),
-        scripting::KillOutcome::Unkillable => err(errors::UNKILLABLE),
-        scripting::KillOutcome::OtherKind if function => err(errors::BUSY_SCRIPT),
-        scripting::KillOutcome::OtherKind => err(errors::BUSY_FUNCTION),
-    }
+fn kill(ctx: &mut Ctx<'_>, function: bool) -> Reply {
+    let text = match ctx.server.scripts().kill(function) {
+        scripting::KillOutcome::Killed => return Ok(Frame::ok()),
+        scripting::KillOutcome::NotBusy => errors::NOTBUSY,
+        scripting::KillOutcome::Unkillable => errors::UNKILLABLE,
+        scripting::KillOutcome::OtherKind if function => errors::BUSY_SCRIPT,
+        scripting::KillOutcome::OtherKind => errors::BUSY_FUNCTION,
+    };
+    Err(Failure::text(text))
 }
 
-fn script_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    help::reply(
+fn script_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(help::reply(
         "SCRIPT",
         &[
             "DEBUG (YES|SYNC|NO)",
@@ -577,22 +580,28 @@ fn script_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
             "LOAD <script>",
             "    Load a script into the scripts cache without executing it.",
         ],
-    )
+    ))
 }
 
-fn run_function(ctx: &mut Ctx<'_>, argv: &[Bytes], read_only: bool) -> Frame {
-    let (keys, args) = match function_keys_and_args(argv) {
-        Ok(split) => split,
-        Err(e) => return e,
-    };
-    let name = String::from_utf8_lossy(&argv[1]).into_owned();
-    let Some(info) = ctx.server.functions().find(&name) else {
-        return err(errors::FUNCTION_NOT_FOUND);
-    };
+/// FCALL and FCALL_RO: `function numkeys key... arg...`; an unreadable count is Redis's "Bad
+/// number of keys".
+fn run_function(ctx: &mut Ctx<'_>, argv: &[Bytes], read_only: bool) -> Reply {
+    let mut a = Args::new(argv);
+    let name = a.value()?;
+    let n = a
+        .int()
+        .map_err(|_| Failure::text(errors::FCALL_BAD_NUMKEYS))?;
+    let (keys, args) = split_keys(&mut a, n)?;
+    let name = String::from_utf8_lossy(name).into_owned();
+    let info = ctx
+        .server
+        .functions()
+        .find(&name)
+        .ok_or_else(|| Failure::text(errors::FUNCTION_NOT_FOUND))?;
     if read_only && !info.read_only() {
-        return err(errors::FCALL_RO_WRITE);
+        return Err(Failure::text(errors::FCALL_RO_WRITE));
     }
-    scripting::run_script(
+    Ok(scripting::run_script(
         ctx,
         &Invocation {
             target: Target::Function {
@@ -603,105 +612,102 @@ fn run_function(ctx: &mut Ctx<'_>, argv: &[Bytes], read_only: bool) -> Frame {
             args,
             read_only: read_only || info.read_only(),
         },
-    )
+    ))
 }
 
-fn fcall(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn fcall(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     run_function(ctx, argv, false)
 }
 
-fn fcall_ro(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn fcall_ro(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     run_function(ctx, argv, true)
 }
 
-fn function(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    dispatch_sub(ctx, argv, COMMANDS, "function")
+fn function(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    Ok(dispatch_sub(ctx, argv, COMMANDS, "function"))
 }
 
 /// Saves the libraries in the data directory, so they survive a restart.
-fn persist_functions(ctx: &mut Ctx<'_>) -> Result<(), Frame> {
+fn persist_functions(ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let dump = ctx.server.functions().dump();
-    ctx.session
-        .db
-        .aux_put(FUNCTIONS_RECORD, &dump)
-        .map_err(errors::from_db)
+    ctx.session.db.aux_put(FUNCTIONS_RECORD, &dump)?;
+    Ok(())
 }
 
 /// The name of the data directory record that holds the function libraries.
 pub const FUNCTIONS_RECORD: &str = "functions";
 
-fn function_load(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn function_load(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     // Every argument before the code is an option; REPLACE is the only one.
-    let (code, options) = match argv[2..].split_last() {
-        Some(split) => split,
-        None => return err(errors::SYNTAX),
-    };
+    let (code, options) = Args::after_subcommand(argv)
+        .rest()
+        .split_last()
+        .ok_or_else(syntax)?;
     let mut replace = false;
     for flag in options {
         if !is(flag, "replace") {
-            return err(format!(
+            return Err(Failure::text(format!(
                 "ERR Unknown option given: {}",
                 String::from_utf8_lossy(flag)
-            ));
+            )));
         }
         replace = true;
     }
-    match ctx.server.functions().load(code, replace) {
-        Ok(name) => match persist_functions(ctx) {
-            Ok(()) => Frame::bulk(name),
-            Err(e) => e,
-        },
-        Err(text) => err(text),
-    }
+    let name = ctx
+        .server
+        .functions()
+        .load(code, replace)
+        .map_err(Failure::text)?;
+    persist_functions(ctx)?;
+    Ok(Frame::bulk(name))
 }
 
-fn function_delete(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    let name = String::from_utf8_lossy(&argv[2]);
-    match ctx.server.functions().delete(&name) {
-        Ok(()) => match persist_functions(ctx) {
-            Ok(()) => Frame::ok(),
-            Err(e) => e,
-        },
-        Err(text) => err(text),
-    }
+fn function_delete(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::after_subcommand(argv);
+    let name = String::from_utf8_lossy(a.value()?);
+    a.finish()?;
+    ctx.server
+        .functions()
+        .delete(&name)
+        .map_err(Failure::text)?;
+    persist_functions(ctx)?;
+    Ok(Frame::ok())
 }
 
-fn function_flush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if argv.len() > 3 {
-        return errors::unknown_subcommand_or_arity("function", &argv[1]);
+fn function_flush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let rest = Args::after_subcommand(argv).rest();
+    if rest.len() > 1 {
+        return Err(Failure(errors::unknown_subcommand_or_arity(
+            "function", &argv[1],
+        )));
     }
-    match argv.get(2) {
-        None => {}
-        Some(a) if argv.len() == 3 && (is(a, "async") || is(a, "sync")) => {}
-        Some(_) => return err(errors::FUNCTION_FLUSH_MODE),
+    if !is_flush_mode(rest) {
+        return Err(Failure::text(errors::FUNCTION_FLUSH_MODE));
     }
     ctx.server.functions().flush();
-    match persist_functions(ctx) {
-        Ok(()) => Frame::ok(),
-        Err(e) => e,
-    }
+    persist_functions(ctx)?;
+    Ok(Frame::ok())
 }
 
-fn function_list(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+fn function_list(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     let mut pattern: Option<&[u8]> = None;
     let mut with_code = false;
-    let mut i = 2;
-    while i < argv.len() {
-        if is(&argv[i], "withcode") && !with_code {
+    let mut a = Args::after_subcommand(argv);
+    while !a.is_done() {
+        let arg = a.value()?;
+        if is(arg, "withcode") && !with_code {
             with_code = true;
-        } else if is(&argv[i], "libraryname") && pattern.is_none() {
-            let Some(p) = argv.get(i + 1) else {
-                return err("ERR library name argument was not given");
-            };
-            pattern = Some(p);
-            i += 1;
+        } else if is(arg, "libraryname") && pattern.is_none() {
+            if a.is_done() {
+                return Err(Failure::text("ERR library name argument was not given"));
+            }
+            pattern = Some(a.value()?);
         } else {
-            return err(format!(
+            return Err(Failure::text(format!(
                 "ERR Unknown argument {}",
-                String::from_utf8_lossy(&argv[i])
-            ));
+                String::from_utf8_lossy(arg)
+            )));
         }
-        i += 1;
     }
     let libs = ctx.server.functions().libraries();
     let entries = libs
@@ -739,34 +745,37 @@ fn function_list(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
             Frame::Map(fields)
         })
         .collect();
-    Frame::Array(entries)
+    Ok(Frame::Array(entries))
 }
 
-fn function_dump(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    Frame::bulk(ctx.server.functions().dump())
+fn function_dump(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(Frame::bulk(ctx.server.functions().dump()))
 }
 
-fn function_restore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
-    if argv.len() > 4 {
-        return errors::unknown_subcommand_or_arity("function", &argv[1]);
-    }
-    let policy = match argv.get(3) {
-        None => RestorePolicy::Append,
-        Some(p) if argv.len() == 4 && is(p, "flush") => RestorePolicy::Flush,
-        Some(p) if argv.len() == 4 && is(p, "append") => RestorePolicy::Append,
-        Some(p) if argv.len() == 4 && is(p, "replace") => RestorePolicy::Replace,
-        Some(_) => return err(errors::RESTORE_POLICY),
+fn function_restore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::after_subcommand(argv);
+    let payload = a.value()?;
+    let policy = match a.rest() {
+        [] => RestorePolicy::Append,
+        [p] if is(p, "flush") => RestorePolicy::Flush,
+        [p] if is(p, "append") => RestorePolicy::Append,
+        [p] if is(p, "replace") => RestorePolicy::Replace,
+        [_] => return Err(Failure::text(errors::RESTORE_POLICY)),
+        _ => {
+            return Err(Failure(errors::unknown_subcommand_or_arity(
+                "function", &argv[1],
+            )))
+        }
     };
-    match ctx.server.functions().restore(&argv[2], policy) {
-        Ok(()) => match persist_functions(ctx) {
-            Ok(()) => Frame::ok(),
-            Err(e) => e,
-        },
-        Err(text) => err(text),
-    }
+    ctx.server
+        .functions()
+        .restore(payload, policy)
+        .map_err(Failure::text)?;
+    persist_functions(ctx)?;
+    Ok(Frame::ok())
 }
 
-fn function_stats(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
+fn function_stats(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     let libs = ctx.server.functions().libraries();
     let functions: usize = libs.iter().map(|l| l.functions.len()).sum();
     let running = match ctx.server.scripts().running_function() {
@@ -780,7 +789,7 @@ fn function_stats(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
             (Frame::bulk("duration_ms"), Frame::Integer(ms as i64)),
         ]),
     };
-    Frame::Map(vec![
+    Ok(Frame::Map(vec![
         (Frame::bulk("running_script"), running),
         (
             Frame::bulk("engines"),
@@ -798,11 +807,11 @@ fn function_stats(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
                 ]),
             )]),
         ),
-    ])
+    ]))
 }
 
-fn function_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
-    help::reply(
+fn function_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(help::reply(
         "FUNCTION",
         &[
             "LOAD [REPLACE] <FUNCTION CODE>",
@@ -843,5 +852,178 @@ fn function_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Frame {
             "      libraries with the new libraries (notice that even on this option there is a chance of failure",
             "      in case of functions name collision with another library).",
         ],
-    )
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::Harness;
+    use crate::Frame;
+
+    const LIBRARY: &str = "#!lua name=lib\n\
+        redis.register_function('echo', function(keys, args) return args[1] end)\n\
+        redis.register_function{function_name='peek', callback=function(keys, args) return keys[1] end, flags={'no-writes'}}";
+
+    #[test]
+    fn numkeys_is_read_before_the_script_is_compiled_or_looked_up() {
+        let mut h = Harness::new();
+        let not_int = "ERR value is not an integer or out of range";
+        let negative = "ERR Number of keys can't be negative";
+        let too_many = "ERR Number of keys can't be greater than number of args";
+        assert_eq!(h.error(&["EVAL", "return 1", "x"]), not_int);
+        assert_eq!(h.error(&["EVAL", "return 1", "-1"]), negative);
+        assert_eq!(h.error(&["EVAL", "return 1", "2", "a"]), too_many);
+        assert_eq!(h.error(&["EVAL_RO", "syntax error(", "2"]), too_many);
+        assert_eq!(h.error(&["EVALSHA", "ffff", "x"]), not_int);
+        assert_eq!(h.error(&["EVALSHA_RO", "ffff", "-1"]), negative);
+        assert_eq!(
+            h.error(&["EVALSHA", "ffff", "0"]),
+            "NOSCRIPT No matching script. Please use EVAL."
+        );
+        assert_eq!(
+            h.error(&["FCALL", "nosuch", "x"]),
+            "ERR Bad number of keys provided"
+        );
+        assert_eq!(h.error(&["FCALL_RO", "nosuch", "-1"]), negative);
+        assert_eq!(h.error(&["FCALL", "nosuch", "1"]), too_many);
+        assert_eq!(h.error(&["FCALL", "nosuch", "0"]), "ERR Function not found");
+    }
+
+    #[test]
+    fn eval_splits_keys_from_arguments_and_evalsha_finds_the_cached_script() {
+        let mut h = Harness::new();
+        let body = "return {KEYS[1], ARGV[1], #KEYS, #ARGV}";
+        let reply = Frame::Array(vec![
+            Frame::bulk("k"),
+            Frame::bulk("v"),
+            Frame::Integer(1),
+            Frame::Integer(2),
+        ]);
+        assert_eq!(h.run(&["EVAL", body, "1", "k", "v", "w"]), reply);
+        let Frame::Bulk(sha) = h.run(&["SCRIPT", "LOAD", body]) else {
+            panic!("SCRIPT LOAD answered no digest");
+        };
+        let sha = String::from_utf8_lossy(&sha).to_ascii_uppercase();
+        assert_eq!(h.run(&["EVALSHA", &sha, "1", "k", "v", "w"]), reply);
+        assert_eq!(
+            h.error(&["EVAL_RO", "#!lua\nreturn 1", "0"]),
+            "ERR Can not execute a script with write flag using *_ro command."
+        );
+        assert_eq!(
+            h.run(&["EVAL_RO", "#!lua flags=no-writes\nreturn 1", "0"]),
+            Frame::Integer(1)
+        );
+    }
+
+    #[test]
+    fn script_subcommands_check_their_arguments() {
+        let mut h = Harness::new();
+        let Frame::Bulk(sha) = h.run(&["SCRIPT", "LOAD", "return 2"]) else {
+            panic!("SCRIPT LOAD answered no digest");
+        };
+        let sha = String::from_utf8_lossy(&sha).into_owned();
+        assert_eq!(
+            h.run(&["SCRIPT", "EXISTS", &sha, "ffff"]),
+            Frame::Array(vec![Frame::Integer(1), Frame::Integer(0)])
+        );
+        let flush_mode = "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
+        assert_eq!(h.error(&["SCRIPT", "FLUSH", "later"]), flush_mode);
+        assert_eq!(h.error(&["SCRIPT", "FLUSH", "sync", "async"]), flush_mode);
+        assert_eq!(h.run(&["SCRIPT", "flush", "ASYNC"]), Frame::ok());
+        assert_eq!(
+            h.run(&["SCRIPT", "EXISTS", &sha]),
+            Frame::Array(vec![Frame::Integer(0)])
+        );
+        assert_eq!(
+            h.error(&["SCRIPT", "KILL"]),
+            "NOTBUSY No scripts in execution right now."
+        );
+        assert_eq!(
+            h.error(&["SCRIPT", "LOAD"]),
+            "ERR wrong number of arguments for 'script|load' command"
+        );
+        assert_eq!(
+            h.error(&["SCRIPT", "NOPE"]),
+            "ERR unknown subcommand 'NOPE'. Try SCRIPT HELP."
+        );
+        match h.run(&["SCRIPT", "HELP"]) {
+            Frame::Array(lines) => assert_eq!(lines.len(), 17),
+            other => panic!("SCRIPT HELP answered {other:?}"),
+        }
+    }
+
+    #[test]
+    fn function_subcommands_check_their_arguments_in_redis_order() {
+        let mut h = Harness::new();
+        assert_eq!(
+            h.error(&["FUNCTION", "LOAD", "FORCE", LIBRARY]),
+            "ERR Unknown option given: FORCE"
+        );
+        assert_eq!(h.run(&["FUNCTION", "LOAD", LIBRARY]), Frame::bulk("lib"));
+        assert!(h
+            .error(&["FUNCTION", "LOAD", LIBRARY])
+            .contains("already exists"));
+        assert_eq!(
+            h.run(&["FUNCTION", "LOAD", "replace", LIBRARY]),
+            Frame::bulk("lib")
+        );
+        assert_eq!(h.run(&["FCALL", "echo", "0", "hi"]), Frame::bulk("hi"));
+        assert_eq!(h.run(&["FCALL_RO", "peek", "1", "k"]), Frame::bulk("k"));
+        assert_eq!(
+            h.error(&["FCALL_RO", "echo", "0", "hi"]),
+            "ERR Can not execute a script with write flag using *_ro command."
+        );
+        assert_eq!(
+            h.error(&["FUNCTION", "LIST", "LIBRARYNAME"]),
+            "ERR library name argument was not given"
+        );
+        assert_eq!(
+            h.error(&["FUNCTION", "LIST", "WITHCODE", "withcode"]),
+            "ERR Unknown argument withcode"
+        );
+        match h.run(&["FUNCTION", "LIST", "LIBRARYNAME", "l*", "WITHCODE"]) {
+            Frame::Array(libs) => assert_eq!(libs.len(), 1),
+            other => panic!("FUNCTION LIST answered {other:?}"),
+        }
+        assert_eq!(
+            h.run(&["FUNCTION", "LIST", "LIBRARYNAME", "x*"]),
+            Frame::Array(vec![])
+        );
+        // The policy is checked before the payload is read.
+        let policy =
+            "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.";
+        assert_eq!(h.error(&["FUNCTION", "RESTORE", "junk", "MERGE"]), policy);
+        assert_eq!(
+            h.error(&["FUNCTION", "RESTORE", "junk", "FLUSH", "X"]),
+            "ERR unknown subcommand or wrong number of arguments for 'RESTORE'. Try FUNCTION HELP."
+        );
+        assert_eq!(
+            h.error(&["FUNCTION", "RESTORE", "junk", "replace"]),
+            "ERR DUMP payload version or checksum are wrong"
+        );
+        assert!(matches!(h.run(&["FUNCTION", "DUMP"]), Frame::Bulk(_)));
+        assert_eq!(
+            h.error(&["FUNCTION", "FLUSH", "SYNC", "X"]),
+            "ERR unknown subcommand or wrong number of arguments for 'FLUSH'. Try FUNCTION HELP."
+        );
+        assert_eq!(
+            h.error(&["FUNCTION", "FLUSH", "later"]),
+            "ERR FUNCTION FLUSH only supports SYNC|ASYNC option"
+        );
+        assert_eq!(h.run(&["FUNCTION", "DELETE", "lib"]), Frame::ok());
+        assert_eq!(
+            h.error(&["FUNCTION", "DELETE", "lib"]),
+            "ERR Library not found"
+        );
+        assert_eq!(h.run(&["FUNCTION", "FLUSH"]), Frame::ok());
+        assert_eq!(h.error(&["FCALL", "echo", "0"]), "ERR Function not found");
+        assert_eq!(
+            h.error(&["FUNCTION", "KILL"]),
+            "NOTBUSY No scripts in execution right now."
+        );
+        assert_eq!(
+            h.error(&["FUNCTION", "NOPE"]),
+            "ERR unknown subcommand 'NOPE'. Try FUNCTION HELP."
+        );
+    }
 }

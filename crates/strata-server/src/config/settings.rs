@@ -265,8 +265,8 @@ pub struct Settings {
     pub notify_keyspace_events: u32,
     /// `block-cache-size`: RocksDB's block cache, in bytes.
     pub block_cache_size: u64,
-    /// `hot-cache-size`: bytes of recently written string values kept in memory for GET
-    /// (0 = off).
+    /// `hot-cache-size`: bytes of recently written records (metadata, string values, collection
+    /// fields) kept in memory for reads, 0 = off (docs/architecture.md, "Hot-record cache").
     pub hot_cache_size: u64,
     /// `write-buffer-size`: RocksDB's memtable size, in bytes.
     pub write_buffer_size: u64,

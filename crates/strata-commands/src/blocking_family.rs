@@ -1,9 +1,9 @@
 //! The blocking list and sorted-set commands: BLPOP, BRPOP, BRPOPLPUSH, BLMOVE, BLMPOP, BZPOPMIN,
 //! BZPOPMAX and BZMPOP. Each handler parses its arguments in Redis's order (so the same error
 //! wins), then answers at once when a key has something to serve. When none has, what happens
-//! depends on [`Session::block_mode`](crate::Session): a client's own command records a
-//! [`BlockRequest`] in the session and returns a placeholder (the connection waits for a signal on
-//! one of the keys or the deadline, then runs the same command again in [`BlockMode::Serve`]);
+//! depends on [`Session::block_mode`](crate::Session): a client's own command returns
+//! [`Outcome::Block`] (the connection waits for a signal on one of the keys or the deadline, then
+//! runs the same command again in [`BlockMode::Serve`]);
 //! without blocking (MULTI, scripts) it answers as a timeout would. The waiting itself, the FIFO
 //! order of blocked clients and the timeout reply belong to the server.
 
@@ -14,10 +14,13 @@ use strata::ListEnd;
 use strata_resp::Frame;
 
 use crate::command::*;
-use crate::cursor::{self, Args, Failure, Reply};
+use crate::cursor::{self, Args, Failure};
 use crate::errors;
 use crate::notify;
-use crate::{BlockMode, BlockRequest, Ctx};
+use crate::{BlockMode, BlockRequest, Ctx, Outcome};
+
+/// What a blocking handler returns: a reply, or a wait.
+type Served = Result<Outcome, Failure>;
 
 /// The blocking commands' rows.
 pub static COMMANDS: &[CommandSpec] = &[
@@ -30,7 +33,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, -2, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: blpop,
+        handler: Handler::Outcome(blpop),
         docs: Docs {
             group: "list",
             since: "2.0.0",
@@ -49,7 +52,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, -2, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: brpop,
+        handler: Handler::Outcome(brpop),
         docs: Docs {
             group: "list",
             since: "2.0.0",
@@ -69,7 +72,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 2, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: brpoplpush,
+        handler: Handler::Outcome(brpoplpush),
         docs: Docs {
             group: "list",
             since: "2.2.0",
@@ -89,7 +92,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 2, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: blmove,
+        handler: Handler::Outcome(blmove),
         docs: Docs {
             group: "list",
             since: "6.2.0",
@@ -108,7 +111,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | DELETE, 2, 0, 1, 1),
         ],
         acl: Acl(acl::LIST),
-        handler: blmpop,
+        handler: Handler::Outcome(blmpop),
         docs: Docs {
             group: "list",
             since: "7.0.0",
@@ -127,7 +130,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, -2, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: bzpopmin,
+        handler: Handler::Outcome(bzpopmin),
         docs: Docs {
             group: "sorted-set",
             since: "5.0.0",
@@ -146,7 +149,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, -2, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: bzpopmax,
+        handler: Handler::Outcome(bzpopmax),
         docs: Docs {
             group: "sorted-set",
             since: "5.0.0",
@@ -165,7 +168,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | DELETE, 2, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: bzmpop,
+        handler: Handler::Outcome(bzmpop),
         docs: Docs {
             group: "sorted-set",
             since: "7.0.0",
@@ -246,42 +249,47 @@ fn keys_to_check<'a>(ctx: &Ctx<'_>, keys: &'a [Bytes]) -> Vec<&'a [u8]> {
     keys.iter().map(|k| &k[..]).collect()
 }
 
-/// Nothing to serve: block (record the request, reply a placeholder) or, when blocking is not
-/// allowed, reply `immediate` (what Redis answers inside MULTI).
+/// Nothing to serve: wait or, when blocking is not allowed, reply `immediate` (what Redis
+/// answers inside MULTI). `other_type`: the signalled key held another type (see [`looked_up`]).
 fn nothing_to_serve(
     ctx: &mut Ctx<'_>,
     keys: &[Bytes],
     deadline: Option<Instant>,
     immediate: Frame,
-) -> Frame {
+    other_type: bool,
+) -> Outcome {
     if ctx.session.block_mode == BlockMode::NoBlock {
-        return immediate;
+        return Outcome::Reply(immediate);
     }
-    ctx.session.blocked = Some(BlockRequest {
+    Outcome::Block(BlockRequest {
         db: ctx.session.db.index(),
         keys: keys.to_vec(),
         deadline,
-    });
-    Frame::NullArray
+        other_type,
+    })
+}
+
+/// What the storage found for a blocking command.
+enum Lookup<T> {
+    /// Something to serve.
+    Found(T),
+    /// Nothing; `other_type` when a signalled key holds another type.
+    Empty { other_type: bool },
 }
 
 /// The storage's answer for the keys a blocking command looked at. While a blocked client is
-/// served (see [`BlockMode::Serve`]), a signalled key holding another type leaves it blocked, as
-/// Redis serves list waiters only from lists and sorted-set waiters only from sorted sets: the
-/// request is recorded again and the reply is the WRONGTYPE error, which tells the server to try
-/// the key's next waiter. Otherwise errors are replies as usual.
-fn looked_up<T>(
-    ctx: &mut Ctx<'_>,
-    r: strata::Result<T>,
-    keys: &[Bytes],
-    deadline: Option<Instant>,
-) -> Result<T, Failure> {
+/// served (see [`BlockMode::Serve`]), a signalled key holding another type leaves it waiting, as
+/// Redis serves list waiters only from lists and sorted-set waiters only from sorted sets (the
+/// server then tries the key's next waiter). Otherwise errors are replies as usual.
+fn looked_up<T>(ctx: &Ctx<'_>, r: strata::Result<Option<T>>) -> Result<Lookup<T>, Failure> {
     match r {
         Err(strata::Error::WrongType) if matches!(ctx.session.block_mode, BlockMode::Serve(_)) => {
-            nothing_to_serve(ctx, keys, deadline, Frame::NullArray);
-            Err(Failure::text(errors::WRONGTYPE))
+            Ok(Lookup::Empty { other_type: true })
         }
-        r => Ok(r?),
+        r => Ok(match r? {
+            Some(found) => Lookup::Found(found),
+            None => Lookup::Empty { other_type: false },
+        }),
     }
 }
 
@@ -321,29 +329,26 @@ fn mpop_args<'a>(
     Ok((&argv[first..first + n], where_arg, count.unwrap_or(1)))
 }
 
-/// The value `arg` names among `words` (any case); a syntax error when it is none of them.
-fn one_of<T: Copy>(arg: &[u8], words: &[(&str, T)]) -> Result<T, Failure> {
-    words
-        .iter()
-        .find(|(w, _)| arg.eq_ignore_ascii_case(w.as_bytes()))
-        .map(|(_, v)| *v)
-        .ok_or_else(cursor::syntax)
-}
-
 // ----- lists -----
 
 /// BLPOP/BRPOP: `key [key ...] timeout`.
-fn bpop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], end: ListEnd) -> Reply {
+fn bpop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], end: ListEnd) -> Served {
     let (keys, timeout) = keys_then_timeout(argv)?;
     let deadline = deadline(timeout)?;
     let check = keys_to_check(ctx, keys);
     let popped = ctx.session.db.lmpop(&check, end, 1);
-    match looked_up(ctx, popped, keys, deadline)? {
-        Some((key, items)) => Ok(Frame::Array(vec![
+    match looked_up(ctx, popped)? {
+        Lookup::Found((key, items)) => Ok(Outcome::Reply(Frame::Array(vec![
             popped_list(ctx, &key, end),
             Frame::bulk_or_null(items.into_iter().next()),
-        ])),
-        None => Ok(nothing_to_serve(ctx, keys, deadline, Frame::NullArray)),
+        ]))),
+        Lookup::Empty { other_type } => Ok(nothing_to_serve(
+            ctx,
+            keys,
+            deadline,
+            Frame::NullArray,
+            other_type,
+        )),
     }
 }
 
@@ -369,11 +374,11 @@ fn popped_zset(ctx: &Ctx<'_>, key: &[u8], max: bool) -> Frame {
     Frame::bulk_from_slice(key)
 }
 
-fn blpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+fn blpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Served {
     bpop_generic(ctx, argv, ListEnd::Left)
 }
 
-fn brpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+fn brpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Served {
     bpop_generic(ctx, argv, ListEnd::Right)
 }
 
@@ -384,7 +389,7 @@ fn blmove_generic(
     from: ListEnd,
     to: ListEnd,
     timeout: &[u8],
-) -> Reply {
+) -> Served {
     let deadline = deadline(timeout)?;
     let mut a = Args::new(argv);
     let (source, destination) = (a.key()?, a.key()?);
@@ -401,23 +406,29 @@ fn blmove_generic(
         Err(strata::Error::WrongType) if source_is_list() => {
             return Err(Failure::text(errors::WRONGTYPE))
         }
-        moved => looked_up(ctx, moved, &argv[1..2], deadline)?,
+        moved => looked_up(ctx, moved)?,
     };
     match moved {
-        Some(v) => {
+        Lookup::Found(v) => {
             let v = Some(v);
             notify::list_moved(ctx, argv, &v, from, to);
-            Ok(Frame::bulk_or_null(v))
+            Ok(Outcome::Reply(Frame::bulk_or_null(v)))
         }
         // Inside MULTI Redis answers a null bulk here, unlike the other blocking commands.
-        None => Ok(nothing_to_serve(ctx, &argv[1..2], deadline, Frame::Null)),
+        Lookup::Empty { other_type } => Ok(nothing_to_serve(
+            ctx,
+            &argv[1..2],
+            deadline,
+            Frame::Null,
+            other_type,
+        )),
     }
 }
 
 /// LEFT / RIGHT.
 const ENDS: &[(&str, ListEnd)] = &[("LEFT", ListEnd::Left), ("RIGHT", ListEnd::Right)];
 
-fn blmove(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+fn blmove(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Served {
     let mut a = Args::new(argv);
     a.key()?;
     a.key()?;
@@ -427,7 +438,7 @@ fn blmove(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     blmove_generic(ctx, argv, from, to, timeout)
 }
 
-fn brpoplpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+fn brpoplpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Served {
     let mut a = Args::new(argv);
     a.key()?;
     a.key()?;
@@ -436,62 +447,74 @@ fn brpoplpush(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     blmove_generic(ctx, argv, ListEnd::Right, ListEnd::Left, timeout)
 }
 
-fn blmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+fn blmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Served {
     let mut a = Args::new(argv);
     let timeout = a.value()?;
     let (keys, where_arg, count) = mpop_args(argv, &mut a)?;
-    let end = one_of(where_arg, ENDS)?;
+    let end = cursor::word_of(where_arg, ENDS)?;
     let deadline = deadline(timeout)?;
     let check = keys_to_check(ctx, keys);
     let popped = ctx.session.db.lmpop(&check, end, count);
-    match looked_up(ctx, popped, keys, deadline)? {
-        Some((key, items)) => Ok(Frame::Array(vec![
+    match looked_up(ctx, popped)? {
+        Lookup::Found((key, items)) => Ok(Outcome::Reply(Frame::Array(vec![
             popped_list(ctx, &key, end),
             Frame::bulk_array(items),
-        ])),
-        None => Ok(nothing_to_serve(ctx, keys, deadline, Frame::NullArray)),
+        ]))),
+        Lookup::Empty { other_type } => Ok(nothing_to_serve(
+            ctx,
+            keys,
+            deadline,
+            Frame::NullArray,
+            other_type,
+        )),
     }
 }
 
 // ----- sorted sets -----
 
 /// BZPOPMIN/BZPOPMAX: `key [key ...] timeout`.
-fn bzpop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], max: bool) -> Reply {
+fn bzpop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], max: bool) -> Served {
     let (keys, timeout) = keys_then_timeout(argv)?;
     let deadline = deadline(timeout)?;
     let check = keys_to_check(ctx, keys);
     let popped = ctx.session.db.zmpop(&check, max, 1);
-    match looked_up(ctx, popped, keys, deadline)? {
-        Some((key, items)) => {
+    match looked_up(ctx, popped)? {
+        Lookup::Found((key, items)) => {
             let mut out = vec![popped_zset(ctx, &key, max)];
             if let Some((member, score)) = items.into_iter().next() {
                 out.push(Frame::bulk(member));
                 out.push(Frame::Double(score));
             }
-            Ok(Frame::Array(out))
+            Ok(Outcome::Reply(Frame::Array(out)))
         }
-        None => Ok(nothing_to_serve(ctx, keys, deadline, Frame::NullArray)),
+        Lookup::Empty { other_type } => Ok(nothing_to_serve(
+            ctx,
+            keys,
+            deadline,
+            Frame::NullArray,
+            other_type,
+        )),
     }
 }
 
-fn bzpopmin(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+fn bzpopmin(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Served {
     bzpop_generic(ctx, argv, false)
 }
 
-fn bzpopmax(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+fn bzpopmax(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Served {
     bzpop_generic(ctx, argv, true)
 }
 
-fn bzmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+fn bzmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Served {
     let mut a = Args::new(argv);
     let timeout = a.value()?;
     let (keys, where_arg, count) = mpop_args(argv, &mut a)?;
-    let max = one_of(where_arg, &[("MIN", false), ("MAX", true)])?;
+    let max = cursor::word_of(where_arg, &[("MIN", false), ("MAX", true)])?;
     let deadline = deadline(timeout)?;
     let check = keys_to_check(ctx, keys);
     let popped = ctx.session.db.zmpop(&check, max, count);
-    match looked_up(ctx, popped, keys, deadline)? {
-        Some((key, items)) => Ok(Frame::Array(vec![
+    match looked_up(ctx, popped)? {
+        Lookup::Found((key, items)) => Ok(Outcome::Reply(Frame::Array(vec![
             popped_zset(ctx, &key, max),
             Frame::Array(
                 items
@@ -499,8 +522,14 @@ fn bzmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
                     .map(|(m, s)| Frame::Array(vec![Frame::bulk(m), Frame::Double(s)]))
                     .collect(),
             ),
-        ])),
-        None => Ok(nothing_to_serve(ctx, keys, deadline, Frame::NullArray)),
+        ]))),
+        Lookup::Empty { other_type } => Ok(nothing_to_serve(
+            ctx,
+            keys,
+            deadline,
+            Frame::NullArray,
+            other_type,
+        )),
     }
 }
 
@@ -515,7 +544,7 @@ mod tests {
         })
     }
 
-    fn run(session: &mut crate::Session, args: &[&str]) -> Frame {
+    fn run(session: &mut crate::Session, args: &[&str]) -> Outcome {
         let argv: Vec<Bytes> = args
             .iter()
             .map(|a| Bytes::copy_from_slice(a.as_bytes()))
@@ -529,37 +558,48 @@ mod tests {
         )
     }
 
+    fn waits(outcome: Outcome) -> Result<BlockRequest, String> {
+        match outcome {
+            Outcome::Block(req) => Ok(req),
+            other => Err(format!("answered {other:?} instead of waiting")),
+        }
+    }
+
     #[test]
     fn block_modes() -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         let mut s = crate::Session::new(1, strata::Db::open(dir.path())?, false);
         // Block: a request for the keys, with a deadline for a non-zero timeout.
-        run(&mut s, &["BLPOP", "a", "b", "0"]);
-        let req = s.blocked.take().ok_or("not blocked")?;
+        let req = waits(run(&mut s, &["BLPOP", "a", "b", "0"]))?;
         assert_eq!(req.keys, vec![Bytes::from("a"), Bytes::from("b")]);
         assert_eq!(req.deadline, None);
-        run(&mut s, &["BZMPOP", "0.5", "1", "z", "MIN"]);
-        let req = s.blocked.take().ok_or("not blocked")?;
+        let req = waits(run(&mut s, &["BZMPOP", "0.5", "1", "z", "MIN"]))?;
         assert_eq!(req.keys, vec![Bytes::from("z")]);
         assert!(req.deadline.is_some());
         // NoBlock: the timeout reply at once (a null bulk for BLMOVE, as Redis inside MULTI).
         s.block_mode = BlockMode::NoBlock;
-        assert_eq!(run(&mut s, &["BRPOP", "a", "0"]), Frame::NullArray);
+        assert_eq!(
+            run(&mut s, &["BRPOP", "a", "0"]),
+            Outcome::Reply(Frame::NullArray)
+        );
         assert_eq!(
             run(&mut s, &["BLMOVE", "a", "b", "LEFT", "LEFT", "0"]),
-            Frame::Null
+            Outcome::Reply(Frame::Null)
         );
-        assert!(s.blocked.is_none());
         // Serve: only the signalled key is consulted.
         run(&mut s, &["RPUSH", "a", "x"]);
         run(&mut s, &["RPUSH", "b", "y"]);
         s.block_mode = BlockMode::Serve(Bytes::from("b"));
         assert_eq!(
             run(&mut s, &["BLPOP", "a", "b", "0"]),
-            Frame::Array(vec![Frame::bulk("b"), Frame::bulk("y")])
+            Outcome::Reply(Frame::Array(vec![Frame::bulk("b"), Frame::bulk("y")]))
         );
-        run(&mut s, &["BLPOP", "a", "b", "0"]);
-        assert!(s.blocked.take().is_some());
+        let req = waits(run(&mut s, &["BLPOP", "a", "b", "0"]))?;
+        assert!(!req.other_type);
+        // A signalled key of another type: wait on, and say so (its next waiter may try it).
+        run(&mut s, &["SET", "b", "string"]);
+        let req = waits(run(&mut s, &["BLPOP", "a", "b", "0"]))?;
+        assert!(req.other_type);
         Ok(())
     }
 

@@ -12,7 +12,7 @@
 //!     flags: Flags(READONLY | FAST),
 //!     keys: Keys::Range(Range::new(1, 1, 1)),
 //!     acl: Acl(acl::STRING),
-//!     handler: get,
+//!     handler: Handler::Reply(get),
 //!     docs: Docs { group: "string", since: "1.0.0", complexity: "O(1)", summary: "...", syntax: "key" },
 //! }
 //! ```
@@ -20,13 +20,33 @@
 use bytes::Bytes;
 use strata_resp::Frame;
 
-use crate::cursor::{into_frame, Reply};
+use crate::cursor::{into_frame, Failure, Reply};
+use crate::outcome::Outcome;
 use crate::Ctx;
 
 /// A command handler: typed parsing of `argv` (argv[0] is the command name, read it with
-/// [`crate::cursor::Args`]), one call into the data model, one reply — or the error reply, which
-/// `?` carries ([`crate::cursor::Failure`]).
-pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Reply;
+/// [`crate::cursor::Args`]), one call into the data model, then what the connection does — or
+/// the error reply, which `?` carries ([`crate::cursor::Failure`]).
+#[derive(Clone, Copy)]
+pub enum Handler {
+    /// One reply: nearly every command.
+    Reply(fn(&mut Ctx<'_>, &[Bytes]) -> Reply),
+    /// A command that may do more than reply once ([`Outcome`]): block (BLPOP), answer several
+    /// times (SUBSCRIBE), hand the connection over (PSYNC), close after its reply (QUIT), or
+    /// stay silent (REPLCONF ACK).
+    Outcome(fn(&mut Ctx<'_>, &[Bytes]) -> Result<Outcome, Failure>),
+}
+
+impl Handler {
+    /// Runs the handler; a failure is its error reply.
+    #[inline]
+    pub fn call(self, ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Outcome {
+        match self {
+            Handler::Reply(f) => Outcome::Reply(into_frame(f(ctx, argv))),
+            Handler::Outcome(f) => f(ctx, argv).unwrap_or_else(|e| Outcome::Reply(e.0)),
+        }
+    }
+}
 
 /// Finds the keys a [`Keys::Custom`] rule adds beyond its range: pushes `(database, argv
 /// index)` pairs; `db` is the selected database.
@@ -638,7 +658,8 @@ impl CommandSpec {
 }
 
 /// Dispatches a container command (CONFIG, CLIENT, OBJECT, COMMAND...) to its subcommand row
-/// among `rows` (the container's family's rows), checking the subcommand's arity.
+/// among `rows` (the container's family's rows), checking the subcommand's arity. A subcommand
+/// answers with one reply (none blocks, hands over or closes).
 pub fn dispatch_sub(
     ctx: &mut Ctx<'_>,
     argv: &[Bytes],
@@ -656,7 +677,7 @@ pub fn dispatch_sub(
                 return crate::errors::wrong_arity(spec.name);
             }
             ctx.server.note_command(ctx.session, spec.name);
-            into_frame((spec.handler)(ctx, argv))
+            spec.handler.call(ctx, argv).into_reply()
         }
         None => crate::errors::unknown_subcommand(container, &argv[1]),
     }

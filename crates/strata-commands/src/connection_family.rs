@@ -9,7 +9,7 @@ use crate::command::*;
 use crate::cursor::{self, Args, Failure, Reply};
 use crate::errors;
 use crate::help;
-use crate::{Ctx, KillFilter, ReplyMode};
+use crate::{Ctx, KillFilter, Outcome, ReplyMode};
 
 /// The connection family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
@@ -20,7 +20,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: ping,
+        handler: Handler::Reply(ping),
         docs: Docs {
             group: "connection",
             since: "1.0.0",
@@ -37,7 +37,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: echo,
+        handler: Handler::Reply(echo),
         docs: Docs {
             group: "connection",
             since: "1.0.0",
@@ -54,7 +54,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: select,
+        handler: Handler::Reply(select),
         docs: Docs {
             group: "connection",
             since: "1.0.0",
@@ -71,7 +71,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: quit,
+        handler: Handler::Outcome(quit),
         docs: Docs {
             group: "connection",
             since: "1.0.0",
@@ -88,7 +88,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: reset,
+        handler: Handler::Reply(reset),
         docs: Docs {
             group: "connection",
             since: "6.2.0",
@@ -105,7 +105,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: hello,
+        handler: Handler::Reply(hello),
         docs: Docs {
             group: "connection",
             since: "6.0.0",
@@ -122,7 +122,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: auth,
+        handler: Handler::Reply(auth),
         docs: Docs {
             group: "connection",
             since: "1.0.0",
@@ -139,7 +139,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: client,
+        handler: Handler::Reply(client),
         docs: Docs {
             group: "connection",
             since: "2.4.0",
@@ -156,7 +156,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: client_id,
+        handler: Handler::Reply(client_id),
         docs: Docs {
             group: "connection",
             since: "5.0.0",
@@ -173,7 +173,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: client_setname,
+        handler: Handler::Reply(client_setname),
         docs: Docs {
             group: "connection",
             since: "2.6.9",
@@ -190,7 +190,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: client_getname,
+        handler: Handler::Reply(client_getname),
         docs: Docs {
             group: "connection",
             since: "2.6.9",
@@ -207,7 +207,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: client_list,
+        handler: Handler::Reply(client_list),
         docs: Docs {
             group: "connection",
             since: "2.4.0",
@@ -224,7 +224,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: client_info,
+        handler: Handler::Reply(client_info),
         docs: Docs {
             group: "connection",
             since: "6.2.0",
@@ -241,7 +241,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: client_kill,
+        handler: Handler::Reply(client_kill),
         docs: Docs {
             group: "connection",
             since: "2.4.0",
@@ -258,7 +258,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: client_reply,
+        handler: Handler::Reply(client_reply),
         docs: Docs {
             group: "connection",
             since: "3.2.0",
@@ -275,7 +275,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: client_no_evict,
+        handler: Handler::Reply(client_no_evict),
         docs: Docs {
             group: "connection",
             since: "7.0.0",
@@ -292,7 +292,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: client_help,
+        handler: Handler::Reply(client_help),
         docs: Docs {
             group: "connection",
             since: "5.0.0",
@@ -351,9 +351,8 @@ fn select(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     Ok(Frame::ok())
 }
 
-fn quit(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
-    ctx.session.close_after_reply = true;
-    Ok(Frame::ok())
+fn quit(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Result<Outcome, Failure> {
+    Ok(Outcome::ReplyThenClose(Frame::ok()))
 }
 
 fn reset(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
@@ -649,6 +648,15 @@ fn client_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
 mod tests {
     use crate::testing::Harness;
     use crate::Frame;
+
+    #[test]
+    fn quit_replies_then_closes() {
+        let mut h = Harness::new();
+        assert_eq!(
+            h.outcome(&["QUIT"]),
+            crate::Outcome::ReplyThenClose(Frame::ok())
+        );
+    }
 
     #[test]
     fn ping_and_echo_answer_their_argument() {

@@ -38,16 +38,10 @@ pub struct Session {
     pub authenticated: bool,
     /// CLIENT REPLY.
     pub reply_mode: ReplyMode,
-    /// Set by QUIT: close after sending the reply.
-    pub close_after_reply: bool,
     /// CLIENT NO-EVICT.
     pub no_evict: bool,
     /// What a blocking command (BLPOP...) does when it finds nothing to serve.
     pub block_mode: BlockMode,
-    /// Set by a blocking command that found nothing (in [`BlockMode::Block`] or
-    /// [`BlockMode::Serve`]): the connection must wait for one of the keys, then run the same
-    /// command again. Its reply until then is a placeholder that must not be sent.
-    pub blocked: Option<BlockRequest>,
     /// MULTI: the transaction being queued.
     pub multi: Option<Multi>,
     /// WATCH: the watched keys and whether one of them was written.
@@ -61,16 +55,8 @@ pub struct Session {
     pub in_script: bool,
     /// Pub/sub subscription counts; in RESP2 a session with any is in the subscribed state.
     pub subscriptions: Subscriptions,
-    /// Replies that go out before the command's own reply, in order (SUBSCRIBE a b c answers
-    /// one acknowledgement per channel: the first ones wait here, the last is the reply).
-    pub extra_replies: Vec<Frame>,
     /// REPLCONF listening-port: the port of the replica on this connection (0: not said).
     pub replica_port: u16,
-    /// Set by PSYNC: once the replies before it are sent, the connection becomes the stream to
-    /// a replica (the server's replication module takes the socket over).
-    pub psync: Option<PsyncRequest>,
-    /// The current command's reply is not sent (REPLCONF ACK from a client, as in Redis).
-    pub suppress_reply: bool,
     /// Keys the running write command named but left unchanged (SMOVE of a member the
     /// destination already has): WATCH does not see them, as Redis signals only modified keys.
     pub unchanged: Vec<Bytes>,
@@ -120,7 +106,7 @@ pub enum ChannelKind {
 /// How a blocking command (BLPOP, BLMOVE, BZPOPMIN...) behaves when no key has anything to serve.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum BlockMode {
-    /// A client's own command: record a [`BlockRequest`] in [`Session::blocked`].
+    /// A client's own command: wait ([`crate::Outcome::Block`]).
     #[default]
     Block,
     /// Blocking is not allowed (inside MULTI/EXEC or a script, Redis's `CLIENT_DENY_BLOCKING`):
@@ -128,7 +114,7 @@ pub enum BlockMode {
     NoBlock,
     /// The command is re-run for a blocked client because this key was signalled: only this key
     /// is consulted (Redis serves a blocked client from the key that became ready); finding
-    /// nothing records a [`BlockRequest`] again.
+    /// nothing waits again.
     Serve(Bytes),
 }
 
@@ -141,6 +127,9 @@ pub struct BlockRequest {
     pub keys: Vec<Bytes>,
     /// When to give up and reply a null array; `None` waits forever (timeout 0).
     pub deadline: Option<std::time::Instant>,
+    /// Re-run for a signalled key ([`BlockMode::Serve`]) that holds another type: the client
+    /// waits on, and the key's next waiter may try it (Redis serves list waiters only from lists).
+    pub other_type: bool,
 }
 
 impl Session {
@@ -153,19 +142,14 @@ impl Session {
             name: None,
             authenticated: !needs_auth,
             reply_mode: ReplyMode::On,
-            close_after_reply: false,
             no_evict: false,
             block_mode: BlockMode::Block,
-            blocked: None,
             multi: None,
             watching: None,
             ready_keys: None,
             in_script: false,
             subscriptions: Subscriptions::default(),
-            extra_replies: Vec::new(),
             replica_port: 0,
-            psync: None,
-            suppress_reply: false,
             unchanged: Vec::new(),
         }
     }

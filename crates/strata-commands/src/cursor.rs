@@ -58,6 +58,16 @@ pub fn into_frame(r: Reply) -> Frame {
     }
 }
 
+/// The value the argument `a` names among `words` (any case); a syntax error when it is none
+/// of them. [`Args::word`] for an argument read earlier.
+pub fn word_of<T: Copy>(a: &[u8], words: &[(&str, T)]) -> Result<T, Failure> {
+    words
+        .iter()
+        .find(|(w, _)| a.eq_ignore_ascii_case(w.as_bytes()))
+        .map(|(_, v)| *v)
+        .ok_or_else(syntax)
+}
+
 /// A cursor over a command's arguments (the command name skipped).
 pub struct Args<'a> {
     argv: &'a [Bytes],
@@ -107,12 +117,7 @@ impl<'a> Args<'a> {
     /// The value the next argument names among `words` (compared case-insensitively); a syntax
     /// error when it is none of them.
     pub fn word<T: Copy>(&mut self, words: &[(&str, T)]) -> Result<T, Failure> {
-        let a = self.value()?;
-        words
-            .iter()
-            .find(|(w, _)| a.eq_ignore_ascii_case(w.as_bytes()))
-            .map(|(_, v)| *v)
-            .ok_or_else(syntax)
+        word_of(self.value()?, words)
     }
 
     /// Whether the next argument is the tag `word` (any case); consumes it if so.

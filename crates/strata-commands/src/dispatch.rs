@@ -1,20 +1,22 @@
 //! The dispatcher: runs one command as a client sent it ([`execute`]: lookup, arity,
 //! authentication, queue-time refusals, MULTI queueing) or as a checked command ([`run`]:
 //! the key locks, keyspace events and WATCH touches around the handler, and blocked-client
-//! wake-ups after it). Finds rows in the [`crate::registry`].
+//! wake-ups after it). Both return the command's [`Outcome`]. Finds rows in the
+//! [`crate::registry`].
 
 use bytes::Bytes;
 use strata_resp::{Frame, Protocol};
 
 use crate::command::{self, CommandSpec};
 use crate::isolation::{self, Targets};
+use crate::outcome::Outcome;
 use crate::{errors, notify, registry, scripting, Ctx};
 
 /// Runs one command as a client sent it: lookup, arity, authentication, then either queueing it
 /// (inside MULTI) or [`run`].
-pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
+pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Outcome {
     if argv.is_empty() {
-        return Frame::Null;
+        return Outcome::Reply(Frame::Null);
     }
     // As in Redis, an unknown command is reported even before authentication. Inside MULTI,
     // every refusal here also dooms the transaction (EXECABORT).
@@ -61,7 +63,7 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
             multi.queue(argv);
             // CLIENT LIST shows a queued command as the client's last, as Redis does.
             ctx.server.note_command(ctx.session, spec.name);
-            return Frame::simple("QUEUED");
+            return Outcome::Reply(Frame::simple("QUEUED"));
         }
     }
     run(ctx, spec, argv)
@@ -71,11 +73,11 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Frame {
 const SCRIPT_LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A queue-time refusal: inside MULTI it marks the transaction failed.
-fn refuse(ctx: &mut Ctx<'_>, reply: Frame) -> Frame {
+fn refuse(ctx: &mut Ctx<'_>, reply: Frame) -> Outcome {
     if let Some(multi) = ctx.session.multi.as_mut() {
         multi.failed = true;
     }
-    reply
+    Outcome::Reply(reply)
 }
 
 /// Runs one checked command (a client's own, or one of a transaction's queue): holds the locks
@@ -86,7 +88,7 @@ fn refuse(ctx: &mut Ctx<'_>, reply: Frame) -> Frame {
 /// one list serves the locks, lazy expiry, key-miss and new-key events, WATCH and the wake-ups.
 ///
 /// [`Session::ready_keys`]: crate::Session::ready_keys
-pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Frame {
+pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Outcome {
     ctx.server.note_command(ctx.session, spec.name);
     let write = spec.has(command::WRITE);
     let (targets, all) = match isolation::targets(spec, argv, ctx.session.db.index()) {
@@ -115,7 +117,7 @@ pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Fra
     };
     let (scope, complete) = match scope {
         Ok(held) => held,
-        Err(busy) => return scripting::busy_reply(busy),
+        Err(busy) => return Outcome::Reply(scripting::busy_reply(busy)),
     };
     // Keyspace events found around the command (one atomic load when they are off), under the
     // command's locks. Lazy expiry locks each key itself: not when a lock is missing, where
@@ -131,11 +133,11 @@ pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Fra
     if track_new {
         notify::note_absent_keys(ctx, argv, &targets);
     }
-    let reply = crate::cursor::into_frame((spec.handler)(ctx, argv));
+    let outcome = spec.handler.call(ctx, argv);
     if track_new {
         notify::clear_absent_keys();
     }
-    let wrote = write && !matches!(reply, Frame::Error(_)) && ctx.session.blocked.is_none();
+    let wrote = write && outcome.succeeded();
     if wrote {
         let watches = ctx.server.watches();
         if watches.is_active() {
@@ -159,7 +161,7 @@ pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Fra
             signal_ready(ctx, keys);
         }
     }
-    reply
+    outcome
 }
 
 /// Signals keys that may have become non-empty, or within a transaction or script keeps them

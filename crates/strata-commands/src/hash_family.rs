@@ -23,7 +23,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hset,
+        handler: Handler::Reply(hset),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -42,7 +42,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hsetnx,
+        handler: Handler::Reply(hsetnx),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -61,7 +61,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hget,
+        handler: Handler::Reply(hget),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -80,7 +80,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hmget,
+        handler: Handler::Reply(hmget),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -99,7 +99,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hmset,
+        handler: Handler::Reply(hmset),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -118,7 +118,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hdel,
+        handler: Handler::Reply(hdel),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -137,7 +137,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hlen,
+        handler: Handler::Reply(hlen),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -156,7 +156,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hstrlen,
+        handler: Handler::Reply(hstrlen),
         docs: Docs {
             group: "hash",
             since: "3.2.0",
@@ -175,7 +175,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hexists,
+        handler: Handler::Reply(hexists),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -194,7 +194,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hkeys,
+        handler: Handler::Reply(hkeys),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -213,7 +213,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hvals,
+        handler: Handler::Reply(hvals),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -232,7 +232,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hgetall,
+        handler: Handler::Reply(hgetall),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -251,7 +251,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hincrby,
+        handler: Handler::Reply(hincrby),
         docs: Docs {
             group: "hash",
             since: "2.0.0",
@@ -270,7 +270,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hincrbyfloat,
+        handler: Handler::Reply(hincrbyfloat),
         docs: Docs {
             group: "hash",
             since: "2.6.0",
@@ -289,7 +289,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hrandfield,
+        handler: Handler::Reply(hrandfield),
         docs: Docs {
             group: "hash",
             since: "6.2.0",
@@ -308,7 +308,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::HASH),
-        handler: hscan,
+        handler: Handler::Reply(hscan),
         docs: Docs {
             group: "hash",
             since: "2.8.0",

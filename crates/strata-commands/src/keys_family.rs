@@ -24,7 +24,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RM | DELETE, 1, -1, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: del,
+        handler: Handler::Reply(del),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -43,7 +43,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RM | DELETE, 1, -1, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: del,
+        handler: Handler::Reply(del),
         docs: Docs {
             group: "generic",
             since: "4.0.0",
@@ -62,7 +62,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, -1, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: exists,
+        handler: Handler::Reply(exists),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -81,7 +81,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: key_type,
+        handler: Handler::Reply(key_type),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -100,7 +100,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: expire,
+        handler: Handler::Reply(expire),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -119,7 +119,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: pexpire,
+        handler: Handler::Reply(pexpire),
         docs: Docs {
             group: "generic",
             since: "2.6.0",
@@ -138,7 +138,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: expireat,
+        handler: Handler::Reply(expireat),
         docs: Docs {
             group: "generic",
             since: "1.2.0",
@@ -157,7 +157,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: pexpireat,
+        handler: Handler::Reply(pexpireat),
         docs: Docs {
             group: "generic",
             since: "2.6.0",
@@ -176,7 +176,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: ttl,
+        handler: Handler::Reply(ttl),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -195,7 +195,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: pttl,
+        handler: Handler::Reply(pttl),
         docs: Docs {
             group: "generic",
             since: "2.6.0",
@@ -214,7 +214,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: expiretime,
+        handler: Handler::Reply(expiretime),
         docs: Docs {
             group: "generic",
             since: "7.0.0",
@@ -233,7 +233,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: pexpiretime,
+        handler: Handler::Reply(pexpiretime),
         docs: Docs {
             group: "generic",
             since: "7.0.0",
@@ -252,7 +252,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: persist,
+        handler: Handler::Reply(persist),
         docs: Docs {
             group: "generic",
             since: "2.2.0",
@@ -272,7 +272,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(OW | UPDATE, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: rename,
+        handler: Handler::Reply(rename),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -292,7 +292,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(OW | INSERT, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: renamenx,
+        handler: Handler::Reply(renamenx),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -312,7 +312,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(OW | UPDATE, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: copy,
+        handler: Handler::Reply(copy),
         docs: Docs {
             group: "generic",
             since: "6.2.0",
@@ -331,7 +331,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: move_key,
+        handler: Handler::Reply(move_key),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -350,7 +350,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, -1, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: exists,
+        handler: Handler::Reply(exists),
         docs: Docs {
             group: "generic",
             since: "3.2.1",
@@ -367,7 +367,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE | acl::DANGEROUS),
-        handler: keys,
+        handler: Handler::Reply(keys),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -384,7 +384,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE),
-        handler: scan,
+        handler: Handler::Reply(scan),
         docs: Docs {
             group: "generic",
             since: "2.8.0",
@@ -401,7 +401,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE),
-        handler: randomkey,
+        handler: Handler::Reply(randomkey),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -418,7 +418,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: object,
+        handler: Handler::Reply(object),
         docs: Docs {
             group: "generic",
             since: "2.2.3",
@@ -437,7 +437,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: object_encoding,
+        handler: Handler::Reply(object_encoding),
         docs: Docs {
             group: "generic",
             since: "2.2.3",
@@ -456,7 +456,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: object_freq,
+        handler: Handler::Reply(object_freq),
         docs: Docs {
             group: "generic",
             since: "4.0.0",
@@ -475,7 +475,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: object_idletime,
+        handler: Handler::Reply(object_idletime),
         docs: Docs {
             group: "generic",
             since: "2.2.3",
@@ -494,7 +494,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 2, 0, 1, 0),
         ],
         acl: Acl(acl::KEYSPACE),
-        handler: object_refcount,
+        handler: Handler::Reply(object_refcount),
         docs: Docs {
             group: "generic",
             since: "2.2.3",
@@ -511,7 +511,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE),
-        handler: object_help,
+        handler: Handler::Reply(object_help),
         docs: Docs {
             group: "generic",
             since: "6.2.0",
@@ -528,7 +528,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: memory,
+        handler: Handler::Reply(memory),
         docs: Docs {
             group: "server",
             since: "4.0.0",
@@ -547,7 +547,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 2, 0, 1, 0),
         ],
         acl: Acl::NONE,
-        handler: memory_usage,
+        handler: Handler::Reply(memory_usage),
         docs: Docs {
             group: "server",
             since: "4.0.0",
@@ -564,7 +564,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: memory_help,
+        handler: Handler::Reply(memory_help),
         docs: Docs {
             group: "server",
             since: "4.0.0",

@@ -41,6 +41,7 @@ pub mod zset_family;
 
 pub use context::*;
 pub use dispatch::{execute, run};
+pub use outcome::Outcome;
 
 /// The Redis version Strata reports (HELLO, INFO), so clients enable the features it implements.
 pub const REDIS_VERSION: &str = "7.0.15";

@@ -25,7 +25,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: lpush,
+        handler: Handler::Reply(lpush),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -44,7 +44,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: rpush,
+        handler: Handler::Reply(rpush),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -63,7 +63,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: lpushx,
+        handler: Handler::Reply(lpushx),
         docs: Docs {
             group: "list",
             since: "2.2.0",
@@ -82,7 +82,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: rpushx,
+        handler: Handler::Reply(rpushx),
         docs: Docs {
             group: "list",
             since: "2.2.0",
@@ -101,7 +101,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: lpop,
+        handler: Handler::Reply(lpop),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -120,7 +120,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: rpop,
+        handler: Handler::Reply(rpop),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -139,7 +139,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: llen,
+        handler: Handler::Reply(llen),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -158,7 +158,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: lindex,
+        handler: Handler::Reply(lindex),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -177,7 +177,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: lrange,
+        handler: Handler::Reply(lrange),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -196,7 +196,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: lset,
+        handler: Handler::Reply(lset),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -215,7 +215,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: linsert,
+        handler: Handler::Reply(linsert),
         docs: Docs {
             group: "list",
             since: "2.2.0",
@@ -234,7 +234,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: lrem,
+        handler: Handler::Reply(lrem),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -253,7 +253,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: ltrim,
+        handler: Handler::Reply(ltrim),
         docs: Docs {
             group: "list",
             since: "1.0.0",
@@ -272,7 +272,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: lpos,
+        handler: Handler::Reply(lpos),
         docs: Docs {
             group: "list",
             since: "6.0.6",
@@ -292,7 +292,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 2, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: lmove,
+        handler: Handler::Reply(lmove),
         docs: Docs {
             group: "list",
             since: "6.2.0",
@@ -312,7 +312,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 2, 0, 1, 0),
         ],
         acl: Acl(acl::LIST),
-        handler: rpoplpush,
+        handler: Handler::Reply(rpoplpush),
         docs: Docs {
             group: "list",
             since: "1.2.0",
@@ -331,7 +331,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | DELETE, 1, 0, 1, 1),
         ],
         acl: Acl(acl::LIST),
-        handler: lmpop,
+        handler: Handler::Reply(lmpop),
         docs: Docs {
             group: "list",
             since: "7.0.0",

@@ -1,13 +1,12 @@
 //! What running one command asks of the connection: send its reply, send several replies, wait
 //! (a blocking command that found nothing), hand the socket over to replication (PSYNC), send
-//! the reply and close (QUIT), or send nothing (REPLCONF ACK). Handlers still say so through
-//! fields of [`Session`] (`blocked`, `psync`, `suppress_reply`, `extra_replies`,
-//! `close_after_reply`); [`Outcome::take`] is the one place that reads and clears them, so the
-//! server matches on one value instead of testing five flags. Depends on nothing but the session.
+//! the reply and close (QUIT), close at once (SHUTDOWN), or send nothing (REPLCONF ACK). Handlers that do more than reply
+//! once return it ([`crate::command::Handler::Outcome`]); the dispatcher returns it for every
+//! command, and the server matches on it. Depends on nothing but the session's request types.
 
 use strata_resp::Frame;
 
-use crate::{BlockRequest, PsyncRequest, Session};
+use crate::{BlockRequest, PsyncRequest};
 
 /// What the connection does after a command.
 #[derive(Debug, PartialEq)]
@@ -24,33 +23,35 @@ pub enum Outcome {
     Handover(PsyncRequest),
     /// Send the reply, then close the connection.
     ReplyThenClose(Frame),
+    /// Close the connection without a reply (SHUTDOWN: the server is going away).
+    Close,
     /// Send nothing.
     Silent,
 }
 
 impl Outcome {
-    /// The outcome of the command that returned `reply`, read from (and clearing) what its
-    /// handler set in `session`. A handful of branches on fields: free on the hot path.
-    #[inline]
-    pub fn take(session: &mut Session, reply: Frame) -> Outcome {
-        if let Some(req) = session.blocked.take() {
-            return Outcome::Block(req);
+    /// The one reply a context that can carry only one makes of it (a script's `redis.call`, a
+    /// container's subcommand, a transaction's queued command): the reply itself, the last of
+    /// several, or a null for the outcomes such contexts never produce (their commands are
+    /// refused there: `noscript`, `no-multi`, blocking answered at once).
+    pub fn into_reply(self) -> Frame {
+        match self {
+            Outcome::Reply(f) | Outcome::ReplyThenClose(f) | Outcome::Replies(_, f) => f,
+            Outcome::Block(_) => Frame::NullArray,
+            Outcome::Handover(_) | Outcome::Silent | Outcome::Close => Frame::Null,
         }
-        if session.suppress_reply {
-            session.suppress_reply = false;
-            return match session.psync.take() {
-                Some(req) => Outcome::Handover(req),
-                None => Outcome::Silent,
-            };
+    }
+
+    /// Whether the command did what it was asked (what a write must do for WATCH and blocked
+    /// clients to hear of it): not an error reply, not a wait.
+    pub fn succeeded(&self) -> bool {
+        match self {
+            Outcome::Reply(f) | Outcome::ReplyThenClose(f) | Outcome::Replies(_, f) => {
+                !matches!(f, Frame::Error(_))
+            }
+            Outcome::Block(_) => false,
+            Outcome::Handover(_) | Outcome::Silent | Outcome::Close => true,
         }
-        if !session.extra_replies.is_empty() {
-            return Outcome::Replies(std::mem::take(&mut session.extra_replies), reply);
-        }
-        if session.close_after_reply {
-            session.close_after_reply = false;
-            return Outcome::ReplyThenClose(reply);
-        }
-        Outcome::Reply(reply)
     }
 }
 
@@ -58,59 +59,31 @@ impl Outcome {
 mod tests {
     use super::*;
 
-    fn session() -> Result<(tempfile::TempDir, Session), Box<dyn std::error::Error>> {
-        let dir = tempfile::tempdir()?;
-        let db = strata::Db::open(dir.path())?;
-        Ok((dir, Session::new(1, db, false)))
+    #[test]
+    fn a_single_reply_context_keeps_the_last_reply() {
+        assert_eq!(Outcome::Reply(Frame::ok()).into_reply(), Frame::ok());
+        assert_eq!(
+            Outcome::Replies(vec![Frame::Integer(1)], Frame::Integer(2)).into_reply(),
+            Frame::Integer(2)
+        );
+        assert_eq!(
+            Outcome::ReplyThenClose(Frame::ok()).into_reply(),
+            Frame::ok()
+        );
+        assert_eq!(Outcome::Silent.into_reply(), Frame::Null);
     }
 
     #[test]
-    fn outcome_reads_and_clears_the_handler_flags() -> Result<(), Box<dyn std::error::Error>> {
-        let (_dir, mut s) = session()?;
-        assert_eq!(
-            Outcome::take(&mut s, Frame::ok()),
-            Outcome::Reply(Frame::ok())
-        );
-
-        s.close_after_reply = true;
-        assert_eq!(
-            Outcome::take(&mut s, Frame::ok()),
-            Outcome::ReplyThenClose(Frame::ok())
-        );
-        assert!(!s.close_after_reply);
-
-        s.extra_replies.push(Frame::Integer(1));
-        assert_eq!(
-            Outcome::take(&mut s, Frame::Integer(2)),
-            Outcome::Replies(vec![Frame::Integer(1)], Frame::Integer(2))
-        );
-        assert!(s.extra_replies.is_empty());
-
-        s.suppress_reply = true;
-        assert_eq!(Outcome::take(&mut s, Frame::ok()), Outcome::Silent);
-        assert!(!s.suppress_reply);
-
-        let req = PsyncRequest {
-            replid: "?".into(),
-            offset: -1,
-            listening_port: 0,
-        };
-        s.psync = Some(req.clone());
-        s.suppress_reply = true;
-        assert_eq!(Outcome::take(&mut s, Frame::ok()), Outcome::Handover(req));
-        assert!(s.psync.is_none());
-
-        let block = BlockRequest {
+    fn errors_and_waits_are_not_successes() {
+        assert!(Outcome::Reply(Frame::ok()).succeeded());
+        assert!(!Outcome::Reply(Frame::error("ERR no")).succeeded());
+        let wait = BlockRequest {
             db: 0,
             keys: vec![bytes::Bytes::from_static(b"k")],
             deadline: None,
+            other_type: false,
         };
-        s.blocked = Some(block.clone());
-        assert_eq!(
-            Outcome::take(&mut s, Frame::NullArray),
-            Outcome::Block(block)
-        );
-        assert!(s.blocked.is_none());
-        Ok(())
+        assert!(!Outcome::Block(wait).succeeded());
+        assert!(Outcome::Silent.succeeded());
     }
 }

@@ -1,14 +1,14 @@
 //! Pub/sub commands: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, SSUBSCRIBE, SUNSUBSCRIBE,
 //! PUBLISH, SPUBLISH and PUBSUB. Handlers parse, ask the server's broker through `ServerApi`,
 //! and build Redis's acknowledgements (push frames: `>` in RESP3, arrays in RESP2). A command
-//! that acknowledges several channels answers one frame per channel: all but the last go to
-//! `Session::extra_replies`. Delivery of messages is the server's business.
+//! that acknowledges several channels answers one frame per channel, as
+//! [`Outcome::Replies`]. Delivery of messages is the server's business.
 
 use bytes::Bytes;
 
 use crate::command::*;
 use crate::cursor::{Args, Failure, Reply};
-use crate::{ChannelKind, Ctx, Frame, Subscriptions};
+use crate::{ChannelKind, Ctx, Frame, Outcome, Subscriptions};
 
 /// The pub/sub family's rows.
 #[rustfmt::skip]
@@ -20,7 +20,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: subscribe,
+        handler: Handler::Outcome(subscribe),
         docs: Docs {
             group: "pubsub",
             since: "2.0.0",
@@ -37,7 +37,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: unsubscribe,
+        handler: Handler::Outcome(unsubscribe),
         docs: Docs {
             group: "pubsub",
             since: "2.0.0",
@@ -54,7 +54,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: psubscribe,
+        handler: Handler::Outcome(psubscribe),
         docs: Docs {
             group: "pubsub",
             since: "2.0.0",
@@ -71,7 +71,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: punsubscribe,
+        handler: Handler::Outcome(punsubscribe),
         docs: Docs {
             group: "pubsub",
             since: "2.0.0",
@@ -90,7 +90,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(NOT_KEY, 1, -1, 1, 0),
         ],
         acl: Acl::NONE,
-        handler: ssubscribe,
+        handler: Handler::Outcome(ssubscribe),
         docs: Docs {
             group: "pubsub",
             since: "7.0.0",
@@ -109,7 +109,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(NOT_KEY, 1, -1, 1, 0),
         ],
         acl: Acl::NONE,
-        handler: sunsubscribe,
+        handler: Handler::Outcome(sunsubscribe),
         docs: Docs {
             group: "pubsub",
             since: "7.0.0",
@@ -126,7 +126,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: publish,
+        handler: Handler::Reply(publish),
         docs: Docs {
             group: "pubsub",
             since: "2.0.0",
@@ -145,7 +145,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(NOT_KEY, 1, 0, 1, 0),
         ],
         acl: Acl::NONE,
-        handler: spublish,
+        handler: Handler::Reply(spublish),
         docs: Docs {
             group: "pubsub",
             since: "7.0.0",
@@ -162,7 +162,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: pubsub,
+        handler: Handler::Reply(pubsub),
         docs: Docs {
             group: "pubsub",
             since: "2.8.0",
@@ -179,7 +179,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: pubsub_channels,
+        handler: Handler::Reply(pubsub_channels),
         docs: Docs {
             group: "pubsub",
             since: "2.8.0",
@@ -196,7 +196,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: pubsub_numsub,
+        handler: Handler::Reply(pubsub_numsub),
         docs: Docs {
             group: "pubsub",
             since: "2.8.0",
@@ -213,7 +213,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: pubsub_numpat,
+        handler: Handler::Reply(pubsub_numpat),
         docs: Docs {
             group: "pubsub",
             since: "2.8.0",
@@ -230,7 +230,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: pubsub_shardchannels,
+        handler: Handler::Reply(pubsub_shardchannels),
         docs: Docs {
             group: "pubsub",
             since: "7.0.0",
@@ -247,7 +247,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: pubsub_shardnumsub,
+        handler: Handler::Reply(pubsub_shardnumsub),
         docs: Docs {
             group: "pubsub",
             since: "7.0.0",
@@ -264,7 +264,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: pubsub_help,
+        handler: Handler::Reply(pubsub_help),
         docs: Docs {
             group: "pubsub",
             since: "6.2.0",
@@ -293,14 +293,18 @@ fn count_of(kind: ChannelKind, subs: Subscriptions) -> usize {
     }
 }
 
-/// Answers the acknowledgements: all but the last as extra replies.
-fn replies(ctx: &mut Ctx<'_>, mut acks: Vec<Frame>) -> Frame {
+/// Answers the acknowledgements, one reply each.
+fn replies(mut acks: Vec<Frame>) -> Outcome {
     let last = acks.pop().unwrap_or(Frame::Null);
-    ctx.session.extra_replies.extend(acks);
-    last
+    Outcome::Replies(acks, last)
 }
 
-fn subscribe_to(ctx: &mut Ctx<'_>, argv: &[Bytes], kind: ChannelKind, name: &'static str) -> Reply {
+fn subscribe_to(
+    ctx: &mut Ctx<'_>,
+    argv: &[Bytes],
+    kind: ChannelKind,
+    name: &'static str,
+) -> Result<Outcome, Failure> {
     let channels = Args::new(argv).rest();
     let mut acks = Vec::with_capacity(channels.len());
     for ch in channels {
@@ -308,7 +312,7 @@ fn subscribe_to(ctx: &mut Ctx<'_>, argv: &[Bytes], kind: ChannelKind, name: &'st
         ctx.session.subscriptions = subs;
         acks.push(ack(name, Some(ch.clone()), count_of(kind, subs)));
     }
-    Ok(replies(ctx, acks))
+    Ok(replies(acks))
 }
 
 fn unsubscribe_from(
@@ -316,7 +320,7 @@ fn unsubscribe_from(
     argv: &[Bytes],
     kind: ChannelKind,
     name: &'static str,
-) -> Reply {
+) -> Result<Outcome, Failure> {
     let mut a = Args::new(argv);
     let targets: Vec<Bytes> = if a.is_done() {
         ctx.server.subscribed(kind)
@@ -324,7 +328,8 @@ fn unsubscribe_from(
         a.rest().to_vec()
     };
     if targets.is_empty() {
-        return Ok(ack(name, None, count_of(kind, ctx.session.subscriptions)));
+        let none = ack(name, None, count_of(kind, ctx.session.subscriptions));
+        return Ok(Outcome::Reply(none));
     }
     let mut acks = Vec::with_capacity(targets.len());
     for ch in targets {
@@ -332,30 +337,30 @@ fn unsubscribe_from(
         ctx.session.subscriptions = subs;
         acks.push(ack(name, Some(ch), count_of(kind, subs)));
     }
-    Ok(replies(ctx, acks))
+    Ok(replies(acks))
 }
 
-fn subscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+fn subscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
     subscribe_to(ctx, argv, ChannelKind::Channel, "subscribe")
 }
 
-fn psubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+fn psubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
     subscribe_to(ctx, argv, ChannelKind::Pattern, "psubscribe")
 }
 
-fn ssubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+fn ssubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
     subscribe_to(ctx, argv, ChannelKind::Shard, "ssubscribe")
 }
 
-fn unsubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+fn unsubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
     unsubscribe_from(ctx, argv, ChannelKind::Channel, "unsubscribe")
 }
 
-fn punsubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+fn punsubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
     unsubscribe_from(ctx, argv, ChannelKind::Pattern, "punsubscribe")
 }
 
-fn sunsubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+fn sunsubscribe(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
     unsubscribe_from(ctx, argv, ChannelKind::Shard, "sunsubscribe")
 }
 
@@ -470,8 +475,11 @@ mod tests {
         let mut h = Harness::new();
         // The stand-in server keeps no subscriptions: the count stays 0, the last ack is the reply.
         assert_eq!(
-            h.run(&["SUBSCRIBE", "a", "b"]),
-            ack("subscribe", Some("b"), 0)
+            h.outcome(&["SUBSCRIBE", "a", "b"]),
+            crate::Outcome::Replies(
+                vec![ack("subscribe", Some("a"), 0)],
+                ack("subscribe", Some("b"), 0)
+            )
         );
         assert_eq!(
             h.run(&["PSUBSCRIBE", "p*"]),

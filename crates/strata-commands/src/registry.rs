@@ -203,7 +203,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: command,
+        handler: Handler::Reply(command),
         docs: Docs {
             group: "server",
             since: "2.8.13",
@@ -220,7 +220,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: command_count,
+        handler: Handler::Reply(command_count),
         docs: Docs {
             group: "server",
             since: "2.8.13",
@@ -237,7 +237,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: command_info,
+        handler: Handler::Reply(command_info),
         docs: Docs {
             group: "server",
             since: "2.8.13",
@@ -254,7 +254,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: command_docs,
+        handler: Handler::Reply(command_docs),
         docs: Docs {
             group: "server",
             since: "7.0.0",
@@ -271,7 +271,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: command_list,
+        handler: Handler::Reply(command_list),
         docs: Docs {
             group: "server",
             since: "7.0.0",
@@ -288,7 +288,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: command_getkeys,
+        handler: Handler::Reply(command_getkeys),
         docs: Docs {
             group: "server",
             since: "2.8.13",
@@ -305,7 +305,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: command_getkeysandflags,
+        handler: Handler::Reply(command_getkeysandflags),
         docs: Docs {
             group: "server",
             since: "7.0.0",
@@ -322,7 +322,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: command_help,
+        handler: Handler::Reply(command_help),
         docs: Docs {
             group: "server",
             since: "5.0.0",

@@ -9,7 +9,7 @@ use strata_resp::Frame;
 use crate::command::*;
 use crate::cursor::{self, Args, Failure, Reply};
 use crate::errors;
-use crate::{Ctx, PsyncRequest};
+use crate::{Ctx, Outcome, PsyncRequest};
 
 /// The replication family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
@@ -20,7 +20,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: replicaof,
+        handler: Handler::Reply(replicaof),
         docs: Docs {
             group: "server",
             since: "5.0.0",
@@ -37,7 +37,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: replicaof,
+        handler: Handler::Reply(replicaof),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -54,7 +54,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::ADMIN | acl::DANGEROUS),
-        handler: role,
+        handler: Handler::Reply(role),
         docs: Docs {
             group: "server",
             since: "2.8.12",
@@ -71,7 +71,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::CONNECTION),
-        handler: wait,
+        handler: Handler::Reply(wait),
         docs: Docs {
             group: "server",
             since: "3.0.0",
@@ -89,7 +89,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: replconf,
+        handler: Handler::Outcome(replconf),
         docs: Docs {
             group: "server",
             since: "3.0.0",
@@ -106,7 +106,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: psync,
+        handler: Handler::Outcome(psync),
         docs: Docs {
             group: "server",
             since: "2.8.0",
@@ -123,7 +123,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: sync,
+        handler: Handler::Reply(sync),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -180,7 +180,7 @@ fn wait(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     Ok(Frame::Integer(count as i64))
 }
 
-fn replconf(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+fn replconf(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
     let mut a = Args::new(argv);
     // Options come in pairs.
     if !a.remaining().is_multiple_of(2) {
@@ -194,10 +194,7 @@ fn replconf(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
             // Strata's replicas say `capa strata`; Redis's capabilities mean nothing here.
             "capa" | "ip-address" | "rdb-only" | "rdb-filter-only" => {}
             // Acknowledgements travel inside the replication stream; a client's gets no reply.
-            "ack" | "getack" | "fack" => {
-                ctx.session.suppress_reply = true;
-                return Ok(Frame::ok());
-            }
+            "ack" | "getack" | "fack" => return Ok(Outcome::Silent),
             _ => {
                 return Err(Failure::text(format!(
                     "ERR Unrecognized REPLCONF option: {}",
@@ -206,21 +203,19 @@ fn replconf(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
             }
         }
     }
-    Ok(Frame::ok())
+    Ok(Outcome::Reply(Frame::ok()))
 }
 
-fn psync(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+fn psync(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
     let mut a = Args::new(argv);
     let (replid, offset) = (a.value()?, a.value()?);
     a.finish()?;
-    ctx.session.psync = Some(PsyncRequest {
+    // The server answers +FULLRESYNC / +CONTINUE itself when it takes the connection over.
+    Ok(Outcome::Handover(PsyncRequest {
         replid: String::from_utf8_lossy(replid).into_owned(),
         offset: strata::num::parse_i64(offset).unwrap_or(-1),
         listening_port: ctx.session.replica_port,
-    });
-    // The server answers +FULLRESYNC / +CONTINUE itself when it takes the connection over.
-    ctx.session.suppress_reply = true;
-    Ok(Frame::ok())
+    }))
 }
 
 fn sync(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
@@ -230,7 +225,7 @@ fn sync(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
 #[cfg(test)]
 mod tests {
     use crate::testing::Harness;
-    use crate::Frame;
+    use crate::{Frame, Outcome, PsyncRequest};
 
     #[test]
     fn replicaof_and_wait_check_their_numbers() {
@@ -277,5 +272,20 @@ mod tests {
             "ERR Unrecognized REPLCONF option: bogus"
         );
         assert!(h.error(&["SYNC"]).starts_with("ERR "));
+    }
+
+    #[test]
+    fn replica_acknowledgements_get_no_reply_and_psync_hands_the_connection_over() {
+        let mut h = Harness::new();
+        assert_eq!(h.outcome(&["REPLCONF", "ACK", "100"]), Outcome::Silent);
+        h.run(&["REPLCONF", "listening-port", "7001"]);
+        assert_eq!(
+            h.outcome(&["PSYNC", "?", "-1"]),
+            Outcome::Handover(PsyncRequest {
+                replid: "?".into(),
+                offset: -1,
+                listening_port: 7001,
+            })
+        );
     }
 }

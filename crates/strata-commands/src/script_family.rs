@@ -27,7 +27,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1).notes("We cannot tell how the keys will be used so we assume the worst, RW and UPDATE"),
         ],
         acl: Acl(acl::SCRIPTING),
-        handler: eval,
+        handler: Handler::Reply(eval),
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -46,7 +46,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1),
         ],
         acl: Acl(acl::SCRIPTING),
-        handler: evalsha,
+        handler: Handler::Reply(evalsha),
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -65,7 +65,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1).notes("We cannot tell how the keys will be used so we assume the worst, RO and ACCESS"),
         ],
         acl: Acl(acl::SCRIPTING),
-        handler: eval_ro,
+        handler: Handler::Reply(eval_ro),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -84,7 +84,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1),
         ],
         acl: Acl(acl::SCRIPTING),
-        handler: evalsha_ro,
+        handler: Handler::Reply(evalsha_ro),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -101,7 +101,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: script,
+        handler: Handler::Reply(script),
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -118,7 +118,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: script_load,
+        handler: Handler::Reply(script_load),
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -135,7 +135,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: script_exists,
+        handler: Handler::Reply(script_exists),
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -152,7 +152,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: script_flush,
+        handler: Handler::Reply(script_flush),
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -169,7 +169,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: script_kill,
+        handler: Handler::Reply(script_kill),
         docs: Docs {
             group: "scripting",
             since: "2.6.0",
@@ -186,7 +186,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: script_help,
+        handler: Handler::Reply(script_help),
         docs: Docs {
             group: "scripting",
             since: "5.0.0",
@@ -205,7 +205,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1).notes("We cannot tell how the keys will be used so we assume the worst, RW and UPDATE"),
         ],
         acl: Acl(acl::SCRIPTING),
-        handler: fcall,
+        handler: Handler::Reply(fcall),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -224,7 +224,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1).notes("We cannot tell how the keys will be used so we assume the worst, RO and ACCESS"),
         ],
         acl: Acl(acl::SCRIPTING),
-        handler: fcall_ro,
+        handler: Handler::Reply(fcall_ro),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -241,7 +241,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: function,
+        handler: Handler::Reply(function),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -258,7 +258,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: function_load,
+        handler: Handler::Reply(function_load),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -275,7 +275,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: function_delete,
+        handler: Handler::Reply(function_delete),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -292,7 +292,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: function_list,
+        handler: Handler::Reply(function_list),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -309,7 +309,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: function_flush,
+        handler: Handler::Reply(function_flush),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -326,7 +326,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: function_dump,
+        handler: Handler::Reply(function_dump),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -343,7 +343,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: function_restore,
+        handler: Handler::Reply(function_restore),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -360,7 +360,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: function_stats,
+        handler: Handler::Reply(function_stats),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -377,7 +377,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: function_kill,
+        handler: Handler::Reply(function_kill),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",
@@ -394,7 +394,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::SCRIPTING),
-        handler: function_help,
+        handler: Handler::Reply(function_help),
         docs: Docs {
             group: "scripting",
             since: "7.0.0",

@@ -10,7 +10,7 @@ use crate::command::*;
 use crate::cursor::{self, Args, Failure, Reply};
 use crate::errors;
 use crate::help;
-use crate::Ctx;
+use crate::{Ctx, Outcome};
 
 /// The server family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
@@ -21,7 +21,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE),
-        handler: dbsize,
+        handler: Handler::Reply(dbsize),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -38,7 +38,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE | acl::DANGEROUS),
-        handler: flushdb,
+        handler: Handler::Reply(flushdb),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -55,7 +55,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE | acl::DANGEROUS),
-        handler: flushall,
+        handler: Handler::Reply(flushall),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -72,7 +72,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::KEYSPACE | acl::DANGEROUS),
-        handler: swapdb,
+        handler: Handler::Reply(swapdb),
         docs: Docs {
             group: "server",
             since: "4.0.0",
@@ -89,7 +89,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: time,
+        handler: Handler::Reply(time),
         docs: Docs {
             group: "server",
             since: "2.6.0",
@@ -106,7 +106,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::ADMIN | acl::DANGEROUS),
-        handler: lastsave,
+        handler: Handler::Reply(lastsave),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -123,7 +123,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: bgsave,
+        handler: Handler::Reply(bgsave),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -140,7 +140,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: shutdown,
+        handler: Handler::Outcome(shutdown),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -157,7 +157,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: debug,
+        handler: Handler::Reply(debug),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -174,7 +174,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::DANGEROUS),
-        handler: info,
+        handler: Handler::Reply(info),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -191,7 +191,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: config,
+        handler: Handler::Reply(config),
         docs: Docs {
             group: "server",
             since: "2.0.0",
@@ -208,7 +208,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: config_get,
+        handler: Handler::Reply(config_get),
         docs: Docs {
             group: "server",
             since: "2.0.0",
@@ -225,7 +225,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: config_set,
+        handler: Handler::Reply(config_set),
         docs: Docs {
             group: "server",
             since: "2.0.0",
@@ -242,7 +242,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: config_resetstat,
+        handler: Handler::Reply(config_resetstat),
         docs: Docs {
             group: "server",
             since: "2.0.0",
@@ -259,7 +259,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: config_rewrite,
+        handler: Handler::Reply(config_rewrite),
         docs: Docs {
             group: "server",
             since: "2.8.0",
@@ -276,7 +276,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: config_help,
+        handler: Handler::Reply(config_help),
         docs: Docs {
             group: "server",
             since: "5.0.0",
@@ -360,7 +360,7 @@ fn bgsave(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     Ok(Frame::simple("Background saving started"))
 }
 
-fn shutdown(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+fn shutdown(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
     let mut a = Args::new(argv);
     while !a.is_done() {
         if a.opt("ABORT") {
@@ -370,9 +370,7 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     }
     ctx.server.shutdown().map_err(Failure::text)?;
     // The server is going away; the connection closes without a reply, as in Redis.
-    ctx.session.reply_mode = crate::ReplyMode::Off;
-    ctx.session.close_after_reply = true;
-    Ok(Frame::Null)
+    Ok(Outcome::Close)
 }
 
 fn debug(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {

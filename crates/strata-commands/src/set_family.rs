@@ -22,7 +22,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: sadd,
+        handler: Handler::Reply(sadd),
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -41,7 +41,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: srem,
+        handler: Handler::Reply(srem),
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -60,7 +60,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: sismember,
+        handler: Handler::Reply(sismember),
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -79,7 +79,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: smismember,
+        handler: Handler::Reply(smismember),
         docs: Docs {
             group: "set",
             since: "6.2.0",
@@ -98,7 +98,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: scard,
+        handler: Handler::Reply(scard),
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -117,7 +117,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: smembers,
+        handler: Handler::Reply(smembers),
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -136,7 +136,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: srandmember,
+        handler: Handler::Reply(srandmember),
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -155,7 +155,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: spop,
+        handler: Handler::Reply(spop),
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -175,7 +175,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 2, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: smove,
+        handler: Handler::Reply(smove),
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -194,7 +194,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, -1, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: sinter,
+        handler: Handler::Reply(sinter),
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -213,7 +213,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 1, 0, 1, 1),
         ],
         acl: Acl(acl::SET),
-        handler: sintercard,
+        handler: Handler::Reply(sintercard),
         docs: Docs {
             group: "set",
             since: "7.0.0",
@@ -233,7 +233,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 2, -1, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: sinterstore,
+        handler: Handler::Reply(sinterstore),
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -252,7 +252,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, -1, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: sunion,
+        handler: Handler::Reply(sunion),
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -272,7 +272,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 2, -1, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: sunionstore,
+        handler: Handler::Reply(sunionstore),
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -291,7 +291,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, -1, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: sdiff,
+        handler: Handler::Reply(sdiff),
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -311,7 +311,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 2, -1, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: sdiffstore,
+        handler: Handler::Reply(sdiffstore),
         docs: Docs {
             group: "set",
             since: "1.0.0",
@@ -330,7 +330,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SET),
-        handler: sscan,
+        handler: Handler::Reply(sscan),
         docs: Docs {
             group: "set",
             since: "2.8.0",

@@ -27,7 +27,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::unknown(OW | UPDATE, "For the optional STORE keyword. It is marked 'unknown' because the keyword can appear anywhere in the argument array"),
         ],
         acl: Acl(acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS),
-        handler: sort,
+        handler: Handler::Reply(sort),
         docs: Docs {
             group: "generic",
             since: "1.0.0",
@@ -47,7 +47,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::unknown(RO | ACCESS, "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort"),
         ],
         acl: Acl(acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS),
-        handler: sort_ro,
+        handler: Handler::Reply(sort_ro),
         docs: Docs {
             group: "generic",
             since: "7.0.0",

@@ -23,7 +23,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: get,
+        handler: Handler::Reply(get),
         docs: Docs {
             group: "string",
             since: "1.0.0",
@@ -42,7 +42,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1, 0, 1, 0).notes("RW and ACCESS due to the optional `GET` argument").resolve(set_key_flags),
         ],
         acl: Acl(acl::STRING),
-        handler: set,
+        handler: Handler::Reply(set),
         docs: Docs {
             group: "string",
             since: "1.0.0",
@@ -61,7 +61,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(OW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: setnx,
+        handler: Handler::Reply(setnx),
         docs: Docs {
             group: "string",
             since: "1.0.0",
@@ -80,7 +80,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(OW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: setex,
+        handler: Handler::Reply(setex),
         docs: Docs {
             group: "string",
             since: "2.0.0",
@@ -99,7 +99,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(OW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: psetex,
+        handler: Handler::Reply(psetex),
         docs: Docs {
             group: "string",
             since: "2.6.0",
@@ -118,7 +118,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, -1, 1, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: mget,
+        handler: Handler::Reply(mget),
         docs: Docs {
             group: "string",
             since: "1.0.0",
@@ -137,7 +137,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(OW | UPDATE, 1, -1, 2, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: mset,
+        handler: Handler::Reply(mset),
         docs: Docs {
             group: "string",
             since: "1.0.1",
@@ -156,7 +156,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(OW | INSERT, 1, -1, 2, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: msetnx,
+        handler: Handler::Reply(msetnx),
         docs: Docs {
             group: "string",
             since: "1.0.1",
@@ -175,7 +175,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: getset,
+        handler: Handler::Reply(getset),
         docs: Docs {
             group: "string",
             since: "1.0.0",
@@ -194,7 +194,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: getdel,
+        handler: Handler::Reply(getdel),
         docs: Docs {
             group: "string",
             since: "6.2.0",
@@ -213,7 +213,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0).notes("RW and UPDATE because it changes the TTL"),
         ],
         acl: Acl(acl::STRING),
-        handler: getex,
+        handler: Handler::Reply(getex),
         docs: Docs {
             group: "string",
             since: "6.2.0",
@@ -232,7 +232,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | INSERT, 1, 0, 1, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: append,
+        handler: Handler::Reply(append),
         docs: Docs {
             group: "string",
             since: "2.0.0",
@@ -251,7 +251,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: strlen,
+        handler: Handler::Reply(strlen),
         docs: Docs {
             group: "string",
             since: "2.2.0",
@@ -270,7 +270,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: incr,
+        handler: Handler::Reply(incr),
         docs: Docs {
             group: "string",
             since: "1.0.0",
@@ -289,7 +289,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: decr,
+        handler: Handler::Reply(decr),
         docs: Docs {
             group: "string",
             since: "1.0.0",
@@ -308,7 +308,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: incrby,
+        handler: Handler::Reply(incrby),
         docs: Docs {
             group: "string",
             since: "1.0.0",
@@ -327,7 +327,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: decrby,
+        handler: Handler::Reply(decrby),
         docs: Docs {
             group: "string",
             since: "1.0.0",
@@ -346,7 +346,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: incrbyfloat,
+        handler: Handler::Reply(incrbyfloat),
         docs: Docs {
             group: "string",
             since: "2.6.0",
@@ -365,7 +365,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: getrange,
+        handler: Handler::Reply(getrange),
         docs: Docs {
             group: "string",
             since: "2.4.0",
@@ -384,7 +384,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: getrange,
+        handler: Handler::Reply(getrange),
         docs: Docs {
             group: "string",
             since: "1.0.0",
@@ -403,7 +403,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::BITMAP),
-        handler: getbit,
+        handler: Handler::Reply(getbit),
         docs: Docs {
             group: "bitmap",
             since: "2.2.0",
@@ -422,7 +422,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::BITMAP),
-        handler: setbit,
+        handler: Handler::Reply(setbit),
         docs: Docs {
             group: "bitmap",
             since: "2.2.0",
@@ -441,7 +441,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: setrange,
+        handler: Handler::Reply(setrange),
         docs: Docs {
             group: "string",
             since: "2.2.0",
@@ -460,7 +460,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 1, 1, 0),
         ],
         acl: Acl(acl::STRING),
-        handler: lcs,
+        handler: Handler::Reply(lcs),
         docs: Docs {
             group: "string",
             since: "7.0.0",

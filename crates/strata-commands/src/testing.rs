@@ -99,8 +99,13 @@ impl Harness {
         }
     }
 
-    /// Runs one command; its reply.
+    /// Runs one command; its reply (the last one for a command answering several times).
     pub fn run(&mut self, words: &[&str]) -> Frame {
+        self.outcome(words).into_reply()
+    }
+
+    /// Runs one command; what it asks of the connection.
+    pub fn outcome(&mut self, words: &[&str]) -> crate::Outcome {
         let argv: Vec<Bytes> = words
             .iter()
             .map(|w| Bytes::copy_from_slice(w.as_bytes()))

@@ -17,7 +17,7 @@ use crate::errors;
 use crate::isolation::{self, Targets};
 use crate::registry as table;
 use crate::watch::{WatchedKey, Watching};
-use crate::{BlockMode, Ctx, Multi};
+use crate::{BlockMode, Ctx, Multi, Outcome};
 
 /// The transaction family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
@@ -28,7 +28,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::TRANSACTION),
-        handler: multi,
+        handler: Handler::Reply(multi),
         docs: Docs {
             group: "transactions",
             since: "1.2.0",
@@ -45,7 +45,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::TRANSACTION),
-        handler: exec,
+        handler: Handler::Outcome(exec),
         docs: Docs {
             group: "transactions",
             since: "1.2.0",
@@ -62,7 +62,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::TRANSACTION),
-        handler: discard,
+        handler: Handler::Reply(discard),
         docs: Docs {
             group: "transactions",
             since: "2.0.0",
@@ -79,7 +79,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::Range(Range::new(1, -1, 1)),
         key_specs: &[KeySpec::range(RO, 1, -1, 1, 0)],
         acl: Acl(acl::TRANSACTION),
-        handler: watch,
+        handler: Handler::Reply(watch),
         docs: Docs {
             group: "transactions",
             since: "2.2.0",
@@ -96,7 +96,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::TRANSACTION),
-        handler: unwatch,
+        handler: Handler::Reply(unwatch),
         docs: Docs {
             group: "transactions",
             since: "2.2.0",
@@ -149,7 +149,7 @@ fn unwatch(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     Ok(Frame::ok())
 }
 
-fn exec(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+fn exec(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Result<Outcome, Failure> {
     let Some(multi) = ctx.session.multi.take() else {
         return Err(Failure::text(errors::EXEC_WITHOUT_MULTI));
     };
@@ -167,19 +167,28 @@ fn exec(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     })?;
     if let Some(w) = &watching {
         if watch_broken(&db, w)? {
-            return Ok(Frame::NullArray);
+            return Ok(Outcome::Reply(Frame::NullArray));
         }
     }
     drop(watching);
     // Blocking commands answer at once inside a transaction, as a timeout would.
     let mode = std::mem::replace(&mut ctx.session.block_mode, BlockMode::NoBlock);
     ctx.session.ready_keys = Some(Vec::new());
+    // A queued command answering several times (SUBSCRIBE a b) sends the replies before its
+    // last one ahead of EXEC's array.
+    let mut before = Vec::new();
     let (replies, committed) = db.atomically(|| {
         multi
             .queue
             .iter()
             .map(|argv| match table::lookup(&argv[0]) {
-                Some(spec) => crate::run(ctx, spec, argv),
+                Some(spec) => match crate::run(ctx, spec, argv) {
+                    Outcome::Replies(first, last) => {
+                        before.extend(first);
+                        last
+                    }
+                    outcome => outcome.into_reply(),
+                },
                 None => errors::unknown_command(argv),
             })
             .collect()
@@ -191,7 +200,10 @@ fn exec(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     }
     // An error here means nothing of the transaction was written (the disk is full, say).
     committed?;
-    Ok(Frame::Array(replies))
+    Ok(match before.is_empty() {
+        true => Outcome::Reply(Frame::Array(replies)),
+        false => Outcome::Replies(before, Frame::Array(replies)),
+    })
 }
 
 /// Takes the locks of every key the queued commands and the watched keys name, following SELECT

@@ -32,7 +32,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zadd,
+        handler: Handler::Reply(zadd),
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -51,7 +51,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zincrby,
+        handler: Handler::Reply(zincrby),
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -70,7 +70,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrem,
+        handler: Handler::Reply(zrem),
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -89,7 +89,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zcard,
+        handler: Handler::Reply(zcard),
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -108,7 +108,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zscore,
+        handler: Handler::Reply(zscore),
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -127,7 +127,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zmscore,
+        handler: Handler::Reply(zmscore),
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -146,7 +146,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrank,
+        handler: Handler::Reply(zrank),
         docs: Docs {
             group: "sorted-set",
             since: "2.0.0",
@@ -165,7 +165,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrevrank,
+        handler: Handler::Reply(zrevrank),
         docs: Docs {
             group: "sorted-set",
             since: "2.0.0",
@@ -184,7 +184,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zcount,
+        handler: Handler::Reply(zcount),
         docs: Docs {
             group: "sorted-set",
             since: "2.0.0",
@@ -203,7 +203,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zlexcount,
+        handler: Handler::Reply(zlexcount),
         docs: Docs {
             group: "sorted-set",
             since: "2.8.9",
@@ -222,7 +222,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrange,
+        handler: Handler::Reply(zrange),
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -242,7 +242,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 2, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrangestore,
+        handler: Handler::Reply(zrangestore),
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -261,7 +261,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrevrange,
+        handler: Handler::Reply(zrevrange),
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -280,7 +280,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrangebyscore,
+        handler: Handler::Reply(zrangebyscore),
         docs: Docs {
             group: "sorted-set",
             since: "1.0.5",
@@ -299,7 +299,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrevrangebyscore,
+        handler: Handler::Reply(zrevrangebyscore),
         docs: Docs {
             group: "sorted-set",
             since: "2.2.0",
@@ -318,7 +318,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrangebylex,
+        handler: Handler::Reply(zrangebylex),
         docs: Docs {
             group: "sorted-set",
             since: "2.8.9",
@@ -337,7 +337,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrevrangebylex,
+        handler: Handler::Reply(zrevrangebylex),
         docs: Docs {
             group: "sorted-set",
             since: "2.8.9",
@@ -356,7 +356,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zremrangebyrank,
+        handler: Handler::Reply(zremrangebyrank),
         docs: Docs {
             group: "sorted-set",
             since: "2.0.0",
@@ -375,7 +375,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zremrangebyscore,
+        handler: Handler::Reply(zremrangebyscore),
         docs: Docs {
             group: "sorted-set",
             since: "1.2.0",
@@ -394,7 +394,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zremrangebylex,
+        handler: Handler::Reply(zremrangebylex),
         docs: Docs {
             group: "sorted-set",
             since: "2.8.9",
@@ -413,7 +413,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zpopmin,
+        handler: Handler::Reply(zpopmin),
         docs: Docs {
             group: "sorted-set",
             since: "5.0.0",
@@ -432,7 +432,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RW | ACCESS | DELETE, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zpopmax,
+        handler: Handler::Reply(zpopmax),
         docs: Docs {
             group: "sorted-set",
             since: "5.0.0",
@@ -451,7 +451,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RW | ACCESS | DELETE, 1, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zmpop,
+        handler: Handler::Reply(zmpop),
         docs: Docs {
             group: "sorted-set",
             since: "7.0.0",
@@ -470,7 +470,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zrandmember,
+        handler: Handler::Reply(zrandmember),
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -489,7 +489,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 1, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zunion,
+        handler: Handler::Reply(zunion),
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -508,7 +508,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 1, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zinter,
+        handler: Handler::Reply(zinter),
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -527,7 +527,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 1, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zdiff,
+        handler: Handler::Reply(zdiff),
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -547,7 +547,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zunionstore,
+        handler: Handler::Reply(zunionstore),
         docs: Docs {
             group: "sorted-set",
             since: "2.0.0",
@@ -567,7 +567,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zinterstore,
+        handler: Handler::Reply(zinterstore),
         docs: Docs {
             group: "sorted-set",
             since: "2.0.0",
@@ -587,7 +587,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zdiffstore,
+        handler: Handler::Reply(zdiffstore),
         docs: Docs {
             group: "sorted-set",
             since: "6.2.0",
@@ -606,7 +606,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::keynum(RO | ACCESS, 1, 0, 1, 1),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zintercard,
+        handler: Handler::Reply(zintercard),
         docs: Docs {
             group: "sorted-set",
             since: "7.0.0",
@@ -625,7 +625,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
         ],
         acl: Acl(acl::SORTEDSET),
-        handler: zscan,
+        handler: Handler::Reply(zscan),
         docs: Docs {
             group: "sorted-set",
             since: "2.8.0",

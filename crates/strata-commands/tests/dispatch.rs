@@ -29,7 +29,7 @@ impl Harness {
             session: &mut self.session,
             server: &NoServer::default(),
         };
-        execute(&mut ctx, &argv)
+        execute(&mut ctx, &argv).into_reply()
     }
 }
 

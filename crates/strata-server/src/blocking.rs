@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use parking_lot::{Mutex, MutexGuard};
-use strata_commands::{execute, BlockMode, BlockRequest, Ctx, Session};
+use strata_commands::{execute, BlockMode, BlockRequest, Ctx, Outcome, Session};
 use strata_resp::{Frame, Protocol};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
@@ -302,17 +302,15 @@ fn run_for(
             argv,
         )
     }));
-    let frame = match outcome {
-        Ok(f) => f,
-        Err(_) => Frame::error("ERR internal error"),
-    };
-    // Blocked again: the key holds nothing for it, or (the reply is WRONGTYPE) holds another
-    // type. Any other reply, a WRONGTYPE about a BLMOVE's destination included, is its answer.
-    if session.blocked.is_some() {
-        let wrong_type = matches!(&frame, Frame::Error(e) if e.starts_with(b"WRONGTYPE"));
-        return Attempt::Nothing { wrong_type };
+    match outcome {
+        // Waiting again: the key holds nothing for it, or holds another type. Any reply, a
+        // WRONGTYPE about a BLMOVE's destination included, is its answer.
+        Ok(Outcome::Block(req)) => Attempt::Nothing {
+            wrong_type: req.other_type,
+        },
+        Ok(outcome) => Attempt::Served(outcome.into_reply()),
+        Err(_) => Attempt::Served(Frame::error("ERR internal error")),
     }
-    Attempt::Served(frame)
 }
 
 /// Unregisters the waiter if the waiting future is dropped (server shutdown).

@@ -292,7 +292,7 @@ impl<'a> Conn<'a> {
                 argv,
             )
         }));
-        let Ok(reply) = ran else {
+        let Ok(outcome) = ran else {
             warning!(
                 "Internal error running '{}' for client id={}; closing the connection",
                 String::from_utf8_lossy(&argv[0]),
@@ -305,7 +305,7 @@ impl<'a> Conn<'a> {
             );
             return Ok(Flow::Close);
         };
-        let outcome = match Outcome::take(&mut self.session, reply) {
+        let outcome = match outcome {
             Outcome::Block(req) => match self.block(argv, req).await? {
                 Some(reply) => Outcome::Reply(reply),
                 None => return Ok(Flow::Close),
@@ -354,6 +354,7 @@ impl<'a> Conn<'a> {
                 (Some(last), false)
             }
             Outcome::ReplyThenClose(reply) => (Some(reply), true),
+            Outcome::Close => (None, true),
             Outcome::Silent | Outcome::Block(_) => (None, false),
             Outcome::Handover(req) => return Flow::Handover(req),
         };

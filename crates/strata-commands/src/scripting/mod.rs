@@ -934,7 +934,7 @@ fn redis_call(
     }
     let frame = {
         let mut guard = ctx.borrow_mut();
-        crate::run(&mut guard, spec, &argv)
+        crate::run(&mut guard, spec, &argv).into_reply()
     };
     if let Frame::Error(e) = &frame {
         return fail(error_text(e));

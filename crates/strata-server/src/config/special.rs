@@ -307,20 +307,16 @@ fn shutdown_names(bits: i128) -> String {
 /// Parses a number like C's `strtoll` with a check that nothing follows (leading blanks and a
 /// sign allowed; nothing at all is 0), rejecting overflow.
 fn parse_c_integer(s: &str) -> Option<i64> {
-    let s = s.trim_start_matches(|c: char| u8::try_from(c).is_ok_and(is_c_space));
+    let s = s.trim_start_matches(|c: char| u8::try_from(c).is_ok_and(strata::num::is_c_space));
     if s.is_empty() {
         return Some(0);
     }
     s.parse().ok()
 }
 
-fn is_c_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
-}
-
 /// Parses a double like Redis's `string2d`: no blanks around it, no NaN.
 fn parse_double(s: &str) -> Option<f64> {
-    if s.bytes().next().is_none_or(is_c_space) {
+    if s.bytes().next().is_none_or(strata::num::is_c_space) {
         return None;
     }
     s.parse::<f64>().ok().filter(|d| !d.is_nan())

@@ -269,6 +269,24 @@ fn nothing_to_serve(
     })
 }
 
+/// The reply `reply` makes of what was found, or (nothing found) a wait on `keys`, see
+/// [`nothing_to_serve`].
+fn serve_or_wait<T>(
+    ctx: &mut Ctx<'_>,
+    found: Lookup<T>,
+    keys: &[Bytes],
+    deadline: Option<Instant>,
+    immediate: Frame,
+    reply: impl FnOnce(&Ctx<'_>, T) -> Frame,
+) -> Outcome {
+    match found {
+        Lookup::Found(v) => Outcome::Reply(reply(ctx, v)),
+        Lookup::Empty { other_type } => {
+            nothing_to_serve(ctx, keys, deadline, immediate, other_type)
+        }
+    }
+}
+
 /// What the storage found for a blocking command.
 enum Lookup<T> {
     /// Something to serve.
@@ -336,20 +354,20 @@ fn bpop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], end: ListEnd) -> Served {
     let (keys, timeout) = keys_then_timeout(argv)?;
     let deadline = deadline(timeout)?;
     let check = keys_to_check(ctx, keys);
-    let popped = ctx.session.db.lmpop(&check, end, 1);
-    match looked_up(ctx, popped)? {
-        Lookup::Found((key, items)) => Ok(Outcome::Reply(Frame::Array(vec![
-            popped_list(ctx, &key, end),
-            Frame::bulk_or_null(items.into_iter().next()),
-        ]))),
-        Lookup::Empty { other_type } => Ok(nothing_to_serve(
-            ctx,
-            keys,
-            deadline,
-            Frame::NullArray,
-            other_type,
-        )),
-    }
+    let popped = looked_up(ctx, ctx.session.db.lmpop(&check, end, 1))?;
+    Ok(serve_or_wait(
+        ctx,
+        popped,
+        keys,
+        deadline,
+        Frame::NullArray,
+        |ctx, (key, items)| {
+            Frame::Array(vec![
+                popped_list(ctx, &key, end),
+                Frame::bulk_or_null(items.into_iter().next()),
+            ])
+        },
+    ))
 }
 
 /// The `key [key ...] timeout` arguments of BLPOP/BRPOP/BZPOPMIN/BZPOPMAX.
@@ -408,21 +426,19 @@ fn blmove_generic(
         }
         moved => looked_up(ctx, moved)?,
     };
-    match moved {
-        Lookup::Found(v) => {
+    // Inside MULTI Redis answers a null bulk here, unlike the other blocking commands.
+    Ok(serve_or_wait(
+        ctx,
+        moved,
+        &argv[1..2],
+        deadline,
+        Frame::Null,
+        |ctx, v| {
             let v = Some(v);
             notify::list_moved(ctx, argv, &v, from, to);
-            Ok(Outcome::Reply(Frame::bulk_or_null(v)))
-        }
-        // Inside MULTI Redis answers a null bulk here, unlike the other blocking commands.
-        Lookup::Empty { other_type } => Ok(nothing_to_serve(
-            ctx,
-            &argv[1..2],
-            deadline,
-            Frame::Null,
-            other_type,
-        )),
-    }
+            Frame::bulk_or_null(v)
+        },
+    ))
 }
 
 /// LEFT / RIGHT.
@@ -454,20 +470,17 @@ fn blmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Served {
     let end = cursor::word_of(where_arg, ENDS)?;
     let deadline = deadline(timeout)?;
     let check = keys_to_check(ctx, keys);
-    let popped = ctx.session.db.lmpop(&check, end, count);
-    match looked_up(ctx, popped)? {
-        Lookup::Found((key, items)) => Ok(Outcome::Reply(Frame::Array(vec![
-            popped_list(ctx, &key, end),
-            Frame::bulk_array(items),
-        ]))),
-        Lookup::Empty { other_type } => Ok(nothing_to_serve(
-            ctx,
-            keys,
-            deadline,
-            Frame::NullArray,
-            other_type,
-        )),
-    }
+    let popped = looked_up(ctx, ctx.session.db.lmpop(&check, end, count))?;
+    Ok(serve_or_wait(
+        ctx,
+        popped,
+        keys,
+        deadline,
+        Frame::NullArray,
+        |ctx, (key, items)| {
+            Frame::Array(vec![popped_list(ctx, &key, end), Frame::bulk_array(items)])
+        },
+    ))
 }
 
 // ----- sorted sets -----
@@ -477,24 +490,22 @@ fn bzpop_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], max: bool) -> Served {
     let (keys, timeout) = keys_then_timeout(argv)?;
     let deadline = deadline(timeout)?;
     let check = keys_to_check(ctx, keys);
-    let popped = ctx.session.db.zmpop(&check, max, 1);
-    match looked_up(ctx, popped)? {
-        Lookup::Found((key, items)) => {
+    let popped = looked_up(ctx, ctx.session.db.zmpop(&check, max, 1))?;
+    Ok(serve_or_wait(
+        ctx,
+        popped,
+        keys,
+        deadline,
+        Frame::NullArray,
+        |ctx, (key, items)| {
             let mut out = vec![popped_zset(ctx, &key, max)];
             if let Some((member, score)) = items.into_iter().next() {
                 out.push(Frame::bulk(member));
                 out.push(Frame::Double(score));
             }
-            Ok(Outcome::Reply(Frame::Array(out)))
-        }
-        Lookup::Empty { other_type } => Ok(nothing_to_serve(
-            ctx,
-            keys,
-            deadline,
-            Frame::NullArray,
-            other_type,
-        )),
-    }
+            Frame::Array(out)
+        },
+    ))
 }
 
 fn bzpopmin(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Served {
@@ -512,25 +523,23 @@ fn bzmpop(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Served {
     let max = cursor::word_of(where_arg, &[("MIN", false), ("MAX", true)])?;
     let deadline = deadline(timeout)?;
     let check = keys_to_check(ctx, keys);
-    let popped = ctx.session.db.zmpop(&check, max, count);
-    match looked_up(ctx, popped)? {
-        Lookup::Found((key, items)) => Ok(Outcome::Reply(Frame::Array(vec![
-            popped_zset(ctx, &key, max),
-            Frame::Array(
-                items
-                    .into_iter()
-                    .map(|(m, s)| Frame::Array(vec![Frame::bulk(m), Frame::Double(s)]))
-                    .collect(),
-            ),
-        ]))),
-        Lookup::Empty { other_type } => Ok(nothing_to_serve(
-            ctx,
-            keys,
-            deadline,
-            Frame::NullArray,
-            other_type,
-        )),
-    }
+    let popped = looked_up(ctx, ctx.session.db.zmpop(&check, max, count))?;
+    Ok(serve_or_wait(
+        ctx,
+        popped,
+        keys,
+        deadline,
+        Frame::NullArray,
+        |ctx, (key, items)| {
+            let pairs = items
+                .into_iter()
+                .map(|(m, s)| Frame::Array(vec![Frame::bulk(m), Frame::Double(s)]));
+            Frame::Array(vec![
+                popped_zset(ctx, &key, max),
+                Frame::Array(pairs.collect()),
+            ])
+        },
+    ))
 }
 
 #[cfg(test)]

@@ -122,6 +122,9 @@ SETBIT_LUA = "return redis.call('SETBIT', KEYS[1], tonumber(ARGV[1]), 1)"
 SETBIT_SHA = hashlib.sha1(SETBIT_LUA.encode()).hexdigest()
 WORKLOADS.append(Workload("setbit", command=["EVALSHA", SETBIT_SHA, "1", "bm", "__rand_int__"],
                           setup=(("SCRIPT", "LOAD", SETBIT_LUA),), default=False,
+                          # Strata rewrites the whole bitmap (-r/8 bytes) per SETBIT: keep the
+                          # bytes written to a few GB.
+                          scale=0.02,
                           note="SETBIT bm <__rand_int__> 1 in one bitmap of -r bits, "
                                "through EVALSHA of a one-line script"))
 BITMAP_WORKLOADS = ["setbit_keys", "setbit", "bitcount"]

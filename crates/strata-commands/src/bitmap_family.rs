@@ -264,9 +264,7 @@ fn bitcount(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     let mut a = Args::new(argv);
     let key = a.key()?;
     match bitcount_range(&mut a) {
-        Ok(range) => Ok(Frame::Integer(
-            ctx.session.db.bitcount(key, range)? as i64
-        )),
+        Ok(range) => Ok(Frame::Integer(ctx.session.db.bitcount(key, range)? as i64)),
         Err(bad) => after_lookup(ctx, key, 0, bad),
     }
 }
@@ -465,25 +463,43 @@ mod tests {
         h.run(&["SET", "s", "foobar"]);
         assert_eq!(h.run(&["BITCOUNT", "s"]), Frame::Integer(26));
         assert_eq!(h.run(&["BITCOUNT", "s", "1", "1"]), Frame::Integer(6));
-        assert_eq!(h.run(&["BITCOUNT", "s", "5", "30", "bit"]), Frame::Integer(17));
-        assert_eq!(h.run(&["BITCOUNT", "s", "-1", "-2", "nonsense"]), Frame::Integer(0));
+        assert_eq!(
+            h.run(&["BITCOUNT", "s", "5", "30", "bit"]),
+            Frame::Integer(17)
+        );
+        assert_eq!(
+            h.run(&["BITCOUNT", "s", "-1", "-2", "nonsense"]),
+            Frame::Integer(0)
+        );
         assert_eq!(h.error(&["BITCOUNT", "s", "0"]), "ERR syntax error");
-        assert_eq!(h.error(&["BITCOUNT", "s", "0", "1", "bits"]), "ERR syntax error");
+        assert_eq!(
+            h.error(&["BITCOUNT", "s", "0", "1", "bits"]),
+            "ERR syntax error"
+        );
         assert_eq!(
             h.error(&["BITCOUNT", "s", "x", "1"]),
             "ERR value is not an integer or out of range"
         );
         // A missing key answers before its arguments are read.
         assert_eq!(h.run(&["BITCOUNT", "nokey", "x"]), Frame::Integer(0));
-        assert_eq!(h.run(&["BITPOS", "nokey", "1", "x", "y", "z", "w"]), Frame::Integer(-1));
+        assert_eq!(
+            h.run(&["BITPOS", "nokey", "1", "x", "y", "z", "w"]),
+            Frame::Integer(-1)
+        );
         assert_eq!(h.run(&["BITPOS", "nokey", "0"]), Frame::Integer(0));
-        assert_eq!(h.run(&["BITPOS", "s", "1", "2", "-1", "BIT"]), Frame::Integer(2));
+        assert_eq!(
+            h.run(&["BITPOS", "s", "1", "2", "-1", "BIT"]),
+            Frame::Integer(2)
+        );
         assert_eq!(h.run(&["BITPOS", "s", "0", "-1"]), Frame::Integer(40));
         assert_eq!(
             h.error(&["BITPOS", "s", "2"]),
             "ERR The bit argument must be 1 or 0."
         );
-        assert_eq!(h.error(&["BITPOS", "s", "1", "0", "x", "BOTH"]), "ERR syntax error");
+        assert_eq!(
+            h.error(&["BITPOS", "s", "1", "0", "x", "BOTH"]),
+            "ERR syntax error"
+        );
         h.run(&["RPUSH", "l", "a"]);
         assert_eq!(
             h.error(&["BITCOUNT", "l", "x"]),
@@ -496,7 +512,10 @@ mod tests {
         let mut h = Harness::new();
         h.run(&["SET", "a", "\u{f}"]);
         h.run(&["SET", "d", "old"]);
-        assert_eq!(h.run(&["BITOP", "or", "d", "a", "nokey"]), Frame::Integer(1));
+        assert_eq!(
+            h.run(&["BITOP", "or", "d", "a", "nokey"]),
+            Frame::Integer(1)
+        );
         assert_eq!(h.run(&["GET", "d"]), Frame::bulk("\u{f}"));
         assert_eq!(h.run(&["BITOP", "AND", "d", "nokey"]), Frame::Integer(0));
         assert_eq!(h.run(&["EXISTS", "d"]), Frame::Integer(0));
@@ -511,11 +530,17 @@ mod tests {
     fn bitfield_reads_writes_and_overflows() {
         let mut h = Harness::new();
         assert_eq!(
-            h.run(&["BITFIELD", "k", "SET", "u8", "#1", "255", "GET", "u8", "8", "INCRBY", "u8", "8", "1"]),
+            h.run(&[
+                "BITFIELD", "k", "SET", "u8", "#1", "255", "GET", "u8", "8", "INCRBY", "u8", "8",
+                "1"
+            ]),
             ints(&[0, 255, 0])
         );
         assert_eq!(
-            h.run(&["BITFIELD", "k", "OVERFLOW", "FAIL", "INCRBY", "i8", "0", "200", "OVERFLOW", "SAT", "INCRBY", "i8", "0", "200"]),
+            h.run(&[
+                "BITFIELD", "k", "OVERFLOW", "FAIL", "INCRBY", "i8", "0", "200", "OVERFLOW", "SAT",
+                "INCRBY", "i8", "0", "200"
+            ]),
             Frame::Array(vec![Frame::Null, Frame::Integer(127)])
         );
         assert_eq!(h.run(&["BITFIELD", "k"]), Frame::Array(vec![]));

@@ -384,9 +384,17 @@ pub fn unsigned_overflow(value: u64, incr: i64, bits: u8, overflow: Overflow) ->
     let min_incr = (value as i64).wrapping_neg();
     let wrapped = value.wrapping_add(incr as u64) & max;
     if value > max || (incr > 0 && incr > max_incr) {
-        Some(if overflow == Overflow::Sat { max } else { wrapped })
+        Some(if overflow == Overflow::Sat {
+            max
+        } else {
+            wrapped
+        })
     } else if incr < 0 && incr < min_incr {
-        Some(if overflow == Overflow::Sat { 0 } else { wrapped })
+        Some(if overflow == Overflow::Sat {
+            0
+        } else {
+            wrapped
+        })
     } else {
         None
     }
@@ -424,9 +432,7 @@ pub fn signed_overflow(value: i64, incr: i64, bits: u8, overflow: Overflow) -> O
         } else {
             wrapped()
         })
-    } else if value < min
-        || (wide && incr < min_incr)
-        || (value < 0 && incr < 0 && incr < min_incr)
+    } else if value < min || (wide && incr < min_incr) || (value < 0 && incr < 0 && incr < min_incr)
     {
         Some(if overflow == Overflow::Sat {
             min
@@ -474,7 +480,11 @@ pub fn bitfield_write(
         (old as u64, new as u64, answer, fixed.is_some())
     } else {
         let old = get_unsigned(bytes, offset, bits);
-        let (sum, delta) = if incr { (old, operand) } else { (operand as u64, 0) };
+        let (sum, delta) = if incr {
+            (old, operand)
+        } else {
+            (operand as u64, 0)
+        };
         let fixed = unsigned_overflow(sum, delta, bits, overflow);
         let new = fixed.unwrap_or(sum.wrapping_add(delta as u64));
         let answer = if incr { new } else { old };
@@ -506,16 +516,18 @@ impl Db {
     /// or miss, as Redis's lookups for reading do.
     fn with_string<T>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
         let mk = self.meta_key(key);
-        let read = self.storage().with_pinned(CF_META, &mk, |raw| -> Result<Option<T>> {
-            let (kind, expire) = meta::decode_header(raw)?;
-            if expire != 0 && expire <= now_ms() {
-                return Ok(None);
-            }
-            if kind != KeyType::String {
-                return Err(Error::WrongType);
-            }
-            Ok(Some(f(&raw[HEADER_LEN..])))
-        })?;
+        let read = self
+            .storage()
+            .with_pinned(CF_META, &mk, |raw| -> Result<Option<T>> {
+                let (kind, expire) = meta::decode_header(raw)?;
+                if expire != 0 && expire <= now_ms() {
+                    return Ok(None);
+                }
+                if kind != KeyType::String {
+                    return Err(Error::WrongType);
+                }
+                Ok(Some(f(&raw[HEADER_LEN..])))
+            })?;
         let value = read.transpose()?.flatten();
         self.count_lookup(value.is_some());
         Ok(value)
@@ -524,9 +536,7 @@ impl Db {
     /// Whether `key` exists (read in place).
     fn is_live(&self, key: &[u8]) -> Result<bool> {
         let mk = self.meta_key(key);
-        let expire = self
-            .storage()
-            .with_pinned(CF_META, &mk, meta::expire_of)?;
+        let expire = self.storage().with_pinned(CF_META, &mk, meta::expire_of)?;
         Ok(matches!(expire, Some(e) if e == 0 || e > now_ms()))
     }
 
@@ -545,14 +555,11 @@ impl Db {
                 // batch are never touched (SETBIT k 4294967295 1 costs no 512 MB of them here).
                 let size = HEADER_LEN.checked_add(len).ok_or(Error::StringTooLong)?;
                 let mut r = vec![0u8; size];
-                r[..HEADER_LEN]
-                    .copy_from_slice(&meta::encode_flagged(KeyType::String, 0, 0, &[]));
+                r[..HEADER_LEN].copy_from_slice(&meta::encode_flagged(KeyType::String, 0, 0, &[]));
                 (r, true)
             }
         };
-        let want = HEADER_LEN
-            .checked_add(len)
-            .ok_or(Error::StringTooLong)?;
+        let want = HEADER_LEN.checked_add(len).ok_or(Error::StringTooLong)?;
         if record.len() < want {
             record.resize(want, 0);
             grown = true;
@@ -618,9 +625,7 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn bitcount(&self, key: &[u8], range: Option<BitRange>) -> Result<u64> {
-        Ok(self
-            .with_string(key, |v| bitcount(v, range))?
-            .unwrap_or(0))
+        Ok(self.with_string(key, |v| bitcount(v, range))?.unwrap_or(0))
     }
 
     /// BITPOS: the first bit equal to `bit` in `range` of the string at `key` (see
@@ -864,7 +869,10 @@ mod tests {
         assert_eq!(bitcount(s, byte_range(-100, 100)), 26);
         assert_eq!(bitcount(s, byte_range(4, 2)), 0);
         assert_eq!(bitcount(s, byte_range(10, 20)), 0);
-        assert_eq!(bitcount(s, bit_range(-3, -1)), bitcount(b"\x72", bit_range(5, 7)));
+        assert_eq!(
+            bitcount(s, bit_range(-3, -1)),
+            bitcount(b"\x72", bit_range(5, 7))
+        );
         assert_eq!(bitcount(b"", bit_range(0, -1)), 0);
     }
 
@@ -901,9 +909,15 @@ mod tests {
     fn bitpos_without_an_end_finds_a_clear_bit_past_the_string() {
         assert_eq!(bitpos(b"\xff\xff", false, None), 16);
         assert_eq!(bitpos(b"\xff\xff", false, pos(1, None, BitUnit::Byte)), 16);
-        assert_eq!(bitpos(b"\xff\xff", false, pos(1, Some(-1), BitUnit::Byte)), -1);
+        assert_eq!(
+            bitpos(b"\xff\xff", false, pos(1, Some(-1), BitUnit::Byte)),
+            -1
+        );
         assert_eq!(bitpos(b"\xff\xff", false, pos(3, None, BitUnit::Bit)), 16);
-        assert_eq!(bitpos(b"\xff\xff", false, pos(3, Some(15), BitUnit::Bit)), -1);
+        assert_eq!(
+            bitpos(b"\xff\xff", false, pos(3, Some(15), BitUnit::Bit)),
+            -1
+        );
         assert_eq!(bitpos(b"\x00\x00", true, None), -1);
         assert_eq!(bitpos(b"", false, None), -1);
         assert_eq!(bitpos(b"", true, None), -1);
@@ -953,14 +967,24 @@ mod tests {
             let before = b.clone();
             let v = rng.next();
             set_bits(&mut b, offset, bits, v);
-            let mask = if bits == 64 { u64::MAX } else { (1 << bits) - 1 };
+            let mask = if bits == 64 {
+                u64::MAX
+            } else {
+                (1 << bits) - 1
+            };
             assert_eq!(get_unsigned(&b, offset, bits), v & mask);
             let signed = get_signed(&b, offset, bits);
             assert_eq!(signed as u64 & mask, v & mask);
-            assert!(bits == 64 || (signed >= -(1i64 << (bits - 1)) && signed < (1i64 << (bits - 1))));
+            assert!(
+                bits == 64 || (signed >= -(1i64 << (bits - 1)) && signed < (1i64 << (bits - 1)))
+            );
             for i in 0..b.len() as u64 * 8 {
                 if i < offset || i >= offset + bits as u64 {
-                    assert_eq!(bit_at(&b, i), bit_at(&before, i), "bit {i} outside the field");
+                    assert_eq!(
+                        bit_at(&b, i),
+                        bit_at(&before, i),
+                        "bit {i} outside the field"
+                    );
                 }
             }
         }
@@ -977,7 +1001,11 @@ mod tests {
         } else {
             (0, (1i128 << bits) - 1)
         };
-        let sum = if incr { old + operand as i128 } else { operand as i128 };
+        let sum = if incr {
+            old + operand as i128
+        } else {
+            operand as i128
+        };
         if (min..=max).contains(&sum) {
             return Some(sum);
         }
@@ -986,13 +1014,19 @@ mod tests {
             Overflow::Sat if !ty.is_signed() && !incr && operand < 0 => Some(max),
             // Redis computes `max - value` in 64 bits first: for a SET value so negative that it
             // overflows, it sees an overflow upwards and saturates at the maximum too.
-            Overflow::Sat if ty.is_signed() && !incr && max - operand as i128 > i64::MAX as i128 => {
+            Overflow::Sat
+                if ty.is_signed() && !incr && max - operand as i128 > i64::MAX as i128 =>
+            {
                 Some(max)
             }
             Overflow::Sat => Some(if sum > max { max } else { min }),
             Overflow::Wrap => {
                 let m = sum.rem_euclid(1i128 << bits);
-                Some(if ty.is_signed() && m > max { m - (1i128 << bits) } else { m })
+                Some(if ty.is_signed() && m > max {
+                    m - (1i128 << bits)
+                } else {
+                    m
+                })
             }
         }
     }
@@ -1039,13 +1073,21 @@ mod tests {
                                 set_bits(&mut bytes, 3, bits, old as u64);
                                 let before = bytes.clone();
                                 let action = if incr {
-                                    BitfieldAction::IncrBy { increment: operand, overflow: ow }
+                                    BitfieldAction::IncrBy {
+                                        increment: operand,
+                                        overflow: ow,
+                                    }
                                 } else {
-                                    BitfieldAction::Set { value: operand, overflow: ow }
+                                    BitfieldAction::Set {
+                                        value: operand,
+                                        overflow: ow,
+                                    }
                                 };
                                 let (answer, changed) = bitfield_write(&mut bytes, ty, 3, action);
                                 let stored = bitfield_get(&bytes, ty, 3) as i128;
-                                let ctx = format!("{ty:?} {ow:?} old {old} operand {operand} incr {incr}");
+                                let ctx = format!(
+                                    "{ty:?} {ow:?} old {old} operand {operand} incr {incr}"
+                                );
                                 match model(ty, old, operand, incr, ow) {
                                     None => {
                                         assert_eq!(answer, None, "{ctx}");
@@ -1117,7 +1159,10 @@ mod tests {
         assert!(!db.exists(b"n")?);
         db.rpush(b"l", &[&b"x"[..]])?;
         assert!(matches!(db.bitcount(b"l", None), Err(Error::WrongType)));
-        assert!(matches!(db.bitop(BitOp::Or, b"d", &[&b"k"[..], &b"l"[..]]), Err(Error::WrongType)));
+        assert!(matches!(
+            db.bitop(BitOp::Or, b"d", &[&b"k"[..], &b"l"[..]]),
+            Err(Error::WrongType)
+        ));
         assert!(!db.exists(b"d")?);
         // Only reads: nothing is created.
         let get = BitfieldOp {

@@ -95,6 +95,13 @@ WORKLOADS = [
     Workload("inventory", command=["HINCRBY", "product:__rand_int__", "quantity", "1"],
              needs=("products",), default=False, clients=128,
              note="HINCRBY product:__rand_int__ quantity 1, 128 connections, 1M product hashes"),
+    # Bitmaps (issue 12). redis-benchmark writes __rand_int__ as 12 zero-padded digits, which no
+    # bit offset may be (Redis answers "ERR bit offset is not an integer or out of range"), so a
+    # random offset in one bitmap goes through a one-line script (see SETBIT_LUA below).
+    Workload("setbit_keys", command=["SETBIT", "bit:__rand_int__", "7", "1"], default=False,
+             note="SETBIT bit:__rand_int__ 7 1 (many one-byte bitmaps)"),
+    Workload("bitcount", command=["BITCOUNT", "bm"], needs=("bitmap",), default=False,
+             note="BITCOUNT bm (bm pre-filled: -r bits, one in 8 set)"),
 ]
 # The stock-adjustment script of issue 4, loaded with SCRIPT LOAD and run with EVALSHA on random
 # product:<n> hashes from 32 connections: one row takes a unit (-1), the other puts one back (+1).
@@ -110,6 +117,17 @@ for _name, _q in (("stock", "-1"), ("stock_restock", "1")):
                               default=False, clients=32,
                               note=f"EVALSHA stock-adjustment script, product:__rand_int__ {_q}, "
                                    "32 connections, 1M product hashes"))
+# SETBIT bm <random offset below -r> 1, the offset read from __rand_int__ by a script.
+SETBIT_LUA = "return redis.call('SETBIT', KEYS[1], tonumber(ARGV[1]), 1)"
+SETBIT_SHA = hashlib.sha1(SETBIT_LUA.encode()).hexdigest()
+WORKLOADS.append(Workload("setbit", command=["EVALSHA", SETBIT_SHA, "1", "bm", "__rand_int__"],
+                          setup=(("SCRIPT", "LOAD", SETBIT_LUA),), default=False,
+                          # Strata rewrites the whole bitmap (-r/8 bytes) per SETBIT: keep the
+                          # bytes written to a few GB.
+                          scale=0.02,
+                          note="SETBIT bm <__rand_int__> 1 in one bitmap of -r bits, "
+                               "through EVALSHA of a one-line script"))
+BITMAP_WORKLOADS = ["setbit_keys", "setbit", "bitcount"]
 SCRIPT_WORKLOADS = ["stock", "stock_restock"]
 COLLECTION_WORKLOADS = ["hset", "hget", "hincrby", "lpush", "rpush", "lpop", "lrange_100", "sadd",
                         "spop", "zadd", "zrange", "inventory"]
@@ -360,6 +378,13 @@ def fill_products(port, cfg, deadline):
     return _pipelined_fill(port, commands(), deadline)
 
 
+def fill_bitmap(port, cfg, deadline):
+    """bm: a bitmap of keyspace bits, one in 8 set (the bytes SETBIT bm i 1 for every 8th i
+    would leave, in one SET)."""
+    return _pipelined_fill(port, [encode_command(b"SET", b"bm", b"\x01" * (cfg.keyspace // 8))],
+                           deadline)
+
+
 FILLS = {
     "string_keys": fill_string_keys,
     "hash_fields": fill_hash_fields,
@@ -368,6 +393,7 @@ FILLS = {
     "set_members": fill_set_members,
     "zset_members": fill_zset_members,
     "products": fill_products,
+    "bitmap": fill_bitmap,
 }
 
 
@@ -1000,8 +1026,9 @@ def parse_args(argv):
 
     names = [w.strip() for w in (a.workloads or "").split(",") if w.strip()] if a.workloads \
         else [w.name for w in WORKLOADS if w.default]
-    # "collections" and "scripts" name the issue-3 and issue-4 rows as groups.
+    # "collections", "scripts" and "bitmaps" name the issue-3, issue-4 and issue-12 rows as groups.
     groups = {"collections": COLLECTION_WORKLOADS, "scripts": SCRIPT_WORKLOADS,
+              "bitmaps": BITMAP_WORKLOADS,
               "issue15": ISSUE15_WORKLOADS}
     names = [n for w in names for n in groups.get(w, [w])]
     unknown = [n for n in names if n not in WORKLOADS_BY_NAME]

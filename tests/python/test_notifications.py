@@ -63,6 +63,11 @@ SCRIPTS = {
     "bits": [
         ("SETBIT", "b", "3", "1"), ("SETBIT", "b", "3", "1"), ("SETBIT", "b", "3", "0"),
         ("SETBIT", "b", "100", "0"), ("SETBIT", "b", "1", "0"), ("GETBIT", "b", "3"),
+        ("BITFIELD", "b", "GET", "u8", "0"), ("BITFIELD", "b", "SET", "u8", "0", "0"),
+        ("BITFIELD", "b", "SET", "u8", "0", "7"), ("BITFIELD", "f", "OVERFLOW", "FAIL", "INCRBY", "u2", "9", "9"),
+        ("BITFIELD", "f", "INCRBY", "u2", "0", "0"), ("BITFIELD_RO", "b", "GET", "u8", "0"),
+        ("BITCOUNT", "b"), ("BITPOS", "b", "1"), ("BITOP", "OR", "d", "b", "nokey"),
+        ("BITOP", "AND", "d", "b", "nokey"), ("BITOP", "AND", "d", "nokey"), ("BITOP", "NOT", "b", "b"),
     ],
     "generic": [
         ("SET", "a", "1"), ("SET", "b", "2"), ("SET", "c", "3"), ("DEL", "a", "b", "zz"),

@@ -22,6 +22,14 @@ pub const OFFSET_OUT_OF_RANGE: &str = "ERR offset is out of range";
 pub const BIT_OFFSET: &str = "ERR bit offset is not an integer or out of range";
 /// SETBIT value other than 0 or 1.
 pub const BIT_VALUE: &str = "ERR bit is not an integer or out of range";
+/// BITPOS bit other than 0 or 1.
+pub const BIT_ARGUMENT: &str = "ERR The bit argument must be 1 or 0.";
+pub const BITOP_NOT_ONE_KEY: &str = "ERR BITOP NOT must be called with a single source key.";
+/// A BITFIELD type other than i1..i64 or u1..u63.
+pub const BITFIELD_TYPE: &str =
+    "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.";
+pub const BITFIELD_OVERFLOW: &str = "ERR Invalid OVERFLOW type specified";
+pub const BITFIELD_RO_GET_ONLY: &str = "ERR BITFIELD_RO only supports the GET subcommand";
 pub const SAME_OBJECT: &str = "ERR source and destination objects are the same";
 pub const MULTI_NESTED: &str = "ERR MULTI calls can not be nested";
 pub const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";

@@ -8,6 +8,7 @@
 //! offers them to handlers through the [`ServerApi`] trait.
 
 pub mod args;
+pub mod bitmap_family;
 pub mod blocking_family;
 pub mod command;
 pub mod connection_family;

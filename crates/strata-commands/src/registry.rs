@@ -137,6 +137,7 @@ pub fn all() -> &'static [&'static CommandSpec] {
         let mut v: Vec<&'static CommandSpec> = Vec::new();
         for family in [
             crate::string_family::COMMANDS,
+            crate::bitmap_family::COMMANDS,
             crate::keys_family::COMMANDS,
             crate::server_family::COMMANDS,
             COMMANDS,

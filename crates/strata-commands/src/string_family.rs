@@ -1,6 +1,7 @@
-//! String commands: GET, SET and its variants, counters, ranges, LCS. Each row of `COMMANDS` names
-//! its handler below; handlers read their arguments with the cursor ([`Args`]), call
-//! `strata::Db`, and reply, `?` carrying errors.
+//! String commands: GET, SET and its variants, counters, ranges, LCS (the bit commands on
+//! strings are the bitmap family's). Each row of `COMMANDS` names its handler below; handlers
+//! read their arguments with the cursor ([`Args`]), call `strata::Db`, and reply, `?` carrying
+//! errors.
 
 use bytes::Bytes;
 use strata::{Expiry, GetExpiry, SetCondition, SetOptions};
@@ -391,44 +392,6 @@ pub static COMMANDS: &[CommandSpec] = &[
             complexity: "O(N) where N is the length of the returned string.",
             summary: "Gives a byte range of a string (older name of GETRANGE).",
             syntax: "key start end",
-            tips: &[],
-        },
-    },
-    CommandSpec {
-        name: "getbit",
-        arity: Arity::Exactly(3),
-        flags: Flags(READONLY | FAST),
-        keys: Keys::Range(Range::new(1, 1, 1)),
-        key_specs: &[
-            KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
-        ],
-        acl: Acl(acl::BITMAP),
-        handler: Handler::Reply(getbit),
-        docs: Docs {
-            group: "bitmap",
-            since: "2.2.0",
-            complexity: "O(1)",
-            summary: "Gives the bit at an offset of a string.",
-            syntax: "key offset",
-            tips: &[],
-        },
-    },
-    CommandSpec {
-        name: "setbit",
-        arity: Arity::Exactly(4),
-        flags: Flags(WRITE | DENYOOM),
-        keys: Keys::Range(Range::new(1, 1, 1)),
-        key_specs: &[
-            KeySpec::range(RW | ACCESS | UPDATE, 1, 0, 1, 0),
-        ],
-        acl: Acl(acl::BITMAP),
-        handler: Handler::Reply(setbit),
-        docs: Docs {
-            group: "bitmap",
-            since: "2.2.0",
-            complexity: "O(1)",
-            summary: "Sets or clears the bit at an offset of a string, growing it as needed.",
-            syntax: "key offset value",
             tips: &[],
         },
     },
@@ -839,39 +802,6 @@ fn setrange(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
         ctx.notify(STRING, "setrange", key);
     }
     Ok(Frame::Integer(n as i64))
-}
-
-/// A GETBIT/SETBIT offset: a non-negative integer addressing a bit within proto-max-bulk-len.
-fn bit_offset(ctx: &Ctx<'_>, a: &[u8]) -> Result<u64, Failure> {
-    match strata::num::parse_i64(a) {
-        Some(n) if ctx.session.db.bit_offset_in_range(n) => Ok(n as u64),
-        _ => Err(Failure::text(errors::BIT_OFFSET)),
-    }
-}
-
-fn getbit(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
-    let mut a = Args::new(argv);
-    let key = a.key()?;
-    let offset = bit_offset(ctx, a.value()?)?;
-    Ok(Frame::Integer(ctx.session.db.getbit(key, offset)? as i64))
-}
-
-fn setbit(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
-    let mut a = Args::new(argv);
-    let key = a.key()?;
-    let offset = bit_offset(ctx, a.value()?)?;
-    let on = match strata::num::parse_i64(a.value()?) {
-        Some(0) => false,
-        Some(1) => true,
-        _ => return Err(Failure::text(errors::BIT_VALUE)),
-    };
-    let (old, changed) = ctx.session.db.setbit(key, offset, on)?;
-    if changed {
-        ctx.notify(STRING, "setbit", key);
-    } else {
-        ctx.session.unchanged.push(key.clone());
-    }
-    Ok(Frame::Integer(old as i64))
 }
 
 /// Largest transient LCS table (bytes) we agree to build.

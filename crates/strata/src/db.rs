@@ -604,6 +604,18 @@ impl Db {
         }
     }
 
+    /// Like [`Db::put_meta_flagged`] for a record already encoded (header included): the bit
+    /// commands edit a string's record in place and store it without re-encoding it.
+    pub(crate) fn put_meta_record(&self, batch: &mut WriteBatch, key: &[u8], record: &[u8]) {
+        let s = &self.inner.storage;
+        let phys = self.phys();
+        batch.put_cf(s.cf(CF_META), keys::meta_key(phys, key), record);
+        let expire_ms = meta::expire_of(record);
+        if expire_ms != 0 {
+            batch.put_cf(s.cf(CF_EXPIRE), keys::expire_key(expire_ms, phys, key), []);
+        }
+    }
+
     /// Adds the deletion of `key`'s metadata to `batch`. Sub-keys of collections are left for the
     /// compaction filter; the expiry index entry, if any, is dropped by the expiry cycle.
     pub(crate) fn delete_meta(&self, batch: &mut WriteBatch, phys: u8, key: &[u8]) {

@@ -96,6 +96,11 @@ impl HotCache {
         self.shard_budget > 0
     }
 
+    /// The largest entry (key, value and bookkeeping) the cache takes.
+    pub(crate) fn largest_entry(&self) -> usize {
+        self.shard_budget / 4
+    }
+
     fn shard(&self, hash: u64) -> MutexGuard<'_, Shard> {
         self.shards[(hash as usize) % SHARDS].lock()
     }
@@ -136,8 +141,13 @@ impl HotCache {
     }
 
     /// Caches a record just written (the write succeeded and its writer holds the key's lock).
+    /// A record too large to cache replaces nothing: the entry it supersedes is forgotten.
     pub(crate) fn put(&self, key: &[u8], value: &[u8]) {
-        if !self.enabled() || key.len() + value.len() + ENTRY_OVERHEAD > self.shard_budget / 4 {
+        if !self.enabled() {
+            return;
+        }
+        if key.len() + value.len() + ENTRY_OVERHEAD > self.largest_entry() {
+            self.remove(key);
             return;
         }
         let mut bytes = Vec::with_capacity(key.len() + value.len());
@@ -220,6 +230,14 @@ mod tests {
         c.put(b"b", b"2");
         c.clear();
         assert_eq!(c.get(b"b"), None);
+    }
+
+    #[test]
+    fn a_record_too_large_to_cache_forgets_the_one_it_replaces() {
+        let c = HotCache::new(64 * 1024 * SHARDS);
+        c.put(b"a", b"small");
+        c.put(b"a", &vec![1u8; 64 * 1024]);
+        assert_eq!(c.get(b"a"), None);
     }
 
     #[test]

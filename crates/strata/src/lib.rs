@@ -14,7 +14,8 @@
 //!   [`Db::open_read_only`] reads it anyway, as of the moment it opened.
 //! - **Databases.** Like Redis, a directory has numbered logical databases; [`Db::select`] gives
 //!   a handle on one. Handles are cheap to clone and safe to share between threads.
-//! - **Types.** Strings (`get`, `set`, `incr_by`, ...), hashes (`hset`, `hget`, [`Db::hash_each`]),
+//! - **Types.** Strings (`get`, `set`, `incr_by`, ...) and bitmaps over them (`setbit`,
+//!   `bitcount`, `bitpos`, `bitop`, `bitfield`), hashes (`hset`, `hget`, [`Db::hash_each`]),
 //!   lists (`rpush`, `lrange`, [`Db::list_each`]), sets (`sadd`, `smembers`, [`Db::set_each`]),
 //!   sorted sets (`zadd`, `zrange`, [`Db::zset_each`]), and keys of any type (`del`, `ttl`,
 //!   `expire_at`, `rename`, `key_type`). Errors are data-model errors ([`Error::WrongType`], ...).
@@ -93,6 +94,10 @@ pub mod wal_tail;
 mod zset;
 
 pub use batch::Batch;
+pub use bits::{
+    BitOp, BitRange, BitUnit, BitfieldAction, BitfieldOp, BitfieldOutcome, BitfieldType,
+    BitopOutcome, BitposRange, Overflow,
+};
 pub use check::{CheckReport, Problem};
 pub use db::{now_ms, Db, ExpiredHook, KeyScope, Options, Stats};
 pub use error::{Error, Result};

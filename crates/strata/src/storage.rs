@@ -424,7 +424,14 @@ impl Storage {
         if !self.hot_meta.enabled() && !self.hot_data.enabled() {
             return Ok(None);
         }
-        let small = batch.len() <= HOT_BATCH_MAX;
+        // A batch with more records, or more bytes, than the caches could take is not copied
+        // (a 512 MB string would otherwise be copied once more only to be found too large).
+        let largest = self
+            .hot_meta
+            .largest_entry()
+            .max(self.hot_data.largest_entry());
+        let small = batch.len() <= HOT_BATCH_MAX
+            && batch.size_in_bytes() <= largest.saturating_mul(HOT_BATCH_MAX);
         let (_, ops) = pending::decode_batch(batch.data())?;
         for op in ops {
             match op {

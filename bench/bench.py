@@ -90,6 +90,12 @@ WORKLOADS = [
     Workload("zadd", test="zadd", default=False, note="ZADD myzset 0 element:__rand_int__"),
     Workload("zrange", command=["ZRANGE", "myzset", "0", "9", "WITHSCORES"], needs=("zset_members",),
              default=False, note="ZRANGE myzset 0 9 WITHSCORES (zset pre-filled)"),
+    # HyperLogLog (issue 12): redis-benchmark has no PF test.
+    Workload("pfadd", command=["PFADD", "hll", "__rand_int__"], default=False,
+             note="PFADD hll __rand_int__ (one HLL, sparse then dense)"),
+    Workload("pfcount", command=["PFCOUNT", "hllc"], default=False,
+             setup=(("PFADD", "hllc", *[f"e{i}" for i in range(5000)]),),
+             note="PFCOUNT hllc (a dense HLL of 5000 elements; the cache is valid after the first)"),
     # The inventory scenario: 1,000,000 hashes product:<n> {name, description, price, quantity},
     # then HINCRBY product:<random> quantity 1 from 128 connections.
     Workload("inventory", command=["HINCRBY", "product:__rand_int__", "quantity", "1"],
@@ -111,6 +117,7 @@ for _name, _q in (("stock", "-1"), ("stock_restock", "1")):
                               note=f"EVALSHA stock-adjustment script, product:__rand_int__ {_q}, "
                                    "32 connections, 1M product hashes"))
 SCRIPT_WORKLOADS = ["stock", "stock_restock"]
+HLL_WORKLOADS = ["pfadd", "pfcount"]
 COLLECTION_WORKLOADS = ["hset", "hget", "hincrby", "lpush", "rpush", "lpop", "lrange_100", "sadd",
                         "spop", "zadd", "zrange", "inventory"]
 # The rows of issue 15's table, plus the inventory and both stock-script rows.
@@ -1002,7 +1009,7 @@ def parse_args(argv):
         else [w.name for w in WORKLOADS if w.default]
     # "collections" and "scripts" name the issue-3 and issue-4 rows as groups.
     groups = {"collections": COLLECTION_WORKLOADS, "scripts": SCRIPT_WORKLOADS,
-              "issue15": ISSUE15_WORKLOADS}
+              "issue15": ISSUE15_WORKLOADS, "hll": HLL_WORKLOADS}
     names = [n for w in names for n in groups.get(w, [w])]
     unknown = [n for n in names if n not in WORKLOADS_BY_NAME]
     if unknown:

@@ -147,6 +147,7 @@ pub fn all() -> &'static [&'static CommandSpec] {
             crate::set_family::COMMANDS,
             crate::blocking_family::COMMANDS,
             crate::sort_family::COMMANDS,
+            crate::hll_family::COMMANDS,
             crate::transaction_family::COMMANDS,
             crate::script_family::COMMANDS,
             crate::pubsub_family::COMMANDS,

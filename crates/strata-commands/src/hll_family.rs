@@ -113,10 +113,7 @@ fn pfadd(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     let mut a = Args::new(argv);
     let key = a.key()?;
     let elements = a.rest_slices();
-    let updated = ctx
-        .session
-        .db
-        .pfadd(key, &elements)?;
+    let updated = ctx.session.db.pfadd(key, &elements)?;
     if updated {
         ctx.notify(STRING, "pfadd", key);
     } else {
@@ -127,15 +124,10 @@ fn pfadd(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
 
 fn pfcount(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     let keys = Args::new(argv).rest_slices();
-    let (card, refreshed) = ctx
-        .session
-        .db
-        .pfcount_refreshing(&keys)?;
+    let (card, refreshed) = ctx.session.db.pfcount_refreshing(&keys)?;
     if refreshed {
         // Redis signals the key modified when PFCOUNT rewrites its cache (a WATCH sees it).
-        ctx.server
-            .watches()
-            .touch(ctx.session.db.index(), &argv[1]);
+        ctx.server.watches().touch(ctx.session.db.index(), &argv[1]);
     }
     Ok(Frame::Integer(card as i64))
 }
@@ -232,7 +224,10 @@ mod tests {
         assert_eq!(&bytes(&mut h, "h")[8..16], &[3, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(h.run(&["PFCOUNT", "h", "nosuch"]), int(3));
         assert_eq!(h.run(&["PFCOUNT", "nosuch"]), int(0));
-        assert_eq!(h.run(&["STRLEN", "h"]), int(bytes(&mut h, "h").len() as i64));
+        assert_eq!(
+            h.run(&["STRLEN", "h"]),
+            int(bytes(&mut h, "h").len() as i64)
+        );
     }
 
     #[test]
@@ -242,11 +237,17 @@ mod tests {
         h.run(&["PFADD", "b", "y", "z"]);
         assert_eq!(h.run(&["PFMERGE", "m", "a", "b"]), Frame::simple("OK"));
         assert_eq!(h.run(&["PFCOUNT", "m"]), int(3));
-        assert_eq!(h.run(&["PFDEBUG", "ENCODING", "m"]), Frame::simple("sparse"));
+        assert_eq!(
+            h.run(&["PFDEBUG", "ENCODING", "m"]),
+            Frame::simple("sparse")
+        );
         assert_eq!(h.run(&["PFDEBUG", "todense", "m"]), int(1));
         assert_eq!(h.run(&["PFDEBUG", "TODENSE", "m"]), int(0));
         assert_eq!(h.run(&["PFDEBUG", "ENCODING", "m"]), Frame::simple("dense"));
-        assert_eq!(h.error(&["PFDEBUG", "DECODE", "m"]), "ERR HLL encoding is not sparse");
+        assert_eq!(
+            h.error(&["PFDEBUG", "DECODE", "m"]),
+            "ERR HLL encoding is not sparse"
+        );
         match h.run(&["PFDEBUG", "GETREG", "m"]) {
             Frame::Array(r) => assert_eq!(r.len(), 16384),
             other => panic!("{other:?}"),
@@ -275,8 +276,12 @@ mod tests {
         assert_eq!(h.error(&["PFCOUNT", "s"]), not_hll);
         assert_eq!(h.error(&["PFMERGE", "d", "s"]), not_hll);
         assert_eq!(h.error(&["PFDEBUG", "ENCODING", "s"]), not_hll);
-        assert!(h.error(&["PFADD", "l", "a"]).starts_with("WRONGTYPE Operation"));
-        assert!(h.error(&["PFCOUNT", "h", "l"]).starts_with("WRONGTYPE Operation"));
+        assert!(h
+            .error(&["PFADD", "l", "a"])
+            .starts_with("WRONGTYPE Operation"));
+        assert!(h
+            .error(&["PFCOUNT", "h", "l"])
+            .starts_with("WRONGTYPE Operation"));
         // A sparse HLL whose opcodes cover too few registers, with a valid cache of 0: PFCOUNT
         // of the key alone trusts the cache, as Redis does; everything else reads registers.
         h.run(&["SET", "c", "HYLL\u{1}\0\0\0\0\0\0\0\0\0\0\0\u{7f}\u{10}"]);

@@ -14,6 +14,10 @@
 //! `hll-sparse-max-bytes`. Elements are hashed with MurmurHash64A (seed `0xadc83b19`); the
 //! cardinality is Ertl's estimator with Redis's tau/sigma.
 //!
+//! A sparse body is valid when its opcodes cover exactly the 16384 registers; an opcode that
+//! would run past them makes it corrupt, as in Redis 7.0.15 with the fix for CVE-2025-32023
+//! (which Redis's 7.0 security releases carry).
+//!
 //! Every operation reproduces Redis's bytes, including how it edits a sparse value in place
 //! (opcode splits, the merge of adjacent VAL opcodes, promotion points), so a value moved
 //! between Strata and Redis with GET/SET counts the same and evolves the same. Malformed input is
@@ -254,6 +258,15 @@ pub enum Opcode {
     },
 }
 
+impl Opcode {
+    /// How many registers it covers.
+    pub fn span(self) -> usize {
+        match self {
+            Opcode::Zero { len, .. } | Opcode::Val { len, .. } => len,
+        }
+    }
+}
+
 /// The opcodes of a sparse body (after the header); an XZERO cut short by the end reads its
 /// missing byte as 0, as Redis does.
 pub fn opcodes(body: &[u8]) -> impl Iterator<Item = Opcode> + '_ {
@@ -309,18 +322,16 @@ pub fn to_dense(v: &mut Vec<u8>) -> Result<(), HllError> {
     let regs = &mut dense[HEADER_LEN..];
     let mut idx = 0usize;
     for op in opcodes(&v[HEADER_LEN..]) {
-        match op {
-            Opcode::Zero { len, .. } => idx += len,
-            Opcode::Val { value, len } => {
-                if idx + len > REGISTERS {
-                    break;
-                }
-                for i in idx..idx + len {
-                    dense_put(regs, i, value);
-                }
-                idx += len;
+        let len = op.span();
+        if idx + len > REGISTERS {
+            return Err(HllError::Corrupt);
+        }
+        if let Opcode::Val { value, .. } = op {
+            for i in idx..idx + len {
+                dense_put(regs, i, value);
             }
         }
+        idx += len;
     }
     if idx != REGISTERS {
         return Err(HllError::Corrupt);
@@ -544,20 +555,18 @@ pub fn merge_into(max: &mut [u8; REGISTERS], v: &[u8]) -> Result<(), HllError> {
     }
     let mut i = 0usize;
     for op in opcodes(&v[HEADER_LEN..]) {
-        match op {
-            Opcode::Zero { len, .. } => i += len,
-            Opcode::Val { value, len } => {
-                if i + len > REGISTERS {
-                    break;
+        let len = op.span();
+        if i + len > REGISTERS {
+            return Err(HllError::Corrupt);
+        }
+        if let Opcode::Val { value, .. } = op {
+            for m in &mut max[i..i + len] {
+                if value > *m {
+                    *m = value;
                 }
-                for m in &mut max[i..i + len] {
-                    if value > *m {
-                        *m = value;
-                    }
-                }
-                i += len;
             }
         }
+        i += len;
     }
     if i == REGISTERS {
         Ok(())
@@ -597,16 +606,16 @@ pub fn count(v: &[u8]) -> Result<u64, HllError> {
     } else {
         let mut idx = 0usize;
         for op in opcodes(body) {
-            match op {
-                Opcode::Zero { len, .. } => {
-                    idx += len;
-                    histo[0] = histo[0].wrapping_add(len as u32);
-                }
-                Opcode::Val { value, len } => {
-                    idx += len;
-                    histo[usize::from(value)] = histo[usize::from(value)].wrapping_add(len as u32);
-                }
+            let len = op.span();
+            if idx + len > REGISTERS {
+                return Err(HllError::Corrupt);
             }
+            let value = match op {
+                Opcode::Zero { .. } => 0,
+                Opcode::Val { value, .. } => value,
+            };
+            histo[usize::from(value)] += len as u32;
+            idx += len;
         }
         if idx != REGISTERS {
             return Err(HllError::Corrupt);
@@ -796,9 +805,18 @@ mod tests {
     #[test]
     fn validation_follows_redis() {
         assert_eq!(validate(b"HYLL"), Err(HllError::NotHll));
-        assert_eq!(validate(b"hyll\x01aaaaaaaaaaaaaaaaa"), Err(HllError::NotHll));
-        assert_eq!(validate(b"HYLL\x02\0\0\0\0\0\0\0\0\0\0\0"), Err(HllError::NotHll));
-        assert_eq!(validate(b"HYLL\x00\0\0\0\0\0\0\0\0\0\0\0"), Err(HllError::NotHll));
+        assert_eq!(
+            validate(b"hyll\x01aaaaaaaaaaaaaaaaa"),
+            Err(HllError::NotHll)
+        );
+        assert_eq!(
+            validate(b"HYLL\x02\0\0\0\0\0\0\0\0\0\0\0"),
+            Err(HllError::NotHll)
+        );
+        assert_eq!(
+            validate(b"HYLL\x00\0\0\0\0\0\0\0\0\0\0\0"),
+            Err(HllError::NotHll)
+        );
         let mut d = new_sparse();
         to_dense(&mut d).unwrap();
         assert_eq!(d.len(), DENSE_LEN);
@@ -842,7 +860,10 @@ mod tests {
             assert_eq!(registers(&d).unwrap(), expect.to_vec(), "dense, {n}");
             assert_eq!(count(&s), count(&d));
             let c = count(&d).unwrap() as f64;
-            assert!((c - f64::from(n)).abs() <= f64::from(n) * 0.05 + 1.0, "{n}: {c}");
+            assert!(
+                (c - f64::from(n)).abs() <= f64::from(n) * 0.05 + 1.0,
+                "{n}: {c}"
+            );
             // The sparse form decodes to exactly 16384 registers and converts to the same dense.
             let total: usize = opcodes(&s[HEADER_LEN..])
                 .map(|op| match op {
@@ -949,6 +970,16 @@ mod tests {
         // Too many registers.
         let long = b"HYLL\x01\0\0\0\0\0\0\0\0\0\0\0\x7f\xff\x80".to_vec();
         assert_eq!(count(&long), Err(HllError::Corrupt));
+        assert_eq!(merge_into(&mut max, &long), Err(HllError::Corrupt));
+        assert_eq!(to_dense(&mut long.clone()), Err(HllError::Corrupt));
+        // Zero runs past the end are refused too (Redis's fix for CVE-2025-32023), however
+        // many registers a later opcode would bring the total back to.
+        let mut wrap = b"HYLL\x01\0\0\0\0\0\0\0\0\0\0\0".to_vec();
+        for _ in 0..262_145 {
+            wrap.extend_from_slice(b"\x7f\xff");
+        }
+        assert_eq!(count(&wrap), Err(HllError::Corrupt));
+        assert_eq!(merge_into(&mut max, &wrap), Err(HllError::Corrupt));
         // No registers at all: nothing to set.
         let mut empty = b"HYLL\x01\0\0\0\0\0\0\0\0\0\0\0".to_vec();
         assert_eq!(add(&mut empty, b"a", 3000), Err(HllError::Corrupt));

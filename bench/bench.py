@@ -90,6 +90,12 @@ WORKLOADS = [
     Workload("zadd", test="zadd", default=False, note="ZADD myzset 0 element:__rand_int__"),
     Workload("zrange", command=["ZRANGE", "myzset", "0", "9", "WITHSCORES"], needs=("zset_members",),
              default=False, note="ZRANGE myzset 0 9 WITHSCORES (zset pre-filled)"),
+    # HyperLogLog (issue 12): redis-benchmark has no PF test.
+    Workload("pfadd", command=["PFADD", "hll", "__rand_int__"], default=False,
+             note="PFADD hll __rand_int__ (one HLL, sparse then dense)"),
+    Workload("pfcount", command=["PFCOUNT", "hllc"], default=False,
+             setup=(("PFADD", "hllc", *[f"e{i}" for i in range(5000)]),),
+             note="PFCOUNT hllc (a dense HLL of 5000 elements; the cache is valid after the first)"),
     # The inventory scenario: 1,000,000 hashes product:<n> {name, description, price, quantity},
     # then HINCRBY product:<random> quantity 1 from 128 connections.
     Workload("inventory", command=["HINCRBY", "product:__rand_int__", "quantity", "1"],
@@ -129,6 +135,7 @@ WORKLOADS.append(Workload("setbit", command=["EVALSHA", SETBIT_SHA, "1", "bm", "
                                "through EVALSHA of a one-line script"))
 BITMAP_WORKLOADS = ["setbit_keys", "setbit", "bitcount"]
 SCRIPT_WORKLOADS = ["stock", "stock_restock"]
+HLL_WORKLOADS = ["pfadd", "pfcount"]
 COLLECTION_WORKLOADS = ["hset", "hget", "hincrby", "lpush", "rpush", "lpop", "lrange_100", "sadd",
                         "spop", "zadd", "zrange", "inventory"]
 # The rows of issue 15's table, plus the inventory and both stock-script rows.
@@ -1028,7 +1035,7 @@ def parse_args(argv):
         else [w.name for w in WORKLOADS if w.default]
     # "collections", "scripts" and "bitmaps" name the issue-3, issue-4 and issue-12 rows as groups.
     groups = {"collections": COLLECTION_WORKLOADS, "scripts": SCRIPT_WORKLOADS,
-              "bitmaps": BITMAP_WORKLOADS,
+              "bitmaps": BITMAP_WORKLOADS, "hll": HLL_WORKLOADS,
               "issue15": ISSUE15_WORKLOADS}
     names = [n for w in names for n in groups.get(w, [w])]
     unknown = [n for n in names if n not in WORKLOADS_BY_NAME]

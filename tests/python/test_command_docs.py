@@ -33,7 +33,8 @@ def _arguments(server, cmd):
 
 @pytest.mark.parametrize("cmd", ["get", "set", "mset", "expire", "zadd", "hset", "lpos", "zrange",
                                  "zunionstore", "lmpop", "linsert", "lmove", "getex", "scan",
-                                 "hello", "copy", "zrandmember", "flushall"])
+                                 "hello", "copy", "zrandmember", "flushall",
+                                 "pfadd", "pfcount", "pfmerge", "pfdebug"])
 def test_command_docs_arguments_match_redis(strata_server, redis_server, cmd):
     assert _arguments(strata_server, cmd) == _arguments(redis_server, cmd)
 

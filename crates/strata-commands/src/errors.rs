@@ -226,6 +226,8 @@ pub fn from_db(e: strata::Error) -> Frame {
         strata::Error::Overflow => err(OVERFLOW),
         strata::Error::NanOrInfinity => err(NAN_OR_INF),
         strata::Error::NoSuchKey => err(NO_SUCH_KEY),
+        strata::Error::NotHll => err(HLL_NOT_VALID),
+        strata::Error::CorruptHll => err(HLL_CORRUPT),
         strata::Error::DbIndexOutOfRange => err(DB_INDEX),
         strata::Error::StringTooLong => err(STRING_TOO_LONG),
         strata::Error::Locked(m) => err(format!("ERR {m}")),
@@ -239,6 +241,23 @@ pub fn from_db(e: strata::Error) -> Frame {
         strata::Error::Storage(m) if m.contains("No space left on device") => err(DISK_FULL),
         strata::Error::Storage(m) => err(format!("ERR storage error: {m}")),
     }
+}
+
+// ----- HyperLogLog -----
+
+/// A string used as a HyperLogLog that is not one (Redis sends it with a WRONGTYPE code).
+pub const HLL_NOT_VALID: &str = "WRONGTYPE Key is not a valid HyperLogLog string value.";
+/// A HyperLogLog whose sparse registers don't add up.
+pub const HLL_CORRUPT: &str = "INVALIDOBJ Corrupted HLL object detected";
+pub const PFDEBUG_NO_KEY: &str = "ERR The specified key does not exist";
+pub const PFDEBUG_NOT_SPARSE: &str = "ERR HLL encoding is not sparse";
+
+/// PFDEBUG with a subcommand other than GETREG, DECODE, ENCODING, TODENSE.
+pub fn pfdebug_unknown(sub: &[u8]) -> String {
+    format!(
+        "ERR Unknown PFDEBUG subcommand '{}'",
+        String::from_utf8_lossy(sub)
+    )
 }
 
 // ----- sorted sets and lists -----

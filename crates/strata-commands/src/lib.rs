@@ -18,6 +18,7 @@ pub mod dispatch;
 pub mod errors;
 pub mod hash_family;
 pub mod help;
+pub mod hll_family;
 pub mod isolation;
 pub mod keys_family;
 pub mod list_family;

@@ -148,6 +148,7 @@ pub fn all() -> &'static [&'static CommandSpec] {
             crate::set_family::COMMANDS,
             crate::blocking_family::COMMANDS,
             crate::sort_family::COMMANDS,
+            crate::hll_family::COMMANDS,
             crate::transaction_family::COMMANDS,
             crate::script_family::COMMANDS,
             crate::pubsub_family::COMMANDS,
@@ -438,11 +439,32 @@ fn keys_of_call(target: &[Bytes]) -> Result<(&'static CommandSpec, Vec<usize>), 
         return Err(Failure::text(errors::GETKEYS_BAD_ARITY));
     }
     match spec.key_positions(target) {
-        Some(pos) if !pos.is_empty() => Ok((spec, pos)),
+        Some(pos) if !pos.is_empty() && !range_past_the_end(spec, target.len()) => Ok((spec, pos)),
         // EVAL with a count past the end, or of 0: no keys rather than an error.
         _ if spec.has(NO_MANDATORY_KEYS) => Ok((spec, Vec::new())),
         _ => Err(Failure::text(errors::GETKEYS_INVALID_ARGS)),
     }
+}
+
+/// Whether a range key specification of `spec` starts or ends past the `argc` arguments of a
+/// call, which Redis's `getKeysUsingKeySpecs` takes for a syntax error (PFMERGE with only its
+/// destination: the source keys would start at argument 2).
+fn range_past_the_end(spec: &CommandSpec, argc: usize) -> bool {
+    let argc = argc as i64;
+    spec.key_specs.iter().any(|k| match (k.begin, k.find) {
+        (Begin::Index(first), Find::Range { lastkey, limit, .. }) => {
+            let (first, lastkey) = (i64::from(first), i64::from(lastkey));
+            let last = if lastkey >= 0 {
+                first + lastkey
+            } else if limit == 0 {
+                argc + lastkey
+            } else {
+                first + ((argc - first) / i64::from(limit) + lastkey)
+            };
+            first >= argc || last < first || last >= argc
+        }
+        _ => false,
+    })
 }
 
 fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {

@@ -162,6 +162,7 @@ fn run(config: Config) -> i32 {
         },
         active_expire: true,
         max_string_len: config.proto_max_bulk_len,
+        hll_sparse_max_bytes: config.hll_sparse_max_bytes,
         // Each connection flushes the WAL buffer once per batch of commands, before replying.
         batch_wal_writes: true,
         hot_cache_size: usize::try_from(config.hot_cache_size).unwrap_or(usize::MAX),

@@ -69,6 +69,9 @@ pub struct Options {
     /// Keep at most about this many megabytes of such log files (0, the default: no size bound,
     /// or none kept when `wal_ttl_seconds` is 0 too).
     pub wal_size_limit_mb: u64,
+    /// The size past which a sparse HyperLogLog is converted to dense, as Redis's
+    /// `hll-sparse-max-bytes` (default 3000).
+    pub hll_sparse_max_bytes: u64,
 }
 
 impl Default for Options {
@@ -88,6 +91,7 @@ impl Default for Options {
             min_free_disk: 256 << 20,
             wal_ttl_seconds: 0,
             wal_size_limit_mb: 0,
+            hll_sparse_max_bytes: crate::hll::DEFAULT_SPARSE_MAX_BYTES as u64,
         }
     }
 }
@@ -110,6 +114,10 @@ pub(crate) struct Inner {
     db_map: RwLock<[u8; 256]>,
     pub(crate) databases: u32,
     pub(crate) max_string_len: AtomicU64,
+    /// `hll-sparse-max-bytes` (see [`Db::set_hll_sparse_max_bytes`]).
+    pub(crate) hll_sparse_max_bytes: AtomicU64,
+    /// The directory follows a leader's log (see [`Db::set_follower`]).
+    follower: AtomicBool,
     pub(crate) stats: Stats,
     pub(crate) cursors: Mutex<crate::keyspace::CursorTable>,
     version_counter: AtomicU64,
@@ -207,6 +215,8 @@ impl Db {
             db_map: RwLock::new(map),
             databases: opts.databases,
             max_string_len: AtomicU64::new(opts.max_string_len),
+            hll_sparse_max_bytes: AtomicU64::new(opts.hll_sparse_max_bytes),
+            follower: AtomicBool::new(false),
             stats: Stats::default(),
             cursors: Mutex::new(crate::keyspace::CursorTable::default()),
             version_counter: AtomicU64::new(start),
@@ -423,6 +433,18 @@ impl Db {
     /// Changes the sync policy at runtime.
     pub fn set_sync_policy(&self, policy: SyncPolicy) {
         self.inner.storage.set_sync_policy(policy)
+    }
+
+    /// Marks the directory as following a leader's log (a replica): operations that would write
+    /// on their own accord (PFCOUNT storing the cardinality it computed in the HyperLogLog's
+    /// cache) leave the data alone, so it changes only as the leader's stream says.
+    pub fn set_follower(&self, on: bool) {
+        self.inner.follower.store(on, Ordering::Relaxed)
+    }
+
+    /// Whether [`Db::set_follower`] is on.
+    pub fn is_follower(&self) -> bool {
+        self.inner.follower.load(Ordering::Relaxed)
     }
 
     /// Changes the largest string APPEND/SETRANGE may build.

@@ -18,6 +18,12 @@ pub enum Error {
     NanOrInfinity,
     /// The key does not exist (for operations that need it, such as rename).
     NoSuchKey,
+    /// A string value used as a HyperLogLog is not one (Redis: `WRONGTYPE Key is not a valid
+    /// HyperLogLog string value.`).
+    NotHll,
+    /// A HyperLogLog's registers are corrupted (Redis: `INVALIDOBJ Corrupted HLL object
+    /// detected`).
+    CorruptHll,
     /// The database index is outside `0..databases`.
     DbIndexOutOfRange,
     /// A string would grow beyond the configured maximum size.
@@ -55,6 +61,8 @@ impl fmt::Display for Error {
             Error::Overflow => f.write_str("increment or decrement would overflow"),
             Error::NanOrInfinity => f.write_str("increment would produce NaN or Infinity"),
             Error::NoSuchKey => f.write_str("no such key"),
+            Error::NotHll => f.write_str("key is not a valid HyperLogLog string value"),
+            Error::CorruptHll => f.write_str("corrupted HyperLogLog value"),
             Error::DbIndexOutOfRange => f.write_str("DB index is out of range"),
             Error::StringTooLong => f.write_str("string exceeds maximum allowed size"),
             Error::Locked(m) => f.write_str(m),

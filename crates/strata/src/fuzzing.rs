@@ -62,6 +62,39 @@ pub fn data_value(value: &[u8]) {
     let _ = score_from_value(value);
 }
 
+/// Runs every HyperLogLog operation on `value` as PFADD, PFCOUNT, PFMERGE and PFDEBUG run them
+/// on a string a client SET (hostile input): they may refuse it but must not panic, and whatever
+/// they produce from it is a valid HLL again. Arbitrary bytes are also tried as a sparse body.
+pub fn hll_value(value: &[u8]) {
+    use crate::hll;
+    for v in [value.to_vec(), [&hll::new_sparse()[..16], value].concat()] {
+        if hll::validate(&v).is_err() {
+            continue;
+        }
+        let _ = hll::cached(&v);
+        let _ = hll::count(&v);
+        let _ = hll::decode_sparse(&v);
+        let mut max = [0u8; hll::REGISTERS];
+        let merged = hll::merge_into(&mut max, &v);
+        let mut w = v.clone();
+        for e in [&b"a"[..], b"b", b"foo", b"hello"] {
+            if hll::add(&mut w, e, 3000).is_err() {
+                break;
+            }
+        }
+        assert!(hll::validate(&w).is_ok(), "PFADD broke the header");
+        let mut w = v.clone();
+        if hll::to_dense(&mut w).is_ok() {
+            assert_eq!(w.len(), hll::DENSE_LEN);
+        }
+        if merged.is_ok() {
+            let mut target = hll::new_sparse();
+            hll::raise_all(&mut target, &max, 3000);
+            assert_eq!(hll::registers(&target).ok(), Some(max.to_vec()));
+        }
+    }
+}
+
 /// Everything at once: `data` is split into a key and a value at its first byte's position.
 pub fn any_record(data: &[u8]) {
     meta_value(data);

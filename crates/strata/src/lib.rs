@@ -17,7 +17,8 @@
 //! - **Types.** Strings (`get`, `set`, `incr_by`, ...) and bitmaps over them (`setbit`,
 //!   `bitcount`, `bitpos`, `bitop`, `bitfield`), hashes (`hset`, `hget`, [`Db::hash_each`]),
 //!   lists (`rpush`, `lrange`, [`Db::list_each`]), sets (`sadd`, `smembers`, [`Db::set_each`]),
-//!   sorted sets (`zadd`, `zrange`, [`Db::zset_each`]), and keys of any type (`del`, `ttl`,
+//!   sorted sets (`zadd`, `zrange`, [`Db::zset_each`]), HyperLogLogs (`pfadd`, `pfcount`,
+//!   `pfmerge`: strings holding Redis's exact bytes, see [`hll`]), and keys of any type (`del`, `ttl`,
 //!   `expire_at`, `rename`, `key_type`). Errors are data-model errors ([`Error::WrongType`], ...).
 //! - **Atomic batches.** A [`Batch`] collects writes to many keys; [`Db::apply`] commits them at
 //!   once, with every key's lock held.
@@ -74,6 +75,7 @@ mod expire;
 pub mod fuzzing;
 pub mod glob;
 mod hash;
+pub mod hll;
 mod hot;
 mod info;
 mod iter;
@@ -85,6 +87,7 @@ mod members;
 pub mod meta;
 pub mod num;
 mod pending;
+mod pf;
 pub mod replication;
 mod set;
 mod sort;
@@ -108,6 +111,7 @@ pub use keyspace::{ExpireCondition, ScanPage, Ttl};
 pub use list::ListEnd;
 pub use locks::Busy;
 pub use meta::KeyType;
+pub use pf::{HllDebug, HllDebugReply};
 pub use set::SetScanPage;
 pub use sort::SortOptions;
 pub use storage::{Compression, SyncPolicy};

@@ -133,3 +133,34 @@ fn every_valid_metadata_record_round_trips() {
         fuzzing::meta_value(&v); // asserts the round trip for whatever decodes
     }
 }
+
+/// A HyperLogLog as PFADD builds it from `n` random elements (sparse when small, dense past
+/// about 1,000).
+fn valid_hll(rng: &mut Rng) -> Vec<u8> {
+    let mut v = strata::hll::new_sparse();
+    let n = [0, 1, 5, 50, 300, 2000][rng.below(6)];
+    for _ in 0..n {
+        let e = rng.next().to_le_bytes();
+        assert!(strata::hll::add(&mut v, &e, 3000).is_ok());
+    }
+    v
+}
+
+#[test]
+fn hyperloglog_operations_survive_mutated_values() {
+    let mut rng = Rng(0x5EED_0005);
+    let bases: Vec<Vec<u8>> = (0..20).map(|_| valid_hll(&mut rng)).collect();
+    for _ in 0..iterations() / 50 {
+        let input = match rng.below(3) {
+            0 => {
+                let n = rng.below(40);
+                rng.bytes(n)
+            }
+            _ => {
+                let base = bases[rng.below(bases.len())].clone();
+                mutate(&mut rng, base)
+            }
+        };
+        fuzzing::hll_value(&input);
+    }
+}

@@ -248,6 +248,8 @@ pub struct Settings {
     pub loglevel: LogLevel,
     /// `logfile`: where to log; `None` means standard error.
     pub logfile: Option<PathBuf>,
+    /// `hll-sparse-max-bytes`: the size past which a sparse HyperLogLog becomes dense.
+    pub hll_sparse_max_bytes: u64,
     /// `proto-max-bulk-len`: the largest bulk string a client may send, in bytes.
     pub proto_max_bulk_len: u64,
     /// `client-query-buffer-limit`: the most unparsed input kept per client, in bytes.

@@ -236,6 +236,7 @@ impl Replication {
                     old.stop();
                     repl.new_history();
                     server.db.set_active_expire(true);
+                    server.db.set_follower(false);
                     notice!("MASTER MODE enabled (user request from REPLICAOF NO ONE)");
                 }
                 server.set_replicaof(None);
@@ -248,6 +249,7 @@ impl Replication {
                     old.stop();
                 }
                 server.db.set_active_expire(false);
+                server.db.set_follower(true);
                 let link = Arc::new(follower::Link::new(server, host.clone(), port));
                 *slot = Some(link.clone());
                 drop(slot);

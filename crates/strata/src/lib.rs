@@ -16,7 +16,8 @@
 //!   a handle on one. Handles are cheap to clone and safe to share between threads.
 //! - **Types.** Strings (`get`, `set`, `incr_by`, ...), hashes (`hset`, `hget`, [`Db::hash_each`]),
 //!   lists (`rpush`, `lrange`, [`Db::list_each`]), sets (`sadd`, `smembers`, [`Db::set_each`]),
-//!   sorted sets (`zadd`, `zrange`, [`Db::zset_each`]), and keys of any type (`del`, `ttl`,
+//!   sorted sets (`zadd`, `zrange`, [`Db::zset_each`]), geo sets (sorted sets scored by
+//!   [`geo::score`], searched with [`Db::geosearch`]), and keys of any type (`del`, `ttl`,
 //!   `expire_at`, `rename`, `key_type`). Errors are data-model errors ([`Error::WrongType`], ...).
 //! - **Atomic batches.** A [`Batch`] collects writes to many keys; [`Db::apply`] commits them at
 //!   once, with every key's lock held.
@@ -71,6 +72,7 @@ mod error;
 mod expire;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod geo;
 pub mod glob;
 mod hash;
 mod hot;

@@ -347,7 +347,7 @@ fn geoadd(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     }
     let triples = a.rest();
     // GEOADD hands its arguments to ZADD, which refuses an empty list with the same error.
-    if triples.len() % 3 != 0 || (nx && xx) || triples.is_empty() {
+    if !triples.len().is_multiple_of(3) || (nx && xx) || triples.is_empty() {
         return Err(syntax());
     }
     let mut pairs = Vec::with_capacity(triples.len() / 3);

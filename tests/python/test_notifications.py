@@ -60,6 +60,17 @@ SCRIPTS = {
         ("GETDEL", "a"), ("GETDEL", "a"), ("GETEX", "b", "EX", "100"), ("GETEX", "b", "PERSIST"),
         ("GETEX", "b", "PERSIST"), ("GETEX", "b", "PXAT", "1"), ("GET", "s"), ("INCR", "s"),
     ],
+    "geo": [
+        ("GEOADD", "g", "1", "1", "a", "2", "2", "b"), ("GEOADD", "g", "1", "1", "a"),
+        ("GEOADD", "g", "CH", "1.5", "1", "a"), ("GEOADD", "g", "XX", "1", "1", "new"),
+        ("GEORADIUS", "g", "1", "1", "500", "km", "STORE", "d"),
+        ("GEORADIUS", "g", "1", "1", "500", "km"),
+        ("GEOSEARCHSTORE", "d2", "g", "FROMMEMBER", "a", "BYRADIUS", "1000", "km", "STOREDIST"),
+        ("GEOSEARCHSTORE", "d2", "g", "FROMLONLAT", "100", "1", "BYRADIUS", "1", "m"),
+        ("GEORADIUSBYMEMBER", "g", "a", "1", "km", "STOREDIST", "d3"),
+        ("GEORADIUS", "g", "100", "1", "1", "km", "STORE", "d"),
+        ("GEOSEARCH", "g", "FROMMEMBER", "a", "BYRADIUS", "1", "km"), ("ZREM", "g", "a", "b"),
+    ],
     "bits": [
         ("SETBIT", "b", "3", "1"), ("SETBIT", "b", "3", "1"), ("SETBIT", "b", "3", "0"),
         ("SETBIT", "b", "100", "0"), ("SETBIT", "b", "1", "0"), ("GETBIT", "b", "3"),

@@ -19,6 +19,20 @@ pub fn float(a: &[u8]) -> Parsed<f64> {
     strata::num::parse_f64(a).ok_or_else(|| err(errors::NOT_FLOAT))
 }
 
+/// A double the way Redis's `getDoubleFromObject` reads a score, a coordinate or a radius: the
+/// whole argument, no leading space, no overflow to infinity or underflow to zero, not NaN
+/// (`inf` itself is accepted). None on any failure; each caller has its own error text.
+pub fn parse_double(a: &[u8]) -> Option<f64> {
+    if a.is_empty() || strata::num::is_c_space(a[0]) {
+        return None;
+    }
+    let (v, n, erange) = strata::num::strtod(a);
+    if n != a.len() || v.is_nan() || (erange && (v.is_infinite() || v == 0.0)) {
+        return None;
+    }
+    Some(v)
+}
+
 /// Whether argument `a` equals the option word `word` (ASCII case-insensitive).
 pub fn is(a: &[u8], word: &str) -> bool {
     a.eq_ignore_ascii_case(word.as_bytes())

@@ -305,6 +305,12 @@ pub use key_flag::{
 pub enum Begin {
     /// At this argument.
     Index(u8),
+    /// After the first argument that is `keyword` (any case), looking from argument `startfrom`
+    /// towards the end (from the end backwards when negative), the last argument excluded.
+    Keyword {
+        keyword: &'static str,
+        startfrom: i8,
+    },
     /// Nowhere that can be told from the arguments' positions.
     Unknown,
 }
@@ -379,6 +385,28 @@ impl KeySpec {
         }
     }
 
+    /// Keys found after a keyword (GEORADIUS's `STORE key`), from argument `startfrom`.
+    pub const fn keyword(
+        flags: u16,
+        keyword: &'static str,
+        startfrom: i8,
+        lastkey: i8,
+        keystep: u8,
+        limit: u8,
+    ) -> KeySpec {
+        KeySpec {
+            flags,
+            begin: Begin::Keyword { keyword, startfrom },
+            find: Find::Range {
+                lastkey,
+                keystep,
+                limit,
+            },
+            notes: "",
+            resolve: None,
+        }
+    }
+
     /// Keys that cannot be found from argument positions (SORT's BY, GET and STORE).
     pub const fn unknown(flags: u16, notes: &'static str) -> KeySpec {
         KeySpec {
@@ -400,10 +428,9 @@ impl KeySpec {
 
     /// Whether argument `pos` of `argv` is one of this spec's keys.
     pub fn covers(&self, argv: &[Bytes], pos: usize) -> bool {
-        let Begin::Index(start) = self.begin else {
+        let Some(start) = self.start(argv) else {
             return false;
         };
-        let start = start as usize;
         match self.find {
             Find::Range {
                 lastkey, keystep, ..
@@ -431,6 +458,34 @@ impl KeySpec {
                     && (pos - first).is_multiple_of(keystep.max(1) as usize)
             }
             Find::Unknown => false,
+        }
+    }
+
+    /// Where the search for keys starts in `argv` (Redis's `getKeysUsingKeySpecs`): the index,
+    /// or the argument after the keyword; None when the keyword is absent or the spec unknown.
+    pub fn start(&self, argv: &[Bytes]) -> Option<usize> {
+        match self.begin {
+            Begin::Index(i) => Some(i as usize),
+            Begin::Keyword { keyword, startfrom } => {
+                let argc = argv.len() as i64;
+                let (from, end) = if startfrom > 0 {
+                    (startfrom as i64, argc - 1)
+                } else {
+                    (argc + startfrom as i64, 0)
+                };
+                let mut i = from;
+                while i != end {
+                    if i >= argc || i < 1 {
+                        break;
+                    }
+                    if argv[i as usize].eq_ignore_ascii_case(keyword.as_bytes()) {
+                        return Some(i as usize + 1);
+                    }
+                    i += if from <= end { 1 } else { -1 };
+                }
+                None
+            }
+            Begin::Unknown => None,
         }
     }
 

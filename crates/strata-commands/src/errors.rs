@@ -283,6 +283,49 @@ pub const LPOS_RANK_ZERO: &str = "ERR RANK can't be zero: use 1 to start from th
 pub const LPOS_COUNT_NEGATIVE: &str = "ERR COUNT can't be negative";
 pub const LPOS_MAXLEN_NEGATIVE: &str = "ERR MAXLEN can't be negative";
 
+// ----- geo -----
+
+pub const GEO_UNIT: &str = "ERR unsupported unit provided. please use M, KM, FT, MI";
+pub const GEO_NEED_RADIUS: &str = "ERR need numeric radius";
+pub const GEO_NEED_WIDTH: &str = "ERR need numeric width";
+pub const GEO_NEED_HEIGHT: &str = "ERR need numeric height";
+pub const GEO_RADIUS_NEGATIVE: &str = "ERR radius cannot be negative";
+pub const GEO_BOX_NEGATIVE: &str = "ERR height or width cannot be negative";
+pub const GEO_COUNT_NOT_POSITIVE: &str = "ERR COUNT must be > 0";
+pub const GEO_MEMBER_UNKNOWN: &str = "ERR could not decode requested zset member";
+pub const GEO_ANY_NEEDS_COUNT: &str = "ERR the ANY argument requires COUNT argument";
+
+/// A GEOADD/GEORADIUS/FROMLONLAT position outside the limits, printed with C's `%f`.
+pub fn geo_invalid_position(longitude: f64, latitude: f64) -> String {
+    format!("ERR invalid longitude,latitude pair {longitude:.6},{latitude:.6}")
+}
+
+/// STORE / STOREDIST (or GEOSEARCHSTORE) with WITHDIST, WITHHASH or WITHCOORD.
+pub fn geo_store_with_options(geosearchstore: bool) -> String {
+    let what = if geosearchstore {
+        "GEOSEARCHSTORE"
+    } else {
+        "STORE option in GEORADIUS"
+    };
+    format!("ERR {what} is not compatible with WITHDIST, WITHHASH and WITHCOORD options")
+}
+
+/// GEOSEARCH without (or with both) FROMMEMBER and FROMLONLAT; `cmd` as the client spelled it.
+pub fn geo_exactly_one_from(cmd: &[u8]) -> String {
+    format!(
+        "ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for {}",
+        String::from_utf8_lossy(cmd)
+    )
+}
+
+/// GEOSEARCH without BYRADIUS or BYBOX; `cmd` as the client spelled it.
+pub fn geo_exactly_one_by(cmd: &[u8]) -> String {
+    format!(
+        "ERR exactly one of BYRADIUS and BYBOX can be specified for {}",
+        String::from_utf8_lossy(cmd)
+    )
+}
+
 /// "ERR at least 1 input key is needed for 'zunion' command".
 pub fn at_least_one_input_key(cmd: &str) -> Frame {
     err(format!(

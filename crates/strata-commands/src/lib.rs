@@ -16,6 +16,7 @@ pub mod context;
 pub mod cursor;
 pub mod dispatch;
 pub mod errors;
+pub mod geo_family;
 pub mod hash_family;
 pub mod help;
 pub mod hll_family;

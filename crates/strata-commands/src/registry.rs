@@ -88,6 +88,13 @@ fn key_spec(ks: &KeySpec) -> Frame {
     };
     let begin = match ks.begin {
         Begin::Index(i) => typed("index", map(vec![("index", i as i64)])),
+        Begin::Keyword { keyword, startfrom } => typed(
+            "keyword",
+            Frame::Map(vec![
+                (Frame::bulk("keyword"), Frame::bulk(keyword)),
+                (Frame::bulk("startfrom"), Frame::Integer(startfrom as i64)),
+            ]),
+        ),
         Begin::Unknown => typed("unknown", map(vec![])),
     };
     let find = match ks.find {
@@ -143,6 +150,7 @@ pub fn all() -> &'static [&'static CommandSpec] {
             COMMANDS,
             crate::connection_family::COMMANDS,
             crate::zset_family::COMMANDS,
+            crate::geo_family::COMMANDS,
             crate::list_family::COMMANDS,
             crate::hash_family::COMMANDS,
             crate::set_family::COMMANDS,

@@ -6,14 +6,14 @@
 //! (`%.17g` bulk strings in RESP2, `,` doubles in RESP3).
 
 use bytes::Bytes;
-use strata::num::{is_c_space, strtod};
+use strata::num::strtod;
 use strata::{
     Aggregate, KeyType, LexBound, LexRange, ScoreRange, ScoredMember, SetOp, ZAddCompare,
     ZAddCondition, ZAddOptions, ZRangeBy, ZRangeSpec,
 };
 use strata_resp::{Frame, Protocol};
 
-use crate::args::{self, Parsed};
+use crate::args::{self, parse_double, Parsed};
 use crate::command::*;
 use crate::cursor::{syntax, Args, Failure, Reply};
 use crate::errors::{self, err};
@@ -636,19 +636,6 @@ pub static COMMANDS: &[CommandSpec] = &[
         },
     },
 ];
-
-/// A score, increment or weight the way Redis's `getDoubleFromObject` reads it: the whole
-/// argument, no leading space, no overflow to infinity or underflow to zero, not NaN.
-pub fn parse_double(a: &[u8]) -> Option<f64> {
-    if a.is_empty() || is_c_space(a[0]) {
-        return None;
-    }
-    let (v, n, erange) = strtod(a);
-    if n != a.len() || v.is_nan() || (erange && (v.is_infinite() || v == 0.0)) {
-        return None;
-    }
-    Some(v)
-}
 
 fn score_arg(a: &[u8]) -> Parsed<f64> {
     parse_double(a).ok_or_else(|| err(errors::NOT_FLOAT))

@@ -59,7 +59,37 @@ pub fn encode(frame: &Frame, proto: Protocol, out: &mut BytesMut) {
         Frame::Verbatim(text) => put_bulk(out, text),
         Frame::BigNumber(n) if resp3 => put_line(out, b'(', n),
         Frame::BigNumber(n) => put_bulk(out, n),
+        Frame::HumanDouble(d) => {
+            let text = format_human_double(*d);
+            if resp3 {
+                put_line(out, b',', text.as_bytes());
+            } else {
+                put_bulk(out, text.as_bytes());
+            }
+        }
     }
+}
+
+/// Formats a double as Redis's human-friendly replies do (`ld2string` in `LD_STR_HUMAN` mode:
+/// `%.17Lf` of the value, trailing zeros and a trailing dot removed, `-0` as `0`; `inf`, `-inf`).
+///
+/// Examples: `13.361389338970184` → `13.36138933897018433`, `2.5` → `2.5`, `-0.0` → `0`,
+/// `1e20` → `100000000000000000000`.
+pub fn format_human_double(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    if d.is_nan() {
+        return if d.is_sign_negative() { "-nan" } else { "nan" }.to_string();
+    }
+    // Rust's fixed-precision formatting is exact and rounds ties to even, as glibc's printf.
+    let mut s = format!("{d:.17}");
+    let trimmed = s.trim_end_matches('0').trim_end_matches('.').len();
+    s.truncate(trimmed);
+    if s == "-0" {
+        s = "0".to_string();
+    }
+    s
 }
 
 /// The wire form of `frame` as a new vector (convenient in tests and for one-off replies).
@@ -220,6 +250,21 @@ mod tests {
             "RESP3 encoding of {frame:?}: {:?}",
             String::from_utf8_lossy(&enc(&frame, Resp3))
         );
+    }
+
+    #[test]
+    fn human_doubles_print_like_redis_geopos() {
+        check(
+            Frame::HumanDouble(13.361389338970184),
+            b"$20\r\n13.36138933897018433\r\n",
+            b",13.36138933897018433\r\n",
+        );
+        assert_eq!(format_human_double(2.5), "2.5");
+        assert_eq!(format_human_double(-0.0), "0");
+        assert_eq!(format_human_double(-1e-20), "0");
+        assert_eq!(format_human_double(180.0), "180");
+        assert_eq!(format_human_double(1e20), "100000000000000000000");
+        assert_eq!(format_human_double(f64::NEG_INFINITY), "-inf");
     }
 
     #[test]

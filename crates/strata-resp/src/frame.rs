@@ -68,6 +68,9 @@ pub enum Frame {
     BigNumber(Bytes),
     /// Out-of-band push message (pub/sub, invalidation). RESP3: `><n>\r\n`; RESP2: an array.
     Push(Vec<Frame>),
+    /// Double in Redis's human-friendly form ([`crate::format_human_double`]: `%.17Lf`, trailing
+    /// zeros removed), as GEOPOS prints coordinates. RESP2: a bulk string; RESP3: `,<text>\r\n`.
+    HumanDouble(f64),
 }
 
 impl Frame {

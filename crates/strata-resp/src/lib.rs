@@ -12,7 +12,7 @@ mod frame;
 mod parse;
 
 pub use decode::{parse_int, split_inline_args, DecoderLimits, RequestDecoder};
-pub use encode::{encode, encode_request, encode_to_vec, format_double};
+pub use encode::{encode, encode_request, encode_to_vec, format_double, format_human_double};
 pub use error::ProtocolError;
 pub use frame::{Frame, Protocol};
 pub use parse::parse_frame;

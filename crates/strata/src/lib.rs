@@ -17,7 +17,8 @@
 //! - **Types.** Strings (`get`, `set`, `incr_by`, ...) and bitmaps over them (`setbit`,
 //!   `bitcount`, `bitpos`, `bitop`, `bitfield`), hashes (`hset`, `hget`, [`Db::hash_each`]),
 //!   lists (`rpush`, `lrange`, [`Db::list_each`]), sets (`sadd`, `smembers`, [`Db::set_each`]),
-//!   sorted sets (`zadd`, `zrange`, [`Db::zset_each`]), HyperLogLogs (`pfadd`, `pfcount`,
+//!   sorted sets (`zadd`, `zrange`, [`Db::zset_each`]), geo sets (sorted sets scored by
+//!   [`geo::score`], searched with [`Db::geosearch`]), HyperLogLogs (`pfadd`, `pfcount`,
 //!   `pfmerge`: strings holding Redis's exact bytes, see [`hll`]), and keys of any type (`del`, `ttl`,
 //!   `expire_at`, `rename`, `key_type`). Errors are data-model errors ([`Error::WrongType`], ...).
 //! - **Atomic batches.** A [`Batch`] collects writes to many keys; [`Db::apply`] commits them at
@@ -73,6 +74,7 @@ mod error;
 mod expire;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod geo;
 pub mod glob;
 mod hash;
 pub mod hll;

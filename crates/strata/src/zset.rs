@@ -1017,7 +1017,7 @@ impl Db {
     /// Visits the members of a score or lex range (rank ranges are not accepted here) in
     /// ascending or, with `rev`, descending order, calling `f(member, score)` until it returns
     /// false.
-    fn zset_visit(
+    pub(crate) fn zset_visit(
         &self,
         key: &[u8],
         c: &CollectionMeta,
@@ -1181,7 +1181,7 @@ impl Db {
 
     /// Writes `items` (sorted) as a new sorted set at `dst`, replacing any value. Caller holds
     /// `dst`'s lock.
-    fn zset_store(&self, dst: &[u8], items: &[ScoredMember]) -> Result<u64> {
+    pub(crate) fn zset_store(&self, dst: &[u8], items: &[ScoredMember]) -> Result<u64> {
         let mut batch = WriteBatch::default();
         let c = CollectionMeta {
             kind: KeyType::ZSet,

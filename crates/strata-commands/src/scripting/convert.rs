@@ -78,6 +78,16 @@ pub fn frame_to_lua(lua: &Lua, frame: &Frame, resp3: bool) -> mlua::Result<Value
                 Value::String(lua.create_string(n)?)
             }
         }
+        Frame::HumanDouble(d) => {
+            let text = strata_resp::format_human_double(*d);
+            if resp3 {
+                // Redis's script reads the number back from the text it printed.
+                let (v, _, _) = strata::num::strtod(text.as_bytes());
+                single(lua, "double", Value::Number(v))?
+            } else {
+                Value::String(lua.create_string(text)?)
+            }
+        }
     })
 }
 

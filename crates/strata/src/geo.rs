@@ -1,0 +1,898 @@
+//! Geospatial indexes, as Redis keeps them: a geo set *is* a sorted set whose scores are 52-bit
+//! interleaved geohashes (26 bits of longitude and 26 of latitude, latitude limited to
+//! ±85.05112878 as in Web Mercator), so ZRANGE, ZSCORE and ZREM work on it and a geo set copied
+//! member by member from Redis with ZADD reads the same.
+//!
+//! This module owns the arithmetic of Redis's `geohash.c` and `geohash_helper.c`, reproduced
+//! operation for operation so that every score, decoded position, distance and search result is
+//! the same double Redis computes: [`score`] encodes a position, [`position`] decodes a score to
+//! the centre of its cell, [`distance`] is Redis's haversine on a sphere of
+//! [`EARTH_RADIUS_M`], [`geohash`] the standard 11-character geohash string. A search
+//! ([`Db::geosearch`]) estimates a geohash precision from the radius, reads the score ranges of
+//! the cell holding the centre and of its 8 neighbours (skipping those the shape cannot reach),
+//! keeps the points inside the circle or box, then orders and cuts them as Redis does (a stable
+//! sort, or Redis's partial quicksort when COUNT cuts the result, so even ties come out in
+//! Redis's order). [`Db::geosearch_store`] stores such a result as a sorted set.
+//!
+//! Adding points is [`Db::zadd`] with scores from [`score`]. This module knows nothing of RESP,
+//! units' names or reply formats.
+
+use std::cmp::Ordering;
+use std::f64::consts::PI;
+
+use crate::db::Db;
+use crate::error::Result;
+use crate::meta::KeyType;
+use crate::zset::{ScoreRange, ScoredMember, ZRangeBy};
+
+/// Smallest longitude.
+pub const LONG_MIN: f64 = -180.0;
+/// Largest longitude.
+pub const LONG_MAX: f64 = 180.0;
+/// Smallest latitude (Web Mercator's limit).
+pub const LAT_MIN: f64 = -85.05112878;
+/// Largest latitude.
+pub const LAT_MAX: f64 = 85.05112878;
+/// Bits of precision per coordinate in a stored score (26 × 2 = 52 bits).
+pub const STEP_MAX: u8 = 26;
+/// The earth's radius Redis's distances use, in metres.
+pub const EARTH_RADIUS_M: f64 = 6372797.560856;
+
+const MERCATOR_MAX: f64 = 20037726.37;
+/// Degrees to radians, as Redis's `D_R`.
+const D_R: f64 = PI / 180.0;
+
+fn deg_rad(ang: f64) -> f64 {
+    ang * D_R
+}
+
+fn rad_deg(ang: f64) -> f64 {
+    ang / D_R
+}
+
+/// A geohash of `step` bits per coordinate, interleaved (longitude bits in the odd positions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Hash {
+    bits: u64,
+    step: u8,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    min: f64,
+    max: f64,
+}
+
+const LONG_SPAN: Span = Span {
+    min: LONG_MIN,
+    max: LONG_MAX,
+};
+const LAT_SPAN: Span = Span {
+    min: LAT_MIN,
+    max: LAT_MAX,
+};
+
+/// The cell a hash stands for.
+#[derive(Clone, Copy, Debug)]
+struct Area {
+    longitude: Span,
+    latitude: Span,
+}
+
+/// Interleaves the low 32 bits of `x` (even positions) and `y` (odd positions).
+fn interleave64(x: u32, y: u32) -> u64 {
+    const B: [u64; 5] = [
+        0x5555555555555555,
+        0x3333333333333333,
+        0x0F0F0F0F0F0F0F0F,
+        0x00FF00FF00FF00FF,
+        0x0000FFFF0000FFFF,
+    ];
+    const S: [u32; 5] = [1, 2, 4, 8, 16];
+    let (mut x, mut y) = (x as u64, y as u64);
+    for i in (0..5).rev() {
+        x = (x | (x << S[i])) & B[i];
+        y = (y | (y << S[i])) & B[i];
+    }
+    x | (y << 1)
+}
+
+/// The inverse of [`interleave64`]: the even bits in the low half, the odd bits in the high half.
+fn deinterleave64(v: u64) -> u64 {
+    const B: [u64; 6] = [
+        0x5555555555555555,
+        0x3333333333333333,
+        0x0F0F0F0F0F0F0F0F,
+        0x00FF00FF00FF00FF,
+        0x0000FFFF0000FFFF,
+        0x00000000FFFFFFFF,
+    ];
+    const S: [u32; 6] = [0, 1, 2, 4, 8, 16];
+    let (mut x, mut y) = (v, v >> 1);
+    for i in 0..6 {
+        x = (x | (x >> S[i])) & B[i];
+        y = (y | (y >> S[i])) & B[i];
+    }
+    x | (y << 32)
+}
+
+/// Whether a position is inside the limits Redis accepts.
+pub fn valid(longitude: f64, latitude: f64) -> bool {
+    (LONG_MIN..=LONG_MAX).contains(&longitude) && (LAT_MIN..=LAT_MAX).contains(&latitude)
+}
+
+/// Redis's `geohashEncode`: None outside the geo limits or the given spans.
+fn encode(lon_span: Span, lat_span: Span, longitude: f64, latitude: f64, step: u8) -> Option<Hash> {
+    if step == 0 || step > 32 || !valid(longitude, latitude) {
+        return None;
+    }
+    if latitude < lat_span.min
+        || latitude > lat_span.max
+        || longitude < lon_span.min
+        || longitude > lon_span.max
+    {
+        return None;
+    }
+    let mut lat_offset = (latitude - lat_span.min) / (lat_span.max - lat_span.min);
+    let mut long_offset = (longitude - lon_span.min) / (lon_span.max - lon_span.min);
+    lat_offset *= (1u64 << step) as f64;
+    long_offset *= (1u64 << step) as f64;
+    // C converts the offsets to uint32_t by truncation; they are in 0..=2^step.
+    Some(Hash {
+        bits: interleave64(lat_offset as u32, long_offset as u32),
+        step,
+    })
+}
+
+/// Redis's `geohashDecode`: the cell of `hash`.
+fn decode(lon_span: Span, lat_span: Span, hash: Hash) -> Area {
+    let sep = deinterleave64(hash.bits);
+    let lat_scale = lat_span.max - lat_span.min;
+    let long_scale = lon_span.max - lon_span.min;
+    let ilato = sep as u32;
+    let ilono = (sep >> 32) as u32;
+    let cells = (1u64 << hash.step) as f64;
+    Area {
+        latitude: Span {
+            min: lat_span.min + (ilato as f64 / cells) * lat_scale,
+            max: lat_span.min + (ilato.wrapping_add(1) as f64 / cells) * lat_scale,
+        },
+        longitude: Span {
+            min: lon_span.min + (ilono as f64 / cells) * long_scale,
+            max: lon_span.min + (ilono.wrapping_add(1) as f64 / cells) * long_scale,
+        },
+    }
+}
+
+/// The centre of a cell, clamped to the limits (`geohashDecodeAreaToLongLat`).
+fn centre(area: &Area) -> (f64, f64) {
+    let lon = ((area.longitude.min + area.longitude.max) / 2.0).clamp(LONG_MIN, LONG_MAX);
+    let lat = ((area.latitude.min + area.latitude.max) / 2.0).clamp(LAT_MIN, LAT_MAX);
+    (lon, lat)
+}
+
+/// A score as C converts a double to `uint64_t` on x86-64 (Redis's `(uint64_t)bits`): exact for
+/// the scores GEOADD writes; what other scores become is what Redis makes of them.
+fn score_bits(score: f64) -> u64 {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    // cvttsd2si: truncation, or 0x8000000000000000 when out of range or NaN.
+    let cvt = |x: f64| -> u64 {
+        if x.is_nan() || !(-TWO_63..TWO_63).contains(&x) {
+            1 << 63
+        } else {
+            x as i64 as u64
+        }
+    };
+    if score < TWO_63 {
+        cvt(score)
+    } else {
+        cvt(score - TWO_63) ^ (1 << 63)
+    }
+}
+
+/// The score GEOADD gives a position: its 52-bit geohash as a double. None outside the limits
+/// ([`valid`]).
+///
+/// ```
+/// // Palermo, from Redis's documentation.
+/// assert_eq!(strata::geo::score(13.361389, 38.115556), Some(3479099956230698.0));
+/// assert_eq!(strata::geo::score(200.0, 100.0), None);
+/// ```
+pub fn score(longitude: f64, latitude: f64) -> Option<f64> {
+    let h = encode(LONG_SPAN, LAT_SPAN, longitude, latitude, STEP_MAX)?;
+    Some(align52(h) as f64)
+}
+
+/// The position a score stands for: the centre of its cell, `(longitude, latitude)`.
+pub fn position(score: f64) -> (f64, f64) {
+    let hash = Hash {
+        bits: score_bits(score),
+        step: STEP_MAX,
+    };
+    centre(&decode(LONG_SPAN, LAT_SPAN, hash))
+}
+
+/// The great-circle distance in metres between two positions, by Redis's haversine formula.
+pub fn distance(lon1: f64, lat1: f64, lon2: f64, lat2: f64) -> f64 {
+    let lon1r = deg_rad(lon1);
+    let lon2r = deg_rad(lon2);
+    let v = ((lon2r - lon1r) / 2.0).sin();
+    // Same longitude: the distance along the meridian, without the costly terms.
+    if v == 0.0 {
+        return lat_distance(lat1, lat2);
+    }
+    let lat1r = deg_rad(lat1);
+    let lat2r = deg_rad(lat2);
+    let u = ((lat2r - lat1r) / 2.0).sin();
+    let a = u * u + lat1r.cos() * lat2r.cos() * v * v;
+    2.0 * EARTH_RADIUS_M * a.sqrt().asin()
+}
+
+/// The distance along a meridian between two latitudes.
+fn lat_distance(lat1: f64, lat2: f64) -> f64 {
+    EARTH_RADIUS_M * (deg_rad(lat2) - deg_rad(lat1)).abs()
+}
+
+/// The standard 11-character geohash (latitudes from -90 to 90) of a score, as GEOHASH prints it.
+///
+/// ```
+/// let palermo = strata::geo::score(13.361389, 38.115556).unwrap();
+/// assert_eq!(&strata::geo::geohash(palermo), b"sqc8b49rny0");
+/// ```
+pub fn geohash(score: f64) -> [u8; 11] {
+    const ALPHABET: &[u8; 32] = b"0123456789bcdefghjkmnpqrstuvwxyz";
+    let (lon, lat) = position(score);
+    let bits = encode(
+        LONG_SPAN,
+        Span {
+            min: -90.0,
+            max: 90.0,
+        },
+        lon,
+        lat,
+        STEP_MAX,
+    )
+    .map_or(0, |h| h.bits);
+    let mut out = [b'0'; 11];
+    // 52 bits make 10 characters; the 11th is the zero Redis pads with.
+    for (i, c) in out.iter_mut().take(10).enumerate() {
+        *c = ALPHABET[((bits >> (52 - (i + 1) * 5)) & 0x1f) as usize];
+    }
+    out
+}
+
+/// The hash's bits shifted to 52 bits (`geohashAlign52Bits`).
+fn align52(h: Hash) -> u64 {
+    h.bits << (52 - h.step as u32 * 2)
+}
+
+fn move_x(h: &mut Hash, d: i8) {
+    if d == 0 {
+        return;
+    }
+    let shift = 64 - h.step as u32 * 2;
+    let mut x = h.bits & 0xaaaaaaaaaaaaaaaa;
+    let y = h.bits & 0x5555555555555555;
+    let zz = 0x5555555555555555u64 >> shift;
+    if d > 0 {
+        x = x.wrapping_add(zz + 1);
+    } else {
+        x |= zz;
+        x = x.wrapping_sub(zz + 1);
+    }
+    x &= 0xaaaaaaaaaaaaaaaa >> shift;
+    h.bits = x | y;
+}
+
+fn move_y(h: &mut Hash, d: i8) {
+    if d == 0 {
+        return;
+    }
+    let shift = 64 - h.step as u32 * 2;
+    let x = h.bits & 0xaaaaaaaaaaaaaaaa;
+    let mut y = h.bits & 0x5555555555555555;
+    let zz = 0xaaaaaaaaaaaaaaaau64 >> shift;
+    if d > 0 {
+        y = y.wrapping_add(zz + 1);
+    } else {
+        y |= zz;
+        y = y.wrapping_sub(zz + 1);
+    }
+    y &= 0x5555555555555555 >> shift;
+    h.bits = x | y;
+}
+
+/// The neighbour of `h` `dx` cells east and `dy` cells north.
+fn neighbour(h: Hash, dx: i8, dy: i8) -> Hash {
+    let mut n = h;
+    move_x(&mut n, dx);
+    move_y(&mut n, dy);
+    n
+}
+
+/// The geohash precision (bits per coordinate) whose cells are about as large as a radius
+/// (`geohashEstimateStepsByRadius`).
+fn estimate_step(range_meters: f64, lat: f64) -> u8 {
+    if range_meters == 0.0 {
+        return 26;
+    }
+    let mut range = range_meters;
+    let mut step: i32 = 1;
+    while range < MERCATOR_MAX {
+        range *= 2.0;
+        step += 1;
+    }
+    step -= 2;
+    // Cells narrow towards the poles.
+    if !(-66.0..=66.0).contains(&lat) {
+        step -= 1;
+        if !(-80.0..=80.0).contains(&lat) {
+            step -= 1;
+        }
+    }
+    step.clamp(1, 26) as u8
+}
+
+/// The area a search covers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Shape {
+    /// A circle of this radius (in the query's unit).
+    Radius(f64),
+    /// An axis-aligned box of this width and height (in the query's unit).
+    Box {
+        /// East-west extent.
+        width: f64,
+        /// North-south extent.
+        height: f64,
+    },
+}
+
+/// How a search orders its results.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GeoOrder {
+    /// In the order found (by cell, then score), unless a count asks for the nearest.
+    #[default]
+    Unsorted,
+    /// Nearest first.
+    Asc,
+    /// Farthest first.
+    Desc,
+}
+
+/// A search of a geo set (GEOSEARCH, GEORADIUS and their variants).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GeoQuery {
+    /// The centre's longitude.
+    pub longitude: f64,
+    /// The centre's latitude.
+    pub latitude: f64,
+    /// The area, in units of `unit`.
+    pub shape: Shape,
+    /// Metres per unit of the shape and of the distances returned (1 for metres, 1000 for km).
+    pub unit: f64,
+    /// The order of the results.
+    pub order: GeoOrder,
+    /// At most this many results (0: all). Without `any` and an order, the nearest ones.
+    pub count: u64,
+    /// Stop searching as soon as `count` points are found (any of them, not the nearest).
+    pub any: bool,
+}
+
+/// One point a search found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GeoPoint {
+    /// The member.
+    pub member: Vec<u8>,
+    /// Its score (the 52-bit geohash).
+    pub score: f64,
+    /// Its longitude (the centre of its cell).
+    pub longitude: f64,
+    /// Its latitude.
+    pub latitude: f64,
+    /// Its distance from the query's centre, in the query's unit.
+    pub distance: f64,
+}
+
+impl GeoQuery {
+    /// The bounding box of the shape: `[min lon, min lat, max lon, max lat]`
+    /// (`geohashBoundingBox`).
+    fn bounds(&self) -> [f64; 4] {
+        let (height, width) = match self.shape {
+            Shape::Radius(r) => (self.unit * r, self.unit * r),
+            Shape::Box { width, height } => (self.unit * (height / 2.0), self.unit * (width / 2.0)),
+        };
+        let (lon, lat) = (self.longitude, self.latitude);
+        let lat_delta = rad_deg(height / EARTH_RADIUS_M);
+        let long_delta_top = rad_deg(width / EARTH_RADIUS_M / deg_rad(lat + lat_delta).cos());
+        let long_delta_bottom = rad_deg(width / EARTH_RADIUS_M / deg_rad(lat - lat_delta).cos());
+        let delta = if lat < 0.0 {
+            long_delta_bottom
+        } else {
+            long_delta_top
+        };
+        [lon - delta, lat - lat_delta, lon + delta, lat + lat_delta]
+    }
+
+    /// The cells to read, in Redis's order (centre, N, S, E, W, NE, NW, SE, SW); None for those
+    /// the shape cannot reach (`geohashCalculateAreasByShapeWGS84`).
+    fn cells(&self) -> [Option<Hash>; 9] {
+        let [min_lon, min_lat, max_lon, max_lat] = self.bounds();
+        let radius_meters = match self.shape {
+            Shape::Radius(r) => r,
+            Shape::Box { width, height } => {
+                ((width / 2.0) * (width / 2.0) + (height / 2.0) * (height / 2.0)).sqrt()
+            }
+        } * self.unit;
+        let mut step = estimate_step(radius_meters, self.latitude);
+        let at = |step| {
+            encode(LONG_SPAN, LAT_SPAN, self.longitude, self.latitude, step)
+                .unwrap_or(Hash { bits: 0, step })
+        };
+        let mut hash = at(step);
+        let cell = |h| decode(LONG_SPAN, LAT_SPAN, h);
+        // Near a cell's edge the estimated step can be too fine for a neighbour to cover the
+        // whole shape: one step coarser then.
+        let too_small = cell(neighbour(hash, 0, 1)).latitude.max < max_lat
+            || cell(neighbour(hash, 0, -1)).latitude.min > min_lat
+            || cell(neighbour(hash, 1, 0)).longitude.max < max_lon
+            || cell(neighbour(hash, -1, 0)).longitude.min > min_lon;
+        if step > 1 && too_small {
+            step -= 1;
+            hash = at(step);
+        }
+        let area = cell(hash);
+        // (dx, dy) of each cell, in Redis's order.
+        const AROUND: [(i8, i8); 9] = [
+            (0, 0),
+            (0, 1),
+            (0, -1),
+            (1, 0),
+            (-1, 0),
+            (1, 1),
+            (-1, 1),
+            (1, -1),
+            (-1, -1),
+        ];
+        let mut out = [None; 9];
+        for (slot, &(dx, dy)) in out.iter_mut().zip(AROUND.iter()) {
+            let useless = step >= 2
+                && ((dy < 0 && area.latitude.min < min_lat)
+                    || (dy > 0 && area.latitude.max > max_lat)
+                    || (dx < 0 && area.longitude.min < min_lon)
+                    || (dx > 0 && area.longitude.max > max_lon));
+            if !useless {
+                *slot = Some(neighbour(hash, dx, dy));
+            }
+        }
+        out
+    }
+
+    /// The position and distance (in metres) of a point with this score, if it is inside the
+    /// shape (`geoWithinShape`).
+    fn within(&self, score: f64) -> Option<(f64, f64, f64)> {
+        let (lon, lat) = position(score);
+        let (x1, y1) = (self.longitude, self.latitude);
+        let dist = match self.shape {
+            Shape::Radius(r) => {
+                let d = distance(x1, y1, lon, lat);
+                if d > r * self.unit {
+                    return None;
+                }
+                d
+            }
+            Shape::Box { width, height } => {
+                let (width_m, height_m) = (width * self.unit, height * self.unit);
+                if lat_distance(lat, y1) > height_m / 2.0 {
+                    return None;
+                }
+                if distance(lon, lat, x1, lat) > width_m / 2.0 {
+                    return None;
+                }
+                distance(x1, y1, lon, lat)
+            }
+        };
+        Some((lon, lat, dist))
+    }
+}
+
+/// Redis's comparison of two points by distance (`sort_gp_asc`).
+fn nearer(a: &GeoPoint, b: &GeoPoint) -> Ordering {
+    if a.distance > b.distance {
+        Ordering::Greater
+    } else if a.distance == b.distance {
+        Ordering::Equal
+    } else {
+        Ordering::Less
+    }
+}
+
+/// Orders `points` so that `points[..keep]` holds the first `keep` of the full order, in order,
+/// exactly as Redis's `pqsort` (Bentley and McIlroy's quicksort that skips the partitions
+/// outside the wanted range) leaves them, ties included.
+fn partial_sort<T>(v: &mut [T], keep: usize, cmp: &impl Fn(&T, &T) -> Ordering) {
+    if keep == 0 || v.is_empty() {
+        return;
+    }
+    pqsort(v, 0, v.len(), cmp, 0, keep - 1);
+}
+
+fn med3<T>(v: &[T], a: usize, b: usize, c: usize, cmp: &impl Fn(&T, &T) -> Ordering) -> usize {
+    if cmp(&v[a], &v[b]).is_lt() {
+        if cmp(&v[b], &v[c]).is_lt() {
+            b
+        } else if cmp(&v[a], &v[c]).is_lt() {
+            c
+        } else {
+            a
+        }
+    } else if cmp(&v[b], &v[c]).is_gt() {
+        b
+    } else if cmp(&v[a], &v[c]).is_lt() {
+        a
+    } else {
+        c
+    }
+}
+
+fn vecswap<T>(v: &mut [T], a: usize, b: usize, n: usize) {
+    for i in 0..n {
+        v.swap(a + i, b + i);
+    }
+}
+
+/// `_pqsort` on `v[a..a + n]`, wanting the elements `lo..=hi` in place.
+fn pqsort<T>(
+    v: &mut [T],
+    mut a: usize,
+    mut n: usize,
+    cmp: &impl Fn(&T, &T) -> Ordering,
+    lo: usize,
+    hi: usize,
+) {
+    // Whether v[s..s + m] holds any of lo..=hi.
+    let wanted = |s: usize, m: usize| !((lo < s && hi < s) || (lo >= s + m && hi >= s + m));
+    loop {
+        if n < 7 {
+            for pm in a + 1..a + n {
+                let mut pl = pm;
+                while pl > a && cmp(&v[pl - 1], &v[pl]).is_gt() {
+                    v.swap(pl, pl - 1);
+                    pl -= 1;
+                }
+            }
+            return;
+        }
+        let mut pm = a + n / 2;
+        if n > 7 {
+            let mut pl = a;
+            let mut pn = a + n - 1;
+            if n > 40 {
+                let d = n / 8;
+                pl = med3(v, pl, pl + d, pl + 2 * d, cmp);
+                pm = med3(v, pm - d, pm, pm + d, cmp);
+                pn = med3(v, pn - 2 * d, pn - d, pn, cmp);
+            }
+            pm = med3(v, pl, pm, pn, cmp);
+        }
+        v.swap(a, pm);
+        let (mut pa, mut pb) = (a + 1, a + 1);
+        let (mut pc, mut pd) = (a + n - 1, a + n - 1);
+        loop {
+            while pb <= pc {
+                let r = cmp(&v[pb], &v[a]);
+                if r.is_gt() {
+                    break;
+                }
+                if r.is_eq() {
+                    v.swap(pa, pb);
+                    pa += 1;
+                }
+                pb += 1;
+            }
+            while pb <= pc {
+                let r = cmp(&v[pc], &v[a]);
+                if r.is_lt() {
+                    break;
+                }
+                if r.is_eq() {
+                    v.swap(pc, pd);
+                    pd -= 1;
+                }
+                pc -= 1;
+            }
+            if pb > pc {
+                break;
+            }
+            v.swap(pb, pc);
+            pb += 1;
+            pc -= 1;
+        }
+        let pn = a + n;
+        let r = (pa - a).min(pb - pa);
+        vecswap(v, a, pb - r, r);
+        let r = (pd - pc).min(pn - pd - 1);
+        vecswap(v, pb, pn - r, r);
+        let r = pb - pa;
+        if r > 1 && wanted(a, r) {
+            pqsort(v, a, r, cmp, lo, hi);
+        }
+        let r = pd - pc;
+        if r <= 1 {
+            return;
+        }
+        a = pn - r;
+        n = r;
+        if !wanted(a, n) {
+            return;
+        }
+    }
+}
+
+impl Db {
+    /// GEOSEARCH (and GEORADIUS...): the members of the geo set at `key` inside the query's
+    /// shape, ordered and cut as Redis does. Nothing if the key is missing; `WrongType` if it
+    /// is not a sorted set.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use strata::geo::{self, GeoOrder, GeoQuery, Shape};
+    /// let db = strata::Db::open(dir.path())?;
+    /// let palermo = geo::score(13.361389, 38.115556).unwrap();
+    /// let catania = geo::score(15.087269, 37.502669).unwrap();
+    /// db.zadd(b"Sicily", &[(palermo, &b"Palermo"[..]), (catania, &b"Catania"[..])], Default::default())?;
+    /// let q = GeoQuery { longitude: 15.0, latitude: 37.0, shape: Shape::Radius(200.0), unit: 1000.0,
+    ///                    order: GeoOrder::Asc, count: 0, any: false };
+    /// let found = db.geosearch(b"Sicily", &q)?;
+    /// assert_eq!(found[0].member, b"Catania");
+    /// assert_eq!(format!("{:.4}", found[1].distance), "190.4424");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn geosearch(&self, key: &[u8], q: &GeoQuery) -> Result<Vec<GeoPoint>> {
+        let _g = self.inner.locks.lock_one(self.index, key);
+        self.geosearch_locked(key, q)
+    }
+
+    /// GEOSEARCHSTORE (and GEORADIUS ... STORE): stores the result of [`Db::geosearch`] on `src`
+    /// as the sorted set `dst` — each member with its geohash score, or with `storedist` its
+    /// distance in the query's unit — replacing any value (an empty result deletes `dst`), and
+    /// returns how many points it stored.
+    pub fn geosearch_store(
+        &self,
+        dst: &[u8],
+        src: &[u8],
+        q: &GeoQuery,
+        storedist: bool,
+    ) -> Result<u64> {
+        let _g = self
+            .inner
+            .locks
+            .lock([(self.index, dst), (self.index, src)]);
+        let points = self.geosearch_locked(src, q)?;
+        let mut seen = std::collections::HashSet::with_capacity(points.len());
+        let mut items: Vec<ScoredMember> = Vec::with_capacity(points.len());
+        for p in points {
+            if seen.insert(p.member.clone()) {
+                let s = if storedist { p.distance } else { p.score };
+                items.push((p.member, s));
+            }
+        }
+        self.zset_store(dst, &items)
+    }
+
+    fn geosearch_locked(&self, key: &[u8], q: &GeoQuery) -> Result<Vec<GeoPoint>> {
+        let Some(c) = self.load_collection(key, KeyType::ZSet)? else {
+            return Ok(Vec::new());
+        };
+        let limit = if q.any { q.count } else { 0 };
+        let full = |found: &Vec<GeoPoint>| limit != 0 && found.len() as u64 >= limit;
+        let cells = q.cells();
+        let mut found: Vec<GeoPoint> = Vec::new();
+        let mut last: Option<usize> = None;
+        for (i, cell) in cells.iter().enumerate() {
+            let Some(cell) = *cell else {
+                continue;
+            };
+            // A huge radius can make neighbours equal; Redis skips a cell equal to the last one
+            // it read (though never compares with the centre cell, its first).
+            if let Some(l) = last.filter(|&l| l != 0) {
+                if cells[l] == Some(cell) {
+                    continue;
+                }
+            }
+            if full(&found) {
+                break;
+            }
+            let min = align52(cell) as f64;
+            let max = align52(Hash {
+                bits: cell.bits.wrapping_add(1),
+                step: cell.step,
+            }) as f64;
+            let range = ScoreRange {
+                min,
+                min_exclusive: false,
+                max,
+                max_exclusive: true,
+            };
+            self.zset_visit(key, &c, &ZRangeBy::Score(range), false, |m, s| {
+                if let Some((longitude, latitude, distance)) = q.within(s) {
+                    found.push(GeoPoint {
+                        member: m.to_vec(),
+                        score: s,
+                        longitude,
+                        latitude,
+                        distance,
+                    });
+                }
+                !full(&found)
+            })?;
+            last = Some(i);
+        }
+        let order = match q.order {
+            GeoOrder::Unsorted if q.count != 0 && !q.any => GeoOrder::Asc,
+            o => o,
+        };
+        let keep = if q.count == 0 {
+            found.len()
+        } else {
+            found.len().min(q.count as usize)
+        };
+        let cmp: fn(&GeoPoint, &GeoPoint) -> Ordering = match order {
+            GeoOrder::Unsorted => |_, _| Ordering::Equal,
+            GeoOrder::Asc => nearer,
+            GeoOrder::Desc => |a, b| nearer(b, a),
+        };
+        if order != GeoOrder::Unsorted {
+            if keep == found.len() {
+                // glibc's qsort is a merge sort: stable.
+                found.sort_by(cmp);
+            } else {
+                partial_sort(&mut found, keep, &cmp);
+            }
+        }
+        found.truncate(keep);
+        for p in &mut found {
+            p.distance /= q.unit;
+        }
+        Ok(found)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PALERMO: (f64, f64) = (13.361389, 38.115556);
+    const CATANIA: (f64, f64) = (15.087269, 37.502669);
+
+    fn score_of(p: (f64, f64)) -> f64 {
+        score(p.0, p.1).expect("valid position")
+    }
+
+    #[test]
+    fn palermo_encodes_to_redis_score_and_geohash() {
+        assert_eq!(score_of(PALERMO), 3479099956230698.0);
+        assert_eq!(&geohash(score_of(PALERMO)), b"sqc8b49rny0");
+        assert_eq!(&geohash(score_of(CATANIA)), b"sqdtr74hyu0");
+    }
+
+    #[test]
+    fn decoding_gives_the_cell_centre_redis_prints() {
+        let (lon, lat) = position(score_of(PALERMO));
+        assert_eq!(format!("{lon:.17}"), "13.36138933897018433");
+        assert_eq!(format!("{lat:.17}"), "38.11555639549629859");
+    }
+
+    #[test]
+    fn encode_decode_round_trips_within_a_cell() {
+        let cell_lon = 360.0 / (1u64 << 26) as f64;
+        let cell_lat = (LAT_MAX - LAT_MIN) / (1u64 << 26) as f64;
+        let mut x: u64 = 0x9E3779B97F4A7C15;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let lon = LONG_MIN + (x % 3_600_000) as f64 / 10_000.0;
+            let lat = LAT_MIN + ((x >> 24) % 1_701_022) as f64 / 10_000.0;
+            let s = score(lon, lat).expect("in range");
+            assert!(s < (1u64 << 52) as f64);
+            let (dlon, dlat) = position(s);
+            assert!((dlon - lon).abs() <= cell_lon / 2.0 + 1e-12, "{lon} {dlon}");
+            assert!((dlat - lat).abs() <= cell_lat / 2.0 + 1e-12, "{lat} {dlat}");
+            assert_eq!(score(dlon, dlat), Some(s));
+        }
+    }
+
+    #[test]
+    fn the_limits_encode_and_decode_clamped() {
+        // The very edges overflow into bit 52 and 53, as in Redis; they decode to the limits.
+        let top = score(LONG_MAX, LAT_MAX).expect("edge is valid");
+        assert_eq!(top, (3u64 << 52) as f64);
+        assert_eq!(position(top), (LONG_MAX, LAT_MAX));
+        let bottom = score(LONG_MIN, LAT_MIN).expect("edge is valid");
+        assert_eq!(bottom, 0.0);
+        let (lon, lat) = position(bottom);
+        assert!(lon > LONG_MIN && lon < LONG_MIN + 1e-5);
+        assert!(lat > LAT_MIN && lat < LAT_MIN + 1e-5);
+        assert_eq!(score(180.000001, 0.0), None);
+        assert_eq!(score(0.0, 85.05112879), None);
+        assert_eq!(score(0.0, -85.05112879), None);
+        assert_eq!(score(f64::NAN, 0.0), None);
+    }
+
+    #[test]
+    fn antimeridian_neighbours_wrap_around() {
+        let h = encode(LONG_SPAN, LAT_SPAN, 179.99, 0.0, 10).expect("valid");
+        let east = decode(LONG_SPAN, LAT_SPAN, neighbour(h, 1, 0));
+        assert!(east.longitude.min < -179.0, "{east:?}");
+        let west = decode(LONG_SPAN, LAT_SPAN, neighbour(h, -1, 0));
+        assert!(west.longitude.max <= 179.99 && west.longitude.max > 179.0);
+    }
+
+    #[test]
+    fn distances_follow_redis_haversine() {
+        let (p, c) = (position(score_of(PALERMO)), position(score_of(CATANIA)));
+        let d = distance(p.0, p.1, c.0, c.1);
+        assert_eq!(format!("{:.4}", d), "166274.1516");
+        assert_eq!(distance(10.0, 20.0, 10.0, 20.0), 0.0);
+        // Same longitude: the meridian arc.
+        let arc = distance(10.0, 0.0, 10.0, 1.0);
+        assert_eq!(arc, EARTH_RADIUS_M * deg_rad(1.0));
+    }
+
+    #[test]
+    fn step_estimation_follows_the_radius_and_latitude() {
+        assert_eq!(estimate_step(0.0, 0.0), 26);
+        assert_eq!(estimate_step(1000.0, 0.0), 14);
+        assert_eq!(estimate_step(1000.0, 70.0), 13);
+        assert_eq!(estimate_step(1000.0, -85.0), 12);
+        assert_eq!(estimate_step(1e9, 0.0), 1);
+        assert_eq!(estimate_step(f64::INFINITY, 0.0), 1);
+        assert_eq!(estimate_step(1e-9, 0.0), 26);
+    }
+
+    fn query(lon: f64, lat: f64, shape: Shape) -> GeoQuery {
+        GeoQuery {
+            longitude: lon,
+            latitude: lat,
+            shape,
+            unit: 1000.0,
+            order: GeoOrder::Asc,
+            count: 0,
+            any: false,
+        }
+    }
+
+    #[test]
+    fn cells_cover_the_centre_and_skip_useless_neighbours() {
+        let q = query(15.0, 37.0, Shape::Radius(200.0));
+        let cells = q.cells();
+        assert!(cells[0].is_some());
+        // Radius 0 searches the centre's 26-bit cell (and the neighbours the check keeps).
+        let zero = query(13.361389, 38.115556, Shape::Radius(0.0)).cells();
+        let centre_cell = zero[0].expect("centre");
+        assert_eq!(align52(centre_cell) as f64, score_of(PALERMO));
+        assert!(zero.iter().flatten().all(|h| h.step >= 25));
+    }
+
+    #[test]
+    fn partial_sort_orders_the_wanted_prefix() {
+        let mut x: u64 = 7;
+        for len in [0usize, 1, 5, 7, 8, 40, 41, 200] {
+            for keep in [1usize, 3, 10, 100] {
+                let mut v: Vec<u32> = (0..len)
+                    .map(|_| {
+                        x = x
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        ((x >> 33) % 50) as u32
+                    })
+                    .collect();
+                let mut sorted = v.clone();
+                sorted.sort();
+                let keep = keep.min(len);
+                partial_sort(&mut v, keep, &|a: &u32, b: &u32| a.cmp(b));
+                assert_eq!(v[..keep], sorted[..keep], "len {len} keep {keep}");
+            }
+        }
+    }
+}

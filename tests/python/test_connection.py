@@ -1,6 +1,7 @@
 """Connection commands: PING ECHO QUIT RESET HELLO AUTH CLIENT."""
 
 import re
+import time
 
 import pytest
 
@@ -262,6 +263,46 @@ def test_client_list_and_info_fields_are_redis_7s_in_its_order(strata_server, re
     names, stable = got[0][1]  # CLIENT INFO's: its request is 26 bytes
     assert names[:3] == [b"id", b"addr", b"laddr"] and names[-1] == b"resp"
     assert stable[b"qbuf"] == b"26" and stable[b"flags"] == b"N" and stable[b"multi"] == b"-1"
+
+
+def _query_buffer(watcher, name: bytes) -> tuple[int, int]:
+    """(qbuf, qbuf-free) of the client named `name`, as CLIENT LIST shows it."""
+    for line in watcher.call("CLIENT", "LIST").rstrip(b"\n").split(b"\n"):
+        f = _fields(line)
+        if f[b"name"] == name:
+            return int(f[b"qbuf"]), int(f[b"qbuf-free"])
+    raise AssertionError(f"no client named {name!r}")
+
+
+@pytest.mark.parametrize("server", ["strata", "redis"])
+def test_query_buffer_is_sized_for_reads_shrunk_after_big_requests_and_freed_when_idle(
+        request, server):
+    srv = request.getfixturevalue("strata_server" if server == "strata" else "redis_server")
+    watcher, c = srv.conn(), srv.conn()
+    c.call("CLIENT", "SETNAME", "qb")
+    # Room for one 16 KiB read, and not much more.
+    qbuf, free = _query_buffer(watcher, b"qb")
+    assert 16384 <= qbuf + free < 32768, (qbuf, free)
+    # A big request leaves room for another like it...
+    c.call("SET", "x", "A" * 400_000)
+    qbuf, free = _query_buffer(watcher, b"qb")
+    big = qbuf + free
+    assert big > 32768, (qbuf, free)
+    # ...until small requests show it is no longer needed: it shrinks, but not to nothing.
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:
+        c.call("SET", "x", "A" * 100)
+        qbuf, free = _query_buffer(watcher, b"qb")
+        if qbuf + free < big:
+            break
+        time.sleep(0.01)
+    assert 0 < qbuf + free < big, (qbuf, free, big)
+    # A client idle for more than 2 seconds gives its buffer back.
+    deadline = time.monotonic() + 6
+    while _query_buffer(watcher, b"qb") != (0, 0):
+        assert time.monotonic() < deadline, _query_buffer(watcher, b"qb")
+        time.sleep(0.1)
+    assert c.call("GET", "x") == b"A" * 100
 
 
 def test_client_list_shows_an_open_transaction_and_no_evict(strata_server, redis_server):

@@ -1,4 +1,4 @@
-"""Server commands: COMMAND INFO CONFIG TIME LASTSAVE BGSAVE SHUTDOWN DEBUG."""
+"""Server commands: COMMAND INFO CONFIG TIME LASTSAVE SAVE BGSAVE SHUTDOWN DEBUG."""
 
 import os
 import re
@@ -158,6 +158,39 @@ def test_info_section_selects_only_that_section(strata_server):
         assert b"redis_version:" in c.call("INFO", everything)
 
 
+def _stats_lines(info: bytes, prefix: str) -> dict:
+    """`cmdstat_*` / `errorstat_*` lines of INFO, without the timings (they vary)."""
+    out = {}
+    for key, value in _parse_info(info).items():
+        if key.startswith(prefix):
+            fields = dict(f.split("=") for f in value.split(","))
+            out[key] = {k: v for k, v in fields.items() if not k.startswith("usec")}
+    return out
+
+
+def commandstats_transcript(server):
+    c = server.conn()
+    c.call("CONFIG", "RESETSTAT")
+    for cmd in (("SET", "k", "v"), ("GET", "k"), ("GET",), ("LPUSH", "k", "x"), ("NOSUCH",),
+                ("CONFIG", "GET", "maxclients"), ("EXEC",), ("MULTI",), ("INCR", "k"), ("SET", "n"),
+                ("EXEC",), ("EVAL", "return redis.call('incr', KEYS[1])", "1", "k")):
+        c.call_raw(*cmd)
+    info = c.call("INFO", "commandstats", "errorstats")
+    default, everything = c.call("INFO"), c.call("INFO", "everything")
+    stats = _parse_info(c.call("INFO", "stats"))
+    return (_stats_lines(info, "cmdstat_"), _stats_lines(info, "errorstat_"),
+            b"rejected_calls" in default, b"rejected_calls" in everything, stats["total_error_replies"])
+
+
+def test_info_commandstats_and_errorstats_count_like_redis(start_strata, start_redis):
+    got = commandstats_transcript(start_strata())
+    assert got == commandstats_transcript(start_redis())
+    cmdstats = got[0]
+    assert cmdstats["cmdstat_get"] == {"calls": "1", "rejected_calls": "1", "failed_calls": "0"}
+    assert cmdstats["cmdstat_exec"] == {"calls": "2", "rejected_calls": "0", "failed_calls": "2"}
+    assert "cmdstat_config|get" in cmdstats
+
+
 def test_info_keyspace_counts_keys_and_expires(strata_server):
     c = strata_server.conn()
     assert b"db0:" not in c.call("INFO", "keyspace")  # empty dbs aren't listed
@@ -315,6 +348,24 @@ def test_bgsave_starts_a_save_that_appears_in_the_dir(start_strata):
     assert set(os.listdir(s.dir)) - before, f"BGSAVE left nothing new in {s.dir}: {sorted(before)}"
     persistence = _parse_info(c.call("INFO", "persistence"))
     assert persistence.get("rdb_last_bgsave_status") == "ok"
+
+
+def test_save_writes_a_checkpoint_before_answering(start_strata):
+    s = start_strata()
+    c = s.conn()
+    c.call("SET", "k", "v")
+    time.sleep(1.1)  # so that the new LASTSAVE is distinguishable from the startup one
+    t0 = int(time.time())
+    before = set(os.listdir(s.dir))
+    assert c.call_raw("SAVE") == b"+OK\r\n"
+    # Answered once written: no waiting, unlike BGSAVE.
+    assert c.call("LASTSAVE") >= t0
+    assert set(os.listdir(s.dir)) - before, f"SAVE left nothing new in {s.dir}: {sorted(before)}"
+    # As in Redis: not inside MULTI (the transaction is doomed), and no arguments.
+    assert c.call_raw("MULTI") == b"+OK\r\n"
+    assert c.call_raw("SAVE") == b"-ERR Command not allowed inside a transaction\r\n"
+    assert c.call_raw("EXEC").startswith(b"-EXECABORT")
+    assert c.call_raw("SAVE", "x") == b"-ERR wrong number of arguments for 'save' command\r\n"
 
 
 def test_debug_sleep_0(strata_server):

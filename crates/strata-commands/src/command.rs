@@ -89,6 +89,9 @@ pub mod flag {
     pub const NOT_QUEUED: u64 = 1 << 24;
     /// Hidden (Strata): changes the selected database (followed through a transaction's queue).
     pub const SELECTS_DB: u64 = 1 << 25;
+    /// Hidden (Strata): runs the transaction's queue (EXEC); refused, it discards the
+    /// transaction and says why (Redis's `execCommandAbort`).
+    pub const RUNS_QUEUE: u64 = 1 << 26;
     /// No flag.
     pub const NONE: u64 = 0;
 }

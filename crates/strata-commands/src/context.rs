@@ -9,6 +9,7 @@ use bytes::Bytes;
 use strata_resp::{Frame, Protocol};
 
 use crate::command::CommandSpec;
+use crate::command_stats::LocalStats;
 use crate::notify;
 use crate::scripting::{self, ScriptCache};
 use crate::watch::{Watches, Watching};
@@ -60,6 +61,9 @@ pub struct Session {
     /// Keys the running write command named but left unchanged (SMOVE of a member the
     /// destination already has): WATCH does not see them, as Redis signals only modified keys.
     pub unchanged: Vec<Bytes>,
+    /// Commands run and errors answered since the connection last added them to the server's
+    /// totals (INFO commandstats / errorstats).
+    pub stats: LocalStats,
 }
 
 /// A replica's PSYNC: the history it follows and the next offset it needs (`?` and -1 when it
@@ -151,6 +155,7 @@ impl Session {
             subscriptions: Subscriptions::default(),
             replica_port: 0,
             unchanged: Vec::new(),
+            stats: LocalStats::default(),
         }
     }
 }
@@ -194,6 +199,8 @@ pub trait ServerApi: Send + Sync {
     fn client_kill(&self, filter: &KillFilter, self_id: u64) -> usize;
     /// BGSAVE: start a checkpoint in the background.
     fn bgsave(&self) -> Result<(), String>;
+    /// SAVE: write a checkpoint now, returning once it is written.
+    fn save(&self) -> Result<(), String>;
     /// LASTSAVE: Unix seconds of the last successful save.
     fn lastsave(&self) -> u64;
     /// SHUTDOWN: flush and stop the server. Err = reason it refused.
@@ -273,6 +280,11 @@ pub trait ServerApi: Send + Sync {
     /// (-LOADING, -MASTERDOWN, -READONLY, -NOREPLICAS), if any. Called for every command, so
     /// it must be one atomic load when there is nothing to refuse.
     fn refusal(&self, _spec: &CommandSpec) -> Option<Frame> {
+        None
+    }
+    /// Why a script or function declared able to write (flags without `no-writes`) may not
+    /// start now (-NOREPLICAS, -READONLY on a read-only replica), if it may not.
+    fn script_write_refusal(&self) -> Option<Frame> {
         None
     }
     /// The keyspace-event classes enabled now (`notify::*` bits; 0 when off). Called for every

@@ -1,8 +1,10 @@
 //! The dispatcher: runs one command as a client sent it ([`execute`]: lookup, arity,
-//! authentication, queue-time refusals, MULTI queueing) or as a checked command ([`run`]:
+//! authentication, queue-time refusals — -BUSY while a script runs long included — MULTI
+//! queueing) or as a checked command ([`run`]:
 //! the key locks, keyspace events and WATCH touches around the handler, and blocked-client
 //! wake-ups after it). Both return the command's [`Outcome`]. Finds rows in the
-//! [`crate::registry`].
+//! [`crate::registry`], and counts every command run or refused in the session's
+//! [`crate::command_stats::LocalStats`].
 
 use bytes::Bytes;
 use strata_resp::{Frame, Protocol};
@@ -24,38 +26,43 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Outcome {
         return refuse(ctx, errors::unknown_command(argv));
     };
     if !ctx.session.authenticated && !spec.has(command::NO_AUTH) {
-        return refuse(ctx, errors::err(errors::NOAUTH));
+        return refuse_command(ctx, spec, argv, errors::err(errors::NOAUTH));
     }
     if !spec.arity_ok(argv.len()) {
-        return refuse(ctx, errors::wrong_arity(spec.name));
+        return refuse_command(ctx, spec, argv, errors::wrong_arity(spec.name));
     }
     if ctx.session.multi.is_some() && spec.has(command::NO_MULTI) {
-        return refuse(ctx, errors::err(errors::NOT_IN_MULTI));
+        return refuse_command(ctx, spec, argv, errors::err(errors::NOT_IN_MULTI));
     }
     if ctx.session.subscriptions.total() > 0
         && ctx.session.protocol == Protocol::Resp2
         && !spec.has(command::WHEN_SUBSCRIBED)
     {
         // Redis names a container's subcommand in full (`pubsub|numsub`).
-        let sub = argv
-            .get(1)
-            .filter(|_| !registry::subcommands_of(spec.name).is_empty());
-        let full = sub.and_then(|s| registry::lookup(&[spec.name.as_bytes(), b"|", s].concat()));
-        let name = full.map_or(spec.name, |f| f.name);
-        return refuse(ctx, errors::err(errors::only_pubsub_allowed(name)));
+        let name = subcommand(spec, argv).map_or(spec.name, |f| f.name);
+        return refuse_command(
+            ctx,
+            spec,
+            argv,
+            errors::err(errors::only_pubsub_allowed(name)),
+        );
     }
-    if let Some(refused) = ctx.server.refusal(spec) {
-        // A container (CONFIG, CLIENT...) is judged by the flags of its subcommand.
-        let sub = argv
-            .get(1)
-            .filter(|_| !registry::subcommands_of(spec.name).is_empty())
-            .and_then(|s| registry::lookup(&[spec.name.as_bytes(), b"|", s].concat()));
-        let refused = match sub {
-            Some(sub) => ctx.server.refusal(sub),
-            None => Some(refused),
-        };
-        if let Some(refused) = refused {
-            return refuse(ctx, refused);
+    // A container (CONFIG, FUNCTION...) is judged by the flags of its subcommand.
+    let judged = match registry::is_container(spec.name) {
+        true => subcommand(spec, argv).unwrap_or(spec),
+        false => spec,
+    };
+    if let Some(refused) = ctx.server.refusal(judged) {
+        return refuse_command(ctx, spec, argv, refused);
+    }
+    // While a script runs past busy-reply-threshold, only `allow-busy` commands are served
+    // (SCRIPT KILL, FUNCTION KILL, SHUTDOWN, AUTH, MULTI/DISCARD...), inside MULTI too.
+    if let Some(busy) = ctx.server.scripts().busy_error() {
+        if !subcommand(spec, argv)
+            .unwrap_or(spec)
+            .has(command::ALLOW_BUSY)
+        {
+            return refuse_command(ctx, spec, argv, errors::err(busy));
         }
     }
     if let Some(multi) = ctx.session.multi.as_mut() {
@@ -72,11 +79,52 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Outcome {
 /// How long a script waits for the lock of a key it did not declare before going on without it.
 const SCRIPT_LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// The subcommand row of a container's command (`CONFIG GET` for CONFIG), if `spec` is one.
+fn subcommand(spec: &CommandSpec, argv: &[Bytes]) -> Option<&'static CommandSpec> {
+    argv.get(1)
+        .filter(|_| registry::is_container(spec.name))
+        .and_then(|s| registry::lookup(&[spec.name.as_bytes(), b"|", s].concat()))
+}
+
+/// The name INFO commandstats counts a command under: a subcommand's full `container|sub`.
+fn stat_name(spec: &'static CommandSpec, argv: &[Bytes]) -> &'static str {
+    subcommand(spec, argv).map_or(spec.name, |s| s.name)
+}
+
 /// A queue-time refusal: inside MULTI it marks the transaction failed.
 fn refuse(ctx: &mut Ctx<'_>, reply: Frame) -> Outcome {
     if let Some(multi) = ctx.session.multi.as_mut() {
         multi.failed = true;
     }
+    ctx.session.stats.error(&reply);
+    Outcome::Reply(reply)
+}
+
+/// [`refuse`] for a command whose row is known (counted in its `rejected_calls`). A refused EXEC
+/// discards the transaction (and forgets the watched keys) and says why, as Redis's
+/// `execCommandAbort`.
+fn refuse_command(
+    ctx: &mut Ctx<'_>,
+    spec: &'static CommandSpec,
+    argv: &[Bytes],
+    reply: Frame,
+) -> Outcome {
+    let reply = if spec.has(command::RUNS_QUEUE) {
+        ctx.session.multi = None;
+        ctx.session.watching = None;
+        match reply {
+            Frame::Error(text) => errors::err(errors::exec_abort_because(
+                String::from_utf8_lossy(&text).trim_start_matches('-'),
+            )),
+            other => other,
+        }
+    } else {
+        if let Some(multi) = ctx.session.multi.as_mut() {
+            multi.failed = true;
+        }
+        reply
+    };
+    ctx.session.stats.rejected(stat_name(spec, argv), &reply);
     Outcome::Reply(reply)
 }
 
@@ -89,6 +137,28 @@ fn refuse(ctx: &mut Ctx<'_>, reply: Frame) -> Outcome {
 ///
 /// [`Session::ready_keys`]: crate::Session::ready_keys
 pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Outcome {
+    let started = std::time::Instant::now();
+    let outcome = run_locked(ctx, spec, argv);
+    // A command that blocked is counted when it is served, as in Redis.
+    if !matches!(outcome, Outcome::Block(_)) {
+        let usec = started.elapsed().as_micros() as u64;
+        let failed = !outcome.succeeded();
+        ctx.session.stats.ran(stat_name(spec, argv), usec, failed);
+        // A script's own calls are not error replies to the client: its reply is.
+        if !ctx.session.in_script {
+            if let Outcome::Reply(reply)
+            | Outcome::ReplyThenClose(reply)
+            | Outcome::Replies(_, reply) = &outcome
+            {
+                ctx.session.stats.error(reply);
+            }
+        }
+    }
+    outcome
+}
+
+/// [`run`] without the statistics.
+fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Outcome {
     ctx.server.note_command(ctx.session, spec.name);
     let write = spec.has(command::WRITE);
     let (targets, all) = match isolation::targets(spec, argv, ctx.session.db.index()) {

@@ -11,6 +11,7 @@ pub mod args;
 pub mod bitmap_family;
 pub mod blocking_family;
 pub mod command;
+pub mod command_stats;
 pub mod connection_family;
 pub mod context;
 pub mod cursor;

@@ -191,6 +191,19 @@ pub fn top_level() -> impl Iterator<Item = &'static CommandSpec> {
     all().iter().copied().filter(|c| !c.name.contains('|'))
 }
 
+/// Whether `name` is a container with subcommands (CONFIG, CLIENT...).
+pub fn is_container(name: &str) -> bool {
+    static CONTAINERS: OnceLock<std::collections::HashSet<&'static str>> = OnceLock::new();
+    CONTAINERS
+        .get_or_init(|| {
+            all()
+                .iter()
+                .filter_map(|c| c.name.split_once('|').map(|(parent, _)| parent))
+                .collect()
+        })
+        .contains(name)
+}
+
 /// The subcommand rows of a container.
 pub fn subcommands_of(container: &str) -> Vec<&'static CommandSpec> {
     all()

@@ -466,8 +466,11 @@ fn run_loaded(
 ) -> Reply {
     let read_only = match shebang {
         None => ro_command,
-        Some(s) if ro_command && !s.no_writes => return Err(Failure::text(errors::FCALL_RO_WRITE)),
-        Some(s) => ro_command || s.no_writes,
+        Some(s) if !s.no_writes => {
+            refuse_writing_script(ctx, ro_command)?;
+            false
+        }
+        Some(_) => true,
     };
     Ok(scripting::run_script(
         ctx,
@@ -583,6 +586,19 @@ fn script_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     ))
 }
 
+/// The checks Redis makes before starting a script or function whose flags allow writes: it is
+/// refused as a write command would be (-NOREPLICAS, -READONLY), then refused to the `*_RO`
+/// commands.
+fn refuse_writing_script(ctx: &Ctx<'_>, ro_command: bool) -> Result<(), Failure> {
+    if let Some(refused) = ctx.server.script_write_refusal() {
+        return Err(Failure(refused));
+    }
+    if ro_command {
+        return Err(Failure::text(errors::FCALL_RO_WRITE));
+    }
+    Ok(())
+}
+
 /// FCALL and FCALL_RO: `function numkeys key... arg...`; an unreadable count is Redis's "Bad
 /// number of keys".
 fn run_function(ctx: &mut Ctx<'_>, argv: &[Bytes], read_only: bool) -> Reply {
@@ -598,8 +614,8 @@ fn run_function(ctx: &mut Ctx<'_>, argv: &[Bytes], read_only: bool) -> Reply {
         .functions()
         .find(&name)
         .ok_or_else(|| Failure::text(errors::FUNCTION_NOT_FOUND))?;
-    if read_only && !info.read_only() {
-        return Err(Failure::text(errors::FCALL_RO_WRITE));
+    if !info.read_only() {
+        refuse_writing_script(ctx, read_only)?;
     }
     Ok(scripting::run_script(
         ctx,

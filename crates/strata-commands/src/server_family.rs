@@ -1,4 +1,4 @@
-//! Server commands: databases (DBSIZE, FLUSHDB, FLUSHALL, SWAPDB), persistence (BGSAVE, LASTSAVE,
+//! Server commands: databases (DBSIZE, FLUSHDB, FLUSHALL, SWAPDB), persistence (SAVE, BGSAVE, LASTSAVE,
 //! SHUTDOWN), introspection (INFO, CONFIG, TIME, DEBUG SLEEP). Whatever concerns the whole
 //! process is asked of the server through `ServerApi`.
 
@@ -130,6 +130,23 @@ pub static COMMANDS: &[CommandSpec] = &[
             complexity: "O(1)",
             summary: "Starts saving the data to disk in the background.",
             syntax: "[SCHEDULE]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "save",
+        arity: Arity::Exactly(1),
+        flags: Flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: Handler::Reply(save),
+        docs: Docs {
+            group: "server",
+            since: "1.0.0",
+            complexity: "O(N) where N is the total number of keys in all databases",
+            summary: "Synchronously save the dataset to disk",
+            syntax: "",
             tips: &[],
         },
     },
@@ -358,6 +375,12 @@ fn bgsave(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     a.finish()?;
     ctx.server.bgsave().map_err(Failure::text)?;
     Ok(Frame::simple("Background saving started"))
+}
+
+/// SAVE: writes the same checkpoint as BGSAVE, answering once it is on disk.
+fn save(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    ctx.server.save().map_err(Failure::text)?;
+    Ok(Frame::ok())
 }
 
 fn shutdown(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {

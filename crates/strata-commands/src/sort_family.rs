@@ -59,10 +59,23 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-/// SORT key ... STORE destination: the destination.
+/// SORT key ... STORE destination: the destination, found as Redis's `sortGetKeys` walks the
+/// options (skipping the arguments of LIMIT, GET and BY); the last STORE wins, as in SORT.
 fn sort_store_key(argv: &[Bytes], db: u32, out: &mut Vec<(u32, usize)>) {
-    if let Some(i) = (2..argv.len().saturating_sub(1)).find(|&i| is(&argv[i], "store")) {
-        out.push((db, i + 1));
+    let mut store = None;
+    let mut i = 2;
+    while i < argv.len() {
+        if is(&argv[i], "limit") {
+            i += 2;
+        } else if is(&argv[i], "get") || is(&argv[i], "by") {
+            i += 1;
+        } else if is(&argv[i], "store") && i + 1 < argv.len() {
+            store = Some(i + 1);
+        }
+        i += 1;
+    }
+    if let Some(i) = store {
+        out.push((db, i));
     }
 }
 
@@ -136,6 +149,19 @@ mod tests {
         assert_eq!(h.run(&["SORT", "l", "STORE", "d"]), Frame::Integer(3));
         assert_eq!(h.run(&["LLEN", "d"]), Frame::Integer(3));
         assert_eq!(h.error(&["SORT_RO", "l", "STORE", "d"]), errors::SYNTAX);
+        // The last STORE is the destination, for the command and for its keys.
+        assert_eq!(
+            h.run(&["SORT", "l", "STORE", "x", "GET", "store", "STORE", "d2"]),
+            Frame::Integer(3)
+        );
+        assert_eq!(h.run(&["EXISTS", "x", "d2"]), Frame::Integer(1));
+        assert_eq!(
+            h.run(&[
+                "COMMAND", "GETKEYS", "SORT", "abc", "STORE", "invalid", "STORE", "bad", "STORE",
+                "def"
+            ]),
+            Frame::Array(vec![Frame::bulk("abc"), Frame::bulk("def")])
+        );
         assert_eq!(h.error(&["SORT", "l", "LIMIT", "0"]), errors::SYNTAX);
         h.run(&["RPUSH", "w", "b", "a"]);
         assert_eq!(h.error(&["SORT", "w"]), errors::SORT_SCORE_NOT_DOUBLE);

@@ -50,6 +50,9 @@ impl ServerApi for NoServer {
     fn bgsave(&self) -> Result<(), String> {
         Ok(())
     }
+    fn save(&self) -> Result<(), String> {
+        Ok(())
+    }
     fn lastsave(&self) -> u64 {
         0
     }

@@ -41,7 +41,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "exec",
         arity: Arity::Exactly(1),
-        flags: Flags(NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | NOT_QUEUED),
+        flags: Flags(NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | NOT_QUEUED | RUNS_QUEUE),
         keys: Keys::None,
         key_specs: &[],
         acl: Acl(acl::TRANSACTION),

@@ -8,6 +8,10 @@
 //! The state is a [`Conn`] whose steps read as the loop does: `read_more`, `run_batch` (each
 //! request: `run_command`, `block` when it waits, `after_command`), `flush`.
 //!
+//! The query buffer is sized as Redis sizes it (see `shrink_buffers` and `wait_idle_input`):
+//! room for one read, kept large after a large request until smaller ones follow, and released
+//! while the client is idle.
+//!
 //! A client that has ever subscribed (pub/sub) also drains its outbox: while waiting for input
 //! it waits for pushed messages too and writes them as they come, and after each command it
 //! moves the messages queued meanwhile ahead of that command's reply (as Redis's output buffer
@@ -40,6 +44,14 @@ const READ_CHUNK: usize = 16 * 1024;
 const WRITE_FLUSH: usize = 256 * 1024;
 /// Buffers larger than this are released once empty, so an idle client holds little memory.
 const SHRINK_ABOVE: usize = 1024 * 1024;
+/// A client that sent nothing for longer than this gives back its (empty) query buffer, as
+/// Redis's client cron frees the query buffer of a client idle for more than 2 seconds.
+const IDLE_RELEASE: std::time::Duration = std::time::Duration::from_secs(2);
+/// A query buffer larger than this (Redis's `PROTO_RESIZE_THRESHOLD`) is trimmed when it is
+/// more than twice the largest request seen since the last look, looked at every
+/// [`PEAK_WINDOW_MS`] while the client is active.
+const RESIZE_THRESHOLD: usize = 32 * 1024;
+const PEAK_WINDOW_MS: u64 = 100;
 
 /// Serves one registered client until it disconnects, is killed, quits or misbehaves, then
 /// removes it from the registry (before the socket is closed, see `registry`).
@@ -140,6 +152,10 @@ struct Conn<'a> {
     /// Set once the client subscribes to anything: from then on the outbox is drained.
     pubsub_mode: bool,
     batch: Batch,
+    /// The most input held at once (buffer plus a request's arguments taken out of it) since
+    /// the query buffer's size was last looked at, and when that was (coarse clock, ms).
+    qbuf_peak: usize,
+    peak_since_ms: u64,
 }
 
 /// Serves the client; `Some` when it sent PSYNC and the socket is to become a replica's stream.
@@ -172,6 +188,8 @@ impl<'a> Conn<'a> {
             inbox: client.inbox.lock().take(),
             pubsub_mode: false,
             batch: Batch::default(),
+            qbuf_peak: 0,
+            peak_since_ms: server.clock_ms(),
         };
         conn.publish_buffers();
         conn
@@ -192,6 +210,9 @@ impl<'a> Conn<'a> {
             self.refresh_settings();
             // While the batch runs, CLIENT LIST shows the whole batch as the query buffer.
             self.client.qbuf.store(self.rbuf.len(), Ordering::Relaxed);
+            self.qbuf_peak = self
+                .qbuf_peak
+                .max(self.rbuf.len() + self.decoder.pending_bytes());
             let flow = self.run_batch().await?;
             if !self.flush().await? {
                 return Ok(None);
@@ -205,15 +226,52 @@ impl<'a> Conn<'a> {
                 return Ok(None);
             }
             self.shrink_buffers();
+            self.make_room();
             self.publish_buffers();
         }
+    }
+
+    /// Keeps at least [`READ_CHUNK`] free in the query buffer for the next read (reclaiming
+    /// the space of requests already consumed, which needs no allocation once it is empty).
+    fn make_room(&mut self) {
+        if self.rbuf.capacity() - self.rbuf.len() < READ_CHUNK {
+            self.rbuf.reserve(READ_CHUNK);
+        }
+    }
+
+    /// Waits until the socket is readable; when the client stays idle past [`IDLE_RELEASE`]
+    /// with nothing pending, its query buffer is released meanwhile (the next read allocates
+    /// a new one). The timer is armed only when input is not already waiting.
+    /// `Some(n)` when it read `n` bytes on the way (0 at end of stream).
+    async fn wait_idle_input(&mut self) -> io::Result<Option<usize>> {
+        if !self.rbuf.is_empty() || self.decoder.is_mid_request() {
+            return Ok(None);
+        }
+        match self.stream.try_read_buf(&mut self.rbuf) {
+            Ok(n) => return Ok(Some(n)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+        if tokio::time::timeout(IDLE_RELEASE, self.stream.readable())
+            .await
+            .is_err()
+        {
+            self.rbuf = BytesMut::new();
+            self.qbuf_peak = 0;
+            self.publish_buffers();
+        }
+        Ok(None)
     }
 
     /// Waits for more input (and, once subscribed, writes pushed messages as they come);
     /// returns the bytes read, 0 at end of stream.
     async fn read_more(&mut self) -> io::Result<usize> {
-        if self.rbuf.capacity() - self.rbuf.len() < READ_CHUNK / 2 {
-            self.rbuf.reserve(READ_CHUNK);
+        self.make_room();
+        if !self.pubsub_mode {
+            if let Some(n) = self.wait_idle_input().await? {
+                return Ok(n);
+            }
+            self.make_room();
         }
         let Conn {
             stream,
@@ -404,6 +462,9 @@ impl<'a> Conn<'a> {
         self.server
             .stats
             .add_batch(b.commands, b.read, b.written + self.wbuf.len() as u64);
+        if !self.session.stats.is_empty() {
+            self.server.command_stats.absorb(&mut self.session.stats);
+        }
         // Only this connection writes its peak: no read-modify-write needed.
         if self.wbuf.len() > self.client.rbp.load(Ordering::Relaxed) {
             self.client.rbp.store(self.wbuf.len(), Ordering::Relaxed);
@@ -477,10 +538,29 @@ impl<'a> Conn<'a> {
         true
     }
 
-    /// Releases buffers grown large once they are empty, so an idle client holds little memory.
+    /// Releases buffers grown large once they are empty, so an idle client holds little memory,
+    /// and sizes the query buffer as Redis's client cron does: a buffer that held a large
+    /// request keeps room for another, until a look (every [`PEAK_WINDOW_MS`]) finds it more
+    /// than twice the largest input held since the last look; it is then cut down to that.
     fn shrink_buffers(&mut self) {
         if self.rbuf.is_empty() && self.rbuf.capacity() > SHRINK_ABOVE {
             self.rbuf = BytesMut::with_capacity(READ_CHUNK);
+        }
+        let peak = self.qbuf_peak;
+        if peak > RESIZE_THRESHOLD && peak <= SHRINK_ABOVE && self.rbuf.capacity() < peak {
+            self.rbuf.reserve(peak - self.rbuf.len());
+        }
+        let now = self.server.clock_ms();
+        if now.saturating_sub(self.peak_since_ms) >= PEAK_WINDOW_MS {
+            let cap = self.rbuf.capacity();
+            let len = self.rbuf.len();
+            if cap - len > 4096 && cap > RESIZE_THRESHOLD && cap / 2 > peak {
+                let mut smaller = BytesMut::with_capacity(len.max(peak));
+                smaller.extend_from_slice(&self.rbuf);
+                self.rbuf = smaller;
+            }
+            self.qbuf_peak = len + self.decoder.pending_bytes();
+            self.peak_since_ms = now;
         }
         if self.wbuf.capacity() > SHRINK_ABOVE {
             self.wbuf = BytesMut::with_capacity(READ_CHUNK);

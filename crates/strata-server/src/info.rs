@@ -1,6 +1,6 @@
 //! The INFO command's text: Redis 7's sections and field names (server, clients, memory,
-//! persistence, stats, replication, cpu, modules, errorstats, cluster, keyspace, plus the empty
-//! commandstats/latencystats of `INFO all`), filled from the server's state, the storage engine and
+//! persistence, stats, replication, cpu, modules, errorstats, cluster, keyspace, plus the
+//! commandstats and the empty latencystats of `INFO all`), filled from the server's state, the storage engine and
 //! the operating system (`/proc/self/statm`, `getrusage`, `uname`). Only reads; changes nothing.
 
 use std::fmt::Write as _;
@@ -72,8 +72,8 @@ pub fn render(server: &Server, sections: &[String]) -> String {
             "replication" => server.replication.info(server, &mut out),
             "cpu" => cpu_section(&mut out),
             "modules" => out.push_str("# Modules\r\n"),
-            "commandstats" => out.push_str("# Commandstats\r\n"),
-            "errorstats" => out.push_str("# Errorstats\r\n"),
+            "commandstats" => commandstats_section(server, &mut out),
+            "errorstats" => errorstats_section(server, &mut out),
             "latencystats" => out.push_str("# Latencystats\r\n"),
             "cluster" => out.push_str("# Cluster\r\ncluster_enabled:0\r\n"),
             "keyspace" => keyspace_section(server, &mut out),
@@ -182,7 +182,31 @@ fn memory_section(server: &Server, out: &mut String) {
     );
     field!(out, "total_system_memory", "{total}");
     field!(out, "total_system_memory_human", "{}", human_bytes(total));
+    // Script memory: the bodies in the script cache and the libraries' code (the interpreters
+    // belong to the worker threads and are not measured).
+    let (scripts, scripts_bytes) = server.scripts.usage();
+    let libraries = server.functions.libraries();
+    let functions: usize = libraries.iter().map(|l| l.functions.len()).sum();
+    let functions_bytes: usize = libraries.iter().map(|l| l.code.len()).sum();
     field!(out, "used_memory_lua", "0");
+    field!(out, "used_memory_vm_eval", "0");
+    field!(out, "used_memory_lua_human", "0B");
+    field!(out, "used_memory_scripts_eval", "{scripts_bytes}");
+    field!(out, "number_of_cached_scripts", "{scripts}");
+    field!(out, "number_of_functions", "{functions}");
+    field!(out, "number_of_libraries", "{}", libraries.len());
+    field!(out, "used_memory_vm_functions", "0");
+    field!(out, "used_memory_vm_total", "0");
+    field!(out, "used_memory_vm_total_human", "0B");
+    field!(out, "used_memory_functions", "{functions_bytes}");
+    let script_memory = (scripts_bytes + functions_bytes) as u64;
+    field!(out, "used_memory_scripts", "{script_memory}");
+    field!(
+        out,
+        "used_memory_scripts_human",
+        "{}",
+        human_bytes(script_memory)
+    );
     field!(out, "maxmemory", "0");
     field!(out, "maxmemory_human", "0B");
     field!(out, "maxmemory_policy", "noeviction");
@@ -329,6 +353,35 @@ fn stats_section(server: &Server, out: &mut String) {
     field!(out, "total_active_defrag_time", "0");
     field!(out, "tracking_total_keys", "0");
     field!(out, "unexpected_error_replies", "0");
+    field!(
+        out,
+        "total_error_replies",
+        "{}",
+        server.command_stats.error_replies()
+    );
+}
+
+fn commandstats_section(server: &Server, out: &mut String) {
+    out.push_str("# Commandstats\r\n");
+    for (name, t) in server.command_stats.calls() {
+        let per_call = if t.calls > 0 {
+            t.usec as f64 / t.calls as f64
+        } else {
+            0.0
+        };
+        let _ = write!(
+            out,
+            "cmdstat_{name}:calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}\r\n",
+            t.calls, t.usec, t.rejected, t.failed
+        );
+    }
+}
+
+fn errorstats_section(server: &Server, out: &mut String) {
+    out.push_str("# Errorstats\r\n");
+    for (code, count) in server.command_stats.errors() {
+        let _ = write!(out, "errorstat_{code}:count={count}\r\n");
+    }
 }
 
 fn cpu_section(out: &mut String) {

@@ -141,6 +141,8 @@ pub struct Server {
     notify_flags: std::sync::atomic::AtomicU32,
     /// INFO stats counters.
     pub stats: ServerStats,
+    /// INFO commandstats and errorstats (connections add theirs once per read batch).
+    pub command_stats: strata_commands::command_stats::CommandStats,
     /// Syncs the log for connections under `appendfsync always` (group commit).
     pub wal_sync: Arc<crate::wal_sync::WalSync>,
     clock_ms: AtomicU64,
@@ -189,6 +191,7 @@ impl Server {
             replication,
             notify_flags: std::sync::atomic::AtomicU32::new(0),
             stats: ServerStats::default(),
+            command_stats: Default::default(),
             clock_ms: AtomicU64::new(now),
             started: Instant::now(),
             run_id: random_hex40(),
@@ -421,6 +424,7 @@ impl Server {
     /// Zeroes the INFO stats counters (CONFIG RESETSTAT).
     pub fn reset_stats(&self) {
         self.stats.reset();
+        self.command_stats.reset();
         let d = self.db.stats();
         for c in [&d.expired_keys, &d.keyspace_hits, &d.keyspace_misses] {
             c.store(0, Ordering::Relaxed);
@@ -436,6 +440,29 @@ impl Server {
     /// LASTSAVE: Unix seconds of the last successful save (the start time before any).
     pub fn lastsave(&self) -> u64 {
         self.lastsave.load(Ordering::Relaxed)
+    }
+
+    /// SAVE: writes the checkpoint BGSAVE would, in the calling thread (refused while a
+    /// background save runs, as in Redis).
+    pub fn save(&self) -> Result<(), String> {
+        if self.bgsave_running.swap(true, Ordering::AcqRel) {
+            return Err("ERR Background save already in progress".into());
+        }
+        let parent = self.config().bgsave_path();
+        let saved = self.checkpoint_into(&parent);
+        self.bgsave_running.store(false, Ordering::Release);
+        match saved {
+            Ok(dest) => {
+                notice!("DB saved on disk ({})", dest.display());
+                self.lastsave
+                    .store(strata::now_ms() / 1000, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => {
+                warning!("Error saving DB on disk: {e}");
+                Err("ERR".into())
+            }
+        }
     }
 
     /// BGSAVE: writes a checkpoint to `<dir>/<bgsave-dir>/checkpoint-<unix ms>` in a background
@@ -617,6 +644,10 @@ impl ServerApi for ClientApi<'_> {
         self.server.bgsave()
     }
 
+    fn save(&self) -> Result<(), String> {
+        self.server.save()
+    }
+
     fn lastsave(&self) -> u64 {
         self.server.lastsave()
     }
@@ -693,6 +724,10 @@ impl ServerApi for ClientApi<'_> {
     #[inline]
     fn refusal(&self, spec: &strata_commands::command::CommandSpec) -> Option<Frame> {
         self.server.replication.refusal(spec)
+    }
+
+    fn script_write_refusal(&self) -> Option<Frame> {
+        self.server.replication.script_write_refusal()
     }
 
     fn pubsub_channels(&self, kind: ChannelKind, pattern: Option<&[u8]>) -> Vec<Bytes> {

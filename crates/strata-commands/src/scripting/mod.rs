@@ -10,9 +10,10 @@
 //! line feed kept, so line numbers count it), and `no-writes` makes the run read-only.
 //!
 //! A script still running after `busy-reply-threshold` declares itself busy on the key locks it
-//! holds (`strata::Db::declare_busy`): from then on a client that needs one of those keys gets
-//! `-BUSY` (at once, or as soon as the threshold passes if it was already waiting) instead of
-//! waiting for the script, while clients on other keys go on being served.
+//! holds (`strata::Db::declare_busy`), so a client already waiting for one of those keys gets
+//! `-BUSY` as soon as the threshold passes, and joins the count [`ScriptCache::busy_error`]
+//! reads: while it is above zero the dispatcher answers `-BUSY` to every command without the
+//! `allow-busy` flag, as Redis does.
 
 mod convert;
 pub mod functions;
@@ -21,7 +22,7 @@ mod sandbox;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::Bytes;
@@ -42,7 +43,14 @@ pub struct ScriptCache {
     /// `busy-reply-threshold` in milliseconds: a script running longer turns away the clients
     /// that need its keys with -BUSY.
     busy_threshold_ms: AtomicU64,
+    /// How many of the running scripts and functions are past the threshold.
+    busy_now: Arc<BusyGauge>,
 }
+
+/// Scripts (`[0]`) and functions (`[1]`) running past `busy-reply-threshold` right now: while
+/// any does, the dispatcher turns away every command without the `allow-busy` flag.
+#[derive(Default)]
+struct BusyGauge([AtomicU32; 2]);
 
 /// Redis's default `busy-reply-threshold`.
 const DEFAULT_BUSY_THRESHOLD_MS: u64 = 5000;
@@ -54,6 +62,7 @@ impl Default for ScriptCache {
             generation: AtomicU64::new(0),
             running: Mutex::default(),
             busy_threshold_ms: AtomicU64::new(DEFAULT_BUSY_THRESHOLD_MS),
+            busy_now: Arc::default(),
         }
     }
 }
@@ -197,6 +206,8 @@ pub struct Running {
     busy: AtomicBool,
     /// The database whose key locks it holds.
     db: strata::Db,
+    /// The server's count of busy scripts, which this one joins past the threshold.
+    gauge: Arc<BusyGauge>,
 }
 
 impl Running {
@@ -210,6 +221,15 @@ impl Running {
                 BUSY_TAG_SCRIPT
             };
             self.db.declare_busy(tag);
+            self.gauge.0[usize::from(self.function)].fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// The script is over: it leaves the busy count if it had joined it.
+    fn end_busy(&self) {
+        if self.busy.load(Ordering::Relaxed) {
+            self.db.end_busy();
+            self.gauge.0[usize::from(self.function)].fetch_sub(1, Ordering::AcqRel);
         }
     }
 }
@@ -281,6 +301,21 @@ impl ScriptCache {
         self.busy_threshold_ms.store(ms, Ordering::Relaxed);
     }
 
+    /// The -BUSY error every command without the `allow-busy` flag gets now, if a script or
+    /// function has run past `busy-reply-threshold` (as Redis, naming the kill command of what
+    /// runs: an EVAL script first). One atomic load when none has.
+    #[inline]
+    pub fn busy_error(&self) -> Option<&'static str> {
+        let [scripts, functions] = &self.busy_now.0;
+        if scripts.load(Ordering::Acquire) > 0 {
+            Some(errors::BUSY_SCRIPT)
+        } else if functions.load(Ordering::Acquire) > 0 {
+            Some(errors::BUSY_FUNCTION)
+        } else {
+            None
+        }
+    }
+
     /// SCRIPT KILL (`function` false) / FUNCTION KILL (`function` true): stops the running
     /// scripts of that kind that have not written. As in Redis, a script that has written
     /// answers UNKILLABLE before the kind is looked at.
@@ -328,6 +363,7 @@ impl ScriptCache {
             busy_after_us: threshold_ms.saturating_mul(1000),
             busy: AtomicBool::new(false),
             db,
+            gauge: self.busy_now.clone(),
         });
         self.running
             .lock()
@@ -454,9 +490,7 @@ pub fn run_script(ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
         ctx.session.db = db.clone();
         ctx.server.client_update(ctx.session);
     }
-    if running.busy.load(Ordering::Relaxed) {
-        db.end_busy();
-    }
+    running.end_busy();
     cache.finish(&running);
     ctx.session.in_script = was_in_script;
     ctx.session.block_mode = mode;

@@ -221,6 +221,20 @@ impl Replication {
         Some(errors::err(text))
     }
 
+    /// Why a script that may write (one whose flags lack `no-writes`) may not start now: Redis
+    /// counts such a script a write command, refused as one (without enough good replicas for
+    /// `min-replicas-to-write`, or on a read-only replica).
+    pub fn script_write_refusal(&self) -> Option<Frame> {
+        let gate = self.gate.load(Ordering::Relaxed);
+        if gate & NOREPLICAS != 0 {
+            Some(errors::err(errors::NOREPLICAS))
+        } else if gate & READONLY != 0 {
+            Some(errors::err(errors::READONLY_REPLICA))
+        } else {
+            None
+        }
+    }
+
     /// REPLICAOF / SLAVEOF.
     pub fn replicaof(
         server: &Arc<Server>,

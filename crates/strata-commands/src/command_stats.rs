@@ -1,0 +1,210 @@
+//! Per-command call statistics and error-reply counts, as Redis keeps them for INFO
+//! commandstats (`calls`, `usec`, `rejected_calls`, `failed_calls` per command, subcommands by
+//! their full `container|sub` name) and INFO errorstats (error replies by their first word).
+//!
+//! The dispatcher counts into the session's [`LocalStats`], so running a command writes
+//! nothing shared; the connection adds them to the server's [`CommandStats`] once per read
+//! batch ([`CommandStats::absorb`]). Knows nothing of families or of the network.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use strata_resp::Frame;
+
+/// Redis stops tracking new error codes past this many distinct ones (`ERROR_STATS_NUMBER`),
+/// so a script raising made-up codes cannot grow the table without end.
+const MAX_ERROR_CODES: usize = 128;
+
+/// What one command has done.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallTotals {
+    /// Times it ran.
+    pub calls: u64,
+    /// Microseconds spent running it.
+    pub usec: u64,
+    /// Times it was refused before running (arity, authentication, -BUSY...).
+    pub rejected: u64,
+    /// Times it ran and answered an error.
+    pub failed: u64,
+}
+
+impl CallTotals {
+    fn add(&mut self, other: &CallTotals) {
+        self.calls += other.calls;
+        self.usec += other.usec;
+        self.rejected += other.rejected;
+        self.failed += other.failed;
+    }
+}
+
+/// One connection's counts since they were last added to the server's.
+#[derive(Debug, Default)]
+pub struct LocalStats {
+    /// By command name (a registry row's `&'static` name: few distinct ones per batch).
+    calls: Vec<(&'static str, CallTotals)>,
+    /// Error replies by code.
+    errors: Vec<(String, u64)>,
+}
+
+impl LocalStats {
+    fn entry(&mut self, name: &'static str) -> &mut CallTotals {
+        let i = match self.calls.iter().position(|(n, _)| *n == name) {
+            Some(i) => i,
+            None => {
+                self.calls.push((name, CallTotals::default()));
+                self.calls.len() - 1
+            }
+        };
+        &mut self.calls[i].1
+    }
+
+    /// `name` ran for `usec` microseconds (`failed`: it answered an error).
+    pub fn ran(&mut self, name: &'static str, usec: u64, failed: bool) {
+        let t = self.entry(name);
+        t.calls += 1;
+        t.usec += usec;
+        t.failed += u64::from(failed);
+    }
+
+    /// `name` was refused with `reply` before running.
+    pub fn rejected(&mut self, name: &'static str, reply: &Frame) {
+        self.entry(name).rejected += 1;
+        self.error(reply);
+    }
+
+    /// Counts `reply` in errorstats if it is an error.
+    pub fn error(&mut self, reply: &Frame) {
+        let Frame::Error(text) = reply else {
+            return;
+        };
+        let code = error_code(text);
+        match self.errors.iter_mut().find(|(c, _)| c == code) {
+            Some((_, n)) => *n += 1,
+            None => self.errors.push((code.to_string(), 1)),
+        }
+    }
+
+    /// Whether there is nothing to add.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty() && self.errors.is_empty()
+    }
+}
+
+/// The code an error reply is counted under: its first word, or `ERR` when no space comes
+/// within its first 32 bytes (Redis's `afterErrorReply`).
+fn error_code(text: &[u8]) -> &str {
+    let head = &text[..text.len().min(32)];
+    head.iter()
+        .position(|&b| b == b' ')
+        .and_then(|end| std::str::from_utf8(&text[..end]).ok())
+        .unwrap_or("ERR")
+}
+
+/// The server's totals (INFO commandstats, errorstats and `total_error_replies`).
+#[derive(Debug, Default)]
+pub struct CommandStats {
+    calls: Mutex<HashMap<&'static str, CallTotals>>,
+    errors: Mutex<BTreeMap<String, u64>>,
+    error_replies: AtomicU64,
+}
+
+impl CommandStats {
+    /// Adds a connection's counts and clears them.
+    pub fn absorb(&self, local: &mut LocalStats) {
+        if !local.calls.is_empty() {
+            let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+            for (name, t) in local.calls.drain(..) {
+                calls.entry(name).or_default().add(&t);
+            }
+        }
+        if !local.errors.is_empty() {
+            let mut errors = self.errors.lock().unwrap_or_else(|p| p.into_inner());
+            for (code, n) in local.errors.drain(..) {
+                self.error_replies.fetch_add(n, Ordering::Relaxed);
+                if let Some(total) = errors.get_mut(&code) {
+                    *total += n;
+                } else if errors.len() < MAX_ERROR_CODES {
+                    errors.insert(code, n);
+                }
+            }
+        }
+    }
+
+    /// Every command that ran or was refused, by name.
+    pub fn calls(&self) -> Vec<(&'static str, CallTotals)> {
+        let calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+        let mut v: Vec<_> = calls.iter().map(|(n, t)| (*n, *t)).collect();
+        v.sort_unstable_by_key(|(n, _)| *n);
+        v
+    }
+
+    /// Error replies by code, in code order.
+    pub fn errors(&self) -> Vec<(String, u64)> {
+        let errors = self.errors.lock().unwrap_or_else(|p| p.into_inner());
+        errors.iter().map(|(c, n)| (c.clone(), *n)).collect()
+    }
+
+    /// Error replies sent in all.
+    pub fn error_replies(&self) -> u64 {
+        self.error_replies.load(Ordering::Relaxed)
+    }
+
+    /// CONFIG RESETSTAT.
+    pub fn reset(&self) {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.error_replies.store(0, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_rejections_and_errors_add_up_per_command() {
+        let mut local = LocalStats::default();
+        local.ran("get", 3, false);
+        local.ran("get", 2, true);
+        local.error(&Frame::error("WRONGTYPE Operation against a key"));
+        local.rejected("set", &Frame::error("ERR wrong number of arguments"));
+        local.error(&Frame::error("ERR unknown command 'foo'"));
+        let server = CommandStats::default();
+        server.absorb(&mut local);
+        assert!(local.is_empty());
+        assert_eq!(
+            server.calls(),
+            vec![
+                (
+                    "get",
+                    CallTotals {
+                        calls: 2,
+                        usec: 5,
+                        rejected: 0,
+                        failed: 1
+                    }
+                ),
+                (
+                    "set",
+                    CallTotals {
+                        calls: 0,
+                        usec: 0,
+                        rejected: 1,
+                        failed: 0
+                    }
+                ),
+            ]
+        );
+        assert_eq!(
+            server.errors(),
+            vec![("ERR".to_string(), 2), ("WRONGTYPE".to_string(), 1)]
+        );
+        assert_eq!(server.error_replies(), 3);
+        server.reset();
+        assert!(server.calls().is_empty() && server.errors().is_empty());
+    }
+}

@@ -4,6 +4,7 @@
 //! dispatcher ([`crate::dispatch`]) finds them here.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
 
 use bytes::Bytes;
@@ -168,9 +169,33 @@ pub fn all() -> &'static [&'static CommandSpec] {
     })
 }
 
-fn index() -> &'static HashMap<&'static str, &'static CommandSpec> {
-    static INDEX: OnceLock<HashMap<&'static str, &'static CommandSpec>> = OnceLock::new();
+fn index() -> &'static NameMap<&'static CommandSpec> {
+    static INDEX: OnceLock<NameMap<&'static CommandSpec>> = OnceLock::new();
     INDEX.get_or_init(|| all().iter().map(|c| (c.name, *c)).collect())
+}
+
+/// A map keyed by command names: FNV-1a, since every command looks its name up (SipHash, the
+/// default, was a visible share of a pipelined GET's CPU) and the keys are our own row names.
+type NameMap<V> = HashMap<&'static str, V, BuildHasherDefault<NameHasher>>;
+
+struct NameHasher(u64);
+
+impl Default for NameHasher {
+    fn default() -> NameHasher {
+        NameHasher(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for NameHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= b as u64;
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
 }
 
 /// Looks a command (or `container|sub`) up by name, case-insensitively.
@@ -193,15 +218,35 @@ pub fn top_level() -> impl Iterator<Item = &'static CommandSpec> {
 
 /// Whether `name` is a container with subcommands (CONFIG, CLIENT...).
 pub fn is_container(name: &str) -> bool {
-    static CONTAINERS: OnceLock<std::collections::HashSet<&'static str>> = OnceLock::new();
-    CONTAINERS
-        .get_or_init(|| {
-            all()
-                .iter()
-                .filter_map(|c| c.name.split_once('|').map(|(parent, _)| parent))
-                .collect()
-        })
-        .contains(name)
+    // Asked of every command: a table of (first byte, length) pairs answers almost every name
+    // without a comparison; the few that pass are searched in the sorted list of containers.
+    struct Containers {
+        names: Vec<&'static str>,
+        /// Bit `len` of `by_first[first byte]` is set when a container has that first byte
+        /// and length (lengths past 63 share bit 63).
+        by_first: [u64; 256],
+    }
+    fn shape(name: &str) -> (usize, u64) {
+        let first = name.as_bytes().first().copied().unwrap_or(0) as usize;
+        (first, 1u64 << name.len().min(63))
+    }
+    static CONTAINERS: OnceLock<Containers> = OnceLock::new();
+    let c = CONTAINERS.get_or_init(|| {
+        let mut names: Vec<&'static str> = all()
+            .iter()
+            .filter_map(|c| c.name.split_once('|').map(|(parent, _)| parent))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        let mut by_first = [0u64; 256];
+        for n in &names {
+            let (first, bit) = shape(n);
+            by_first[first] |= bit;
+        }
+        Containers { names, by_first }
+    });
+    let (first, bit) = shape(name);
+    c.by_first[first] & bit != 0 && c.names.binary_search(&name).is_ok()
 }
 
 /// The subcommand rows of a container.
@@ -544,6 +589,32 @@ fn command_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
 mod tests {
     use super::*;
     use crate::command::{Keys, MOVABLEKEYS};
+
+    #[test]
+    fn containers_are_the_commands_with_subcommand_rows() {
+        for c in [
+            "config", "client", "object", "command", "memory", "script", "function", "pubsub",
+        ] {
+            assert!(is_container(c), "{c}");
+        }
+        for c in [
+            "get",
+            "set",
+            "configs",
+            "confi",
+            "",
+            "scripts",
+            "client|list",
+        ] {
+            assert!(!is_container(c), "{c}");
+        }
+        for row in all() {
+            let has_subs = all()
+                .iter()
+                .any(|r| r.name.split_once('|').is_some_and(|(p, _)| p == row.name));
+            assert_eq!(is_container(row.name), has_subs, "{}", row.name);
+        }
+    }
 
     fn argv(words: &[&str]) -> Vec<Bytes> {
         words.iter().map(|w| Bytes::from(w.to_string())).collect()

@@ -1,7 +1,10 @@
 //! The hot-record cache: records of the `meta` and `data` families written recently, kept in
 //! memory so that reads of hot keys (GET, and the metadata and field reads of every collection
-//! command and read-modify-write) are a hash lookup instead of a RocksDB read. Bounded by a byte
-//! budget (FIFO eviction per shard). `storage.rs` fills it with the records of each write batch
+//! command and read-modify-write) are a hash lookup instead of a RocksDB read. Bounded by one byte
+//! budget that the families share (FIFO eviction per shard), so a workload that writes only
+//! strings has all of it, and one that writes collections splits it as it writes. Each family is
+//! a namespace with an epoch: forgetting a whole family (a range deletion) bumps its epoch, which
+//! hides its older entries at once until eviction reclaims them. `storage.rs` fills it with the records of each write batch
 //! once RocksDB has applied it, and forgets a metadata record before the batch that changes it
 //! is applied, so an entry always equals the committed record. That rule needs every writer of a
 //! record to hold the record's key lock (two writers of one key racing could otherwise install
@@ -12,8 +15,11 @@
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 const SHARDS: usize = 64;
+/// How many families (namespaces) one cache can hold.
+pub(crate) const FAMILIES: usize = 2;
 /// Bookkeeping bytes charged per entry on top of key and value.
 const ENTRY_OVERHEAD: usize = 64;
 
@@ -21,15 +27,22 @@ const ENTRY_OVERHEAD: usize = 64;
 struct Entry {
     /// `key ++ value`.
     bytes: Vec<u8>,
-    key_len: usize,
+    key_len: u32,
+    /// The family the record belongs to.
+    family: u8,
+    /// The family's epoch when the record was cached: an entry of an older epoch is forgotten.
+    epoch: u32,
 }
 
 impl Entry {
+    fn is(&self, family: u8, epoch: u32, key: &[u8]) -> bool {
+        self.family == family && self.epoch == epoch && self.key() == key
+    }
     fn key(&self) -> &[u8] {
-        &self.bytes[..self.key_len]
+        &self.bytes[..self.key_len as usize]
     }
     fn value(&self) -> &[u8] {
-        &self.bytes[self.key_len..]
+        &self.bytes[self.key_len as usize..]
     }
     fn charge(&self) -> usize {
         self.bytes.len() + ENTRY_OVERHEAD
@@ -64,16 +77,26 @@ struct Shard {
     bytes: usize,
 }
 
-/// A sharded map from a record's key to its value.
+/// A sharded map from a record's family and key to its value.
 pub(crate) struct HotCache {
     shards: Vec<Mutex<Shard>>,
     shard_budget: usize,
+    /// Each family's current epoch.
+    epochs: [AtomicU32; FAMILIES],
+}
+
+/// One family's view of a [`HotCache`].
+#[derive(Clone, Copy)]
+pub(crate) struct HotFamily<'a> {
+    cache: &'a HotCache,
+    family: u8,
 }
 
 /// FNV-1a over the key, finished with a multiply-xorshift so the low bits (shard) and the whole
 /// (map key) are both well mixed. Cheap for short keys, which is what the hot path sees.
-fn hash_key(key: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+fn hash_key(family: u8, key: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ family as u64;
+    h = h.wrapping_mul(0x0100_0000_01b3);
     for &b in key {
         h ^= b as u64;
         h = h.wrapping_mul(0x0100_0000_01b3);
@@ -89,6 +112,16 @@ impl HotCache {
         HotCache {
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
             shard_budget: budget / SHARDS,
+            epochs: std::array::from_fn(|_| AtomicU32::new(0)),
+        }
+    }
+
+    /// The view of family `family` (below [`FAMILIES`]).
+    pub(crate) fn family(&self, family: usize) -> HotFamily<'_> {
+        debug_assert!(family < FAMILIES);
+        HotFamily {
+            cache: self,
+            family: family as u8,
         }
     }
 
@@ -105,30 +138,36 @@ impl HotCache {
         self.shards[(hash as usize) % SHARDS].lock()
     }
 
+    /// Forgets everything (FLUSHDB, FLUSHALL, a replica's full copy).
+    pub(crate) fn clear(&self) {
+        for s in &self.shards {
+            let mut shard = s.lock();
+            *shard = Shard::default();
+        }
+    }
+}
+
+impl HotFamily<'_> {
+    fn epoch(&self) -> u32 {
+        self.cache.epochs[self.family as usize].load(Ordering::Acquire)
+    }
+
     /// `f` applied to the cached value of `key`, if it is cached (`f` runs under the shard's
     /// lock: keep it short).
     pub(crate) fn with<T>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> T) -> Option<T> {
-        if !self.enabled() {
-            return None;
-        }
-        let h = hash_key(key);
-        let shard = self.shard(h);
-        shard
-            .map
-            .get(&h)
-            .filter(|e| e.key() == key)
-            .map(|e| f(e.value()))
+        self.with_or_back(key, f).ok()
     }
 
     /// `f` applied to the cached value of `key`, or `f` back if it is not cached, so that the
     /// caller can apply it to the value read elsewhere (`f` runs under the shard's lock).
     pub(crate) fn with_or_back<T, F: FnOnce(&[u8]) -> T>(&self, key: &[u8], f: F) -> Result<T, F> {
-        if !self.enabled() {
+        if !self.cache.enabled() {
             return Err(f);
         }
-        let h = hash_key(key);
-        let shard = self.shard(h);
-        match shard.map.get(&h).filter(|e| e.key() == key) {
+        let epoch = self.epoch();
+        let h = hash_key(self.family, key);
+        let shard = self.cache.shard(h);
+        match shard.map.get(&h).filter(|e| e.is(self.family, epoch, key)) {
             Some(e) => Ok(f(e.value())),
             None => Err(f),
         }
@@ -143,10 +182,15 @@ impl HotCache {
     /// Caches a record just written (the write succeeded and its writer holds the key's lock).
     /// A record too large to cache replaces nothing: the entry it supersedes is forgotten.
     pub(crate) fn put(&self, key: &[u8], value: &[u8]) {
-        if !self.enabled() {
+        let cache = self.cache;
+        if !cache.enabled() {
             return;
         }
-        if key.len() + value.len() + ENTRY_OVERHEAD > self.largest_entry() {
+        let Ok(key_len) = u32::try_from(key.len()) else {
+            self.remove(key);
+            return;
+        };
+        if key.len() + value.len() + ENTRY_OVERHEAD > cache.largest_entry() {
             self.remove(key);
             return;
         }
@@ -155,17 +199,19 @@ impl HotCache {
         bytes.extend_from_slice(value);
         let entry = Entry {
             bytes,
-            key_len: key.len(),
+            key_len,
+            family: self.family,
+            epoch: self.epoch(),
         };
-        let h = hash_key(key);
-        let mut shard = self.shard(h);
+        let h = hash_key(self.family, key);
+        let mut shard = cache.shard(h);
         shard.bytes += entry.charge();
         if let Some(old) = shard.map.insert(h, entry) {
             shard.bytes -= old.charge();
         } else {
             shard.order.push_back(h);
         }
-        while shard.bytes > self.shard_budget {
+        while shard.bytes > cache.shard_budget {
             let Some(victim) = shard.order.pop_front() else {
                 break;
             };
@@ -182,22 +228,26 @@ impl HotCache {
 
     /// Forgets a key (its record is about to change or has been deleted).
     pub(crate) fn remove(&self, key: &[u8]) {
-        if !self.enabled() {
+        if !self.cache.enabled() {
             return;
         }
-        let h = hash_key(key);
-        let mut shard = self.shard(h);
-        if let Some(old) = shard.map.remove(&h) {
-            shard.bytes -= old.charge();
+        let h = hash_key(self.family, key);
+        let mut shard = self.cache.shard(h);
+        // The slot may hold another key with the same hash: leave that one.
+        if shard
+            .map
+            .get(&h)
+            .is_some_and(|e| e.family == self.family && e.key() == key)
+        {
+            if let Some(old) = shard.map.remove(&h) {
+                shard.bytes -= old.charge();
+            }
         }
     }
 
-    /// Forgets everything (FLUSHDB, FLUSHALL, range deletions, a replica's full copy).
+    /// Forgets every record of this family (a range deletion in it): O(1), by a new epoch.
     pub(crate) fn clear(&self) {
-        for s in &self.shards {
-            let mut shard = s.lock();
-            *shard = Shard::default();
-        }
+        self.cache.epochs[self.family as usize].fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -207,11 +257,12 @@ mod tests {
 
     #[test]
     fn stays_within_its_budget() {
-        let c = HotCache::new(64 * 1024 * SHARDS);
+        let cache = HotCache::new(64 * 1024 * SHARDS);
+        let c = cache.family(0);
         for i in 0..100_000u32 {
             c.put(&i.to_be_bytes(), &[7u8; 100]);
         }
-        let total: usize = c.shards.iter().map(|s| s.lock().bytes).sum();
+        let total: usize = cache.shards.iter().map(|s| s.lock().bytes).sum();
         assert!(total <= 64 * 1024 * SHARDS, "{total}");
         assert!(
             c.get(&99_999u32.to_be_bytes()).is_some(),
@@ -222,19 +273,62 @@ mod tests {
 
     #[test]
     fn removal_and_clear_forget_entries() {
-        let c = HotCache::new(1 << 20);
+        let cache = HotCache::new(1 << 20);
+        let c = cache.family(0);
         c.put(b"a", b"1");
         assert_eq!(c.get(b"a"), Some(b"1".to_vec()));
         c.remove(b"a");
         assert_eq!(c.get(b"a"), None);
         c.put(b"b", b"2");
-        c.clear();
+        cache.clear();
         assert_eq!(c.get(b"b"), None);
     }
 
     #[test]
+    fn families_share_the_budget_but_not_their_keys() {
+        let cache = HotCache::new(1 << 20);
+        let (meta, data) = (cache.family(0), cache.family(1));
+        meta.put(b"k", b"meta");
+        data.put(b"k", b"data");
+        assert_eq!(meta.get(b"k"), Some(b"meta".to_vec()));
+        assert_eq!(data.get(b"k"), Some(b"data".to_vec()));
+        data.remove(b"k");
+        assert_eq!(meta.get(b"k"), Some(b"meta".to_vec()));
+        assert_eq!(data.get(b"k"), None);
+    }
+
+    #[test]
+    fn clearing_a_family_forgets_only_its_records_and_later_ones_are_seen() {
+        let cache = HotCache::new(1 << 20);
+        let (meta, data) = (cache.family(0), cache.family(1));
+        meta.put(b"m", b"1");
+        data.put(b"d", b"2");
+        data.clear();
+        assert_eq!(data.get(b"d"), None);
+        assert_eq!(meta.get(b"m"), Some(b"1".to_vec()));
+        data.put(b"d", b"3");
+        assert_eq!(data.get(b"d"), Some(b"3".to_vec()));
+    }
+
+    #[test]
+    fn one_family_may_use_the_whole_budget() {
+        let cache = HotCache::new(64 * 1024 * SHARDS);
+        let meta = cache.family(0);
+        // About 0.9 of the budget in entries of one family: all of them stay.
+        let n = 64 * 1024 * SHARDS * 9 / 10 / (4 + 100 + ENTRY_OVERHEAD);
+        for i in 0..n as u32 {
+            meta.put(&i.to_be_bytes(), &[7u8; 100]);
+        }
+        let kept = (0..n as u32)
+            .filter(|i| meta.get(&i.to_be_bytes()).is_some())
+            .count();
+        assert!(kept * 10 >= n * 9, "{kept} of {n}");
+    }
+
+    #[test]
     fn a_record_too_large_to_cache_forgets_the_one_it_replaces() {
-        let c = HotCache::new(64 * 1024 * SHARDS);
+        let cache = HotCache::new(64 * 1024 * SHARDS);
+        let c = cache.family(1);
         c.put(b"a", b"small");
         c.put(b"a", &vec![1u8; 64 * 1024]);
         assert_eq!(c.get(b"a"), None);
@@ -242,7 +336,8 @@ mod tests {
 
     #[test]
     fn a_zero_budget_caches_nothing() {
-        let c = HotCache::new(0);
+        let cache = HotCache::new(0);
+        let c = cache.family(0);
         c.put(b"a", b"1");
         assert_eq!(c.get(b"a"), None);
     }

@@ -19,7 +19,7 @@ use rocksdb::{
 
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
-use crate::hot::HotCache;
+use crate::hot::{HotCache, HotFamily};
 use crate::keys;
 use crate::meta;
 use crate::pending::{self, BatchOp, IterBounds, Lookup, Pending, StorageIter};
@@ -155,10 +155,9 @@ pub struct Storage {
     synced: AtomicU64,
     /// Held while syncing the log, so concurrent callers share one fsync (group commit).
     sync_lock: parking_lot::Mutex<()>,
-    /// Recently written records of `meta` (see `hot.rs`).
-    hot_meta: HotCache,
-    /// Recently written records of `data` (hash fields, set members, list items, zset scores).
-    hot_data: HotCache,
+    /// Recently written records of `meta` and of `data` (hash fields, set members, list items,
+    /// zset scores), two families sharing one budget (see `hot.rs`).
+    hot: HotCache,
 }
 
 /// Write batches of at most this many records fill the hot-record cache; larger ones (bulk
@@ -311,9 +310,7 @@ impl Storage {
             wal_archive_limit: opts.wal_size_limit_mb.saturating_mul(1 << 20),
             synced: AtomicU64::new(0),
             sync_lock: parking_lot::Mutex::new(()),
-            // Metadata records are small and read by every command; data records share the rest.
-            hot_meta: HotCache::new(opts.hot_cache_size / 2),
-            hot_data: HotCache::new(opts.hot_cache_size - opts.hot_cache_size / 2),
+            hot: HotCache::new(opts.hot_cache_size),
         };
         storage.check_disk();
         storage.check_format(path, writable)?;
@@ -407,11 +404,11 @@ impl Storage {
     }
 
     /// The hot-record cache of family `cf`, if it has one.
-    fn hot(&self, cf: u32) -> Option<&HotCache> {
+    fn hot(&self, cf: u32) -> Option<HotFamily<'_>> {
         if cf == self.cf_ids[0] {
-            Some(&self.hot_meta)
+            Some(self.hot.family(0))
         } else if cf == self.cf_ids[1] {
-            Some(&self.hot_data)
+            Some(self.hot.family(1))
         } else {
             None
         }
@@ -421,15 +418,12 @@ impl Storage {
     /// family it deletes a range of), and those it writes when it is too large to be cached.
     /// Returns a copy of the batch to fill the cache from once it is applied, if it is small.
     fn forget_hot(&self, batch: &WriteBatch) -> Result<Option<Vec<u8>>> {
-        if !self.hot_meta.enabled() && !self.hot_data.enabled() {
+        if !self.hot.enabled() {
             return Ok(None);
         }
         // A batch with more records, or more bytes, than the caches could take is not copied
         // (a 512 MB string would otherwise be copied once more only to be found too large).
-        let largest = self
-            .hot_meta
-            .largest_entry()
-            .max(self.hot_data.largest_entry());
+        let largest = self.hot.largest_entry();
         let small = batch.len() <= HOT_BATCH_MAX
             && batch.size_in_bytes() <= largest.saturating_mul(HOT_BATCH_MAX);
         let (_, ops) = pending::decode_batch(batch.data())?;
@@ -485,8 +479,7 @@ impl Storage {
 
     /// Forgets every cached record (FLUSHDB, FLUSHALL, SWAPDB, a replica's full copy).
     pub(crate) fn forget_all(&self) {
-        self.hot_meta.clear();
-        self.hot_data.clear();
+        self.hot.clear();
     }
 
     /// Opens an atomic scope on this thread (or enters the one already open, scopes nest): until

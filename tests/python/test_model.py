@@ -27,7 +27,10 @@ DEADLINE = int(time.time()) + 10 * 365 * 86400
 
 # Commands whose array reply has no specified order (Strata lists hashes and sets in byte
 # order; docs/differences.md): compared as multisets, HGETALL as a dict.
-UNORDERED = {"SMEMBERS", "SINTER", "SUNION", "SDIFF", "HKEYS", "HVALS"}
+UNORDERED = {"SMEMBERS", "SINTER", "SUNION", "SDIFF", "HKEYS", "HVALS", "GEOSEARCH"}
+# Places for GEOADD (longitude, latitude): a few close together, one far, the edges of the range.
+PLACES = [(13.361389, 38.115556), (15.087269, 37.502669), (13.37, 38.12), (-122.27, 37.80),
+          (0, 0), (-180, 85.05112878), (179.99, -85.05112878)]
 
 
 def gen_command(rng: random.Random) -> tuple:
@@ -91,6 +94,26 @@ def gen_command(rng: random.Random) -> tuple:
         lambda: ("TYPE", k2),
         lambda: ("LRANGE", k2, -3, -1), lambda: ("LINDEX", k2, -1), lambda: ("SETRANGE", k, 3, m),
         lambda: ("MSETNX", "{t}a", v, "{t}b", m), lambda: ("RENAME", "{t}a", "{t}c"),
+        # bitmaps and bit fields (small offsets: the strings stay short)
+        lambda: ("SETBIT", k, rng.randint(0, 200), rng.randint(0, 1)), lambda: ("GETBIT", k, rng.randint(0, 220)),
+        lambda: ("BITCOUNT", k), lambda: ("BITCOUNT", k, n, n + 3, rng.choice(["BYTE", "BIT"])),
+        lambda: ("BITPOS", k, rng.randint(0, 1)), lambda: ("BITPOS", k, rng.randint(0, 1), n, -1, "BIT"),
+        lambda: ("BITOP", rng.choice(["AND", "OR", "XOR"]), k, k2, rng.choice(KEYS)), lambda: ("BITOP", "NOT", k, k2),
+        lambda: ("BITFIELD", k, "INCRBY", rng.choice(["i5", "u8", "i16"]), rng.randint(0, 100), n,
+                 "GET", "u4", 0),
+        lambda: ("BITFIELD", k, "OVERFLOW", rng.choice(["WRAP", "SAT", "FAIL"]), "SET", "i8", "#1", n * 40),
+        lambda: ("BITFIELD_RO", k, "GET", "i12", rng.randint(0, 64)),
+        # HyperLogLog
+        lambda: ("PFADD", k, m, rng.choice(MEMBERS), v), lambda: ("PFADD", k), lambda: ("PFCOUNT", k),
+        lambda: ("PFCOUNT", k, k2), lambda: ("PFMERGE", k, k2, rng.choice(KEYS)),
+        # geo
+        lambda: ("GEOADD", k, *rng.choice(PLACES), m),
+        lambda: ("GEOADD", k, rng.choice(["NX", "XX", "CH"]), *rng.choice(PLACES), m, *rng.choice(PLACES), "m1"),
+        lambda: ("GEODIST", k, m, rng.choice(MEMBERS), rng.choice(["m", "km", "mi"])),
+        lambda: ("GEOPOS", k, m, "zz"), lambda: ("GEOHASH", k, m),
+        lambda: ("GEOSEARCH", k, "FROMLONLAT", 13.36, 38.11, "BYRADIUS", rng.choice([10, 200, 20000]), "km",
+                 "WITHDIST", "WITHCOORD"),
+        lambda: ("GEOSEARCHSTORE", k2, k, "FROMMEMBER", m, "BYBOX", 400, 400, "km", "ASC", "STOREDIST"),
     ]
     return rng.choice(choices)()
 

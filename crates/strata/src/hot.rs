@@ -148,6 +148,10 @@ impl HotCache {
 }
 
 impl HotFamily<'_> {
+    pub(crate) fn enabled(&self) -> bool {
+        self.cache.enabled()
+    }
+
     fn epoch(&self) -> u32 {
         self.cache.epochs[self.family as usize].load(Ordering::Acquire)
     }
@@ -161,7 +165,7 @@ impl HotFamily<'_> {
     /// `f` applied to the cached value of `key`, or `f` back if it is not cached, so that the
     /// caller can apply it to the value read elsewhere (`f` runs under the shard's lock).
     pub(crate) fn with_or_back<T, F: FnOnce(&[u8]) -> T>(&self, key: &[u8], f: F) -> Result<T, F> {
-        if !self.cache.enabled() {
+        if !self.enabled() {
             return Err(f);
         }
         let epoch = self.epoch();
@@ -183,7 +187,7 @@ impl HotFamily<'_> {
     /// A record too large to cache replaces nothing: the entry it supersedes is forgotten.
     pub(crate) fn put(&self, key: &[u8], value: &[u8]) {
         let cache = self.cache;
-        if !cache.enabled() {
+        if !self.enabled() {
             return;
         }
         let Ok(key_len) = u32::try_from(key.len()) else {
@@ -228,7 +232,7 @@ impl HotFamily<'_> {
 
     /// Forgets a key (its record is about to change or has been deleted).
     pub(crate) fn remove(&self, key: &[u8]) {
-        if !self.cache.enabled() {
+        if !self.enabled() {
             return;
         }
         let h = hash_key(self.family, key);

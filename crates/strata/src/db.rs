@@ -3,6 +3,7 @@
 //! logical → physical database map behind SWAPDB, and the housekeeping thread for active expiry and
 //! the once-a-second WAL sync). Type-specific operations live in their own modules.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
@@ -120,6 +121,8 @@ pub(crate) struct Inner {
     follower: AtomicBool,
     pub(crate) stats: Stats,
     pub(crate) cursors: Mutex<crate::keyspace::CursorTable>,
+    /// The last key count of each physical database (see `keyspace.rs`).
+    pub(crate) key_counts: Mutex<HashMap<u8, crate::keyspace::KeyCount>>,
     version_counter: AtomicU64,
     path: PathBuf,
     stop: AtomicBool,
@@ -219,6 +222,7 @@ impl Db {
             follower: AtomicBool::new(false),
             stats: Stats::default(),
             cursors: Mutex::new(crate::keyspace::CursorTable::default()),
+            key_counts: Mutex::new(HashMap::new()),
             version_counter: AtomicU64::new(start),
             path: path.as_ref().to_path_buf(),
             stop: AtomicBool::new(false),

@@ -38,7 +38,7 @@ impl Entry {
 
 /// The map is keyed by the key's 64-bit hash (already well mixed), so it needs no second hash.
 #[derive(Default)]
-struct IdentityHasher(u64);
+pub(crate) struct IdentityHasher(u64);
 
 impl Hasher for IdentityHasher {
     fn finish(&self) -> u64 {
@@ -72,7 +72,7 @@ pub(crate) struct HotCache {
 
 /// FNV-1a over the key, finished with a multiply-xorshift so the low bits (shard) and the whole
 /// (map key) are both well mixed. Cheap for short keys, which is what the hot path sees.
-fn hash_key(key: &[u8]) -> u64 {
+pub(crate) fn hash_key(key: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in key {
         h ^= b as u64;

@@ -150,7 +150,7 @@ pub struct Storage {
     /// Column family ids as write batches encode them: meta, data, zscore, expire.
     cf_ids: [u32; 4],
     /// Archived log files beyond this many bytes are deleted, oldest first (0: none kept).
-    wal_archive_limit: u64,
+    wal_archive_limit: AtomicU64,
     /// `write_count` when the log was last synced by [`Storage::sync_wal_through`].
     synced: AtomicU64,
     /// Held while syncing the log, so concurrent callers share one fsync (group commit).
@@ -327,7 +327,7 @@ impl Storage {
             disk_full: AtomicBool::new(false),
             written_since_check: AtomicU64::new(0),
             cf_ids,
-            wal_archive_limit: opts.wal_size_limit_mb.saturating_mul(1 << 20),
+            wal_archive_limit: AtomicU64::new(opts.wal_size_limit_mb.saturating_mul(1 << 20)),
             synced: AtomicU64::new(0),
             sync_lock: parking_lot::Mutex::new(()),
             // Metadata records are small and read by every command; data records share the rest.
@@ -721,12 +721,23 @@ impl Storage {
         self.cf_ids
     }
 
+    /// Changes the size limit of the archived log files (`repl-backlog-size` at runtime). A
+    /// directory opened without an archive keeps none; RocksDB's own limit, enforced every ten
+    /// minutes, stays the one it was opened with.
+    pub fn set_wal_archive_limit(&self, bytes: u64) {
+        if self.wal_archive_limit.load(Ordering::Relaxed) != 0 {
+            self.wal_archive_limit
+                .store(bytes.max(1), Ordering::Relaxed);
+        }
+    }
+
     /// Keeps the archived log files (`archive/`, kept for replicas) within the size limit by
     /// deleting the oldest. RocksDB enforces its own size limit only every ten minutes, long
     /// enough for a busy server to archive gigabytes; this runs every second. A reader that has
     /// a deleted file open keeps reading it; one that needed it gets a gap (a full copy).
     pub fn prune_wal_archive(&self) {
-        if self.wal_archive_limit == 0 || self.read_only {
+        let limit = self.wal_archive_limit.load(Ordering::Relaxed);
+        if limit == 0 || self.read_only {
             return;
         }
         let Ok(entries) = std::fs::read_dir(self.path.join("archive")) else {
@@ -743,7 +754,7 @@ impl Storage {
         files.sort();
         let mut total: u64 = files.iter().map(|f| f.1).sum();
         for (_, size, path) in files {
-            if total <= self.wal_archive_limit {
+            if total <= limit {
                 break;
             }
             if std::fs::remove_file(&path).is_ok() {

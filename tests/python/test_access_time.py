@@ -27,8 +27,9 @@ def test_idletime_grows_through_exists_type_ttl_and_object(both):
     time.sleep(2.2)
     for key in ("foo", "h"):
         for cmd in (("TTL", key), ("PTTL", key), ("TYPE", key), ("EXISTS", key),
-                    ("EXPIRETIME", key), ("OBJECT", "ENCODING", key), ("OBJECT", "IDLETIME", key)):
+                    ("EXPIRETIME", key), ("OBJECT", "ENCODING", key)):
             both(*cmd)
+        both.each("OBJECT", "IDLETIME", key)  # (the seconds may tick apart on the two servers)
     for conn in (both.strata, both.redis):
         assert idle(conn, "foo") >= 2
         assert idle(conn, "h") >= 2

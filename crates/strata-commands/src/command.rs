@@ -92,6 +92,10 @@ pub mod flag {
     /// Hidden (Strata): runs the transaction's queue (EXEC); refused, it discards the
     /// transaction and says why (Redis's `execCommandAbort`).
     pub const RUNS_QUEUE: u64 = 1 << 26;
+    /// Hidden (Strata): looks its keys up without changing their access time (Redis's
+    /// `LOOKUP_NOTOUCH`: EXISTS, TYPE, TTL, OBJECT...), or leaves that to the commands it runs
+    /// (scripts). Every other command with keys counts as an access to them (OBJECT IDLETIME).
+    pub const NO_TOUCH: u64 = 1 << 27;
     /// No flag.
     pub const NONE: u64 = 0;
 }

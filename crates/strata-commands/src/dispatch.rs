@@ -204,6 +204,12 @@ fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> 
         notify::note_absent_keys(ctx, argv, &targets);
     }
     let outcome = spec.handler.call(ctx, argv);
+    // Looking keys up counts as an access to them (OBJECT IDLETIME), hits or misses alike.
+    if !spec.has(command::NO_TOUCH) {
+        for &(d, i) in &targets {
+            ctx.session.db.note_access(d, &argv[i]);
+        }
+    }
     if track_new {
         notify::clear_absent_keys();
     }

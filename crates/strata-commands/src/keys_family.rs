@@ -56,7 +56,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "exists",
         arity: Arity::AtLeast(2),
-        flags: Flags(READONLY | FAST),
+        flags: Flags(READONLY | FAST | NO_TOUCH),
         keys: Keys::Range(Range::new(1, -1, 1)),
         key_specs: &[
             KeySpec::range(RO, 1, -1, 1, 0),
@@ -75,7 +75,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "type",
         arity: Arity::Exactly(2),
-        flags: Flags(READONLY | FAST),
+        flags: Flags(READONLY | FAST | NO_TOUCH),
         keys: Keys::Range(Range::new(1, 1, 1)),
         key_specs: &[
             KeySpec::range(RO, 1, 0, 1, 0),
@@ -170,7 +170,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "ttl",
         arity: Arity::Exactly(2),
-        flags: Flags(READONLY | FAST),
+        flags: Flags(READONLY | FAST | NO_TOUCH),
         keys: Keys::Range(Range::new(1, 1, 1)),
         key_specs: &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
@@ -189,7 +189,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "pttl",
         arity: Arity::Exactly(2),
-        flags: Flags(READONLY | FAST),
+        flags: Flags(READONLY | FAST | NO_TOUCH),
         keys: Keys::Range(Range::new(1, 1, 1)),
         key_specs: &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
@@ -208,7 +208,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "expiretime",
         arity: Arity::Exactly(2),
-        flags: Flags(READONLY | FAST),
+        flags: Flags(READONLY | FAST | NO_TOUCH),
         keys: Keys::Range(Range::new(1, 1, 1)),
         key_specs: &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
@@ -227,7 +227,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "pexpiretime",
         arity: Arity::Exactly(2),
-        flags: Flags(READONLY | FAST),
+        flags: Flags(READONLY | FAST | NO_TOUCH),
         keys: Keys::Range(Range::new(1, 1, 1)),
         key_specs: &[
             KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
@@ -414,7 +414,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "object",
         arity: Arity::AtLeast(2),
-        flags: Flags::NONE,
+        flags: Flags(NO_TOUCH),
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
@@ -431,7 +431,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "object|encoding",
         arity: Arity::Exactly(3),
-        flags: Flags(READONLY),
+        flags: Flags(READONLY | NO_TOUCH),
         keys: Keys::Range(Range::new(2, 2, 1)),
         key_specs: &[
             KeySpec::range(RO, 2, 0, 1, 0),
@@ -450,7 +450,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "object|freq",
         arity: Arity::Exactly(3),
-        flags: Flags(READONLY),
+        flags: Flags(READONLY | NO_TOUCH),
         keys: Keys::Range(Range::new(2, 2, 1)),
         key_specs: &[
             KeySpec::range(RO, 2, 0, 1, 0),
@@ -469,7 +469,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "object|idletime",
         arity: Arity::Exactly(3),
-        flags: Flags(READONLY),
+        flags: Flags(READONLY | NO_TOUCH),
         keys: Keys::Range(Range::new(2, 2, 1)),
         key_specs: &[
             KeySpec::range(RO, 2, 0, 1, 0),
@@ -488,7 +488,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "object|refcount",
         arity: Arity::Exactly(3),
-        flags: Flags(READONLY),
+        flags: Flags(READONLY | NO_TOUCH),
         keys: Keys::Range(Range::new(2, 2, 1)),
         key_specs: &[
             KeySpec::range(RO, 2, 0, 1, 0),
@@ -541,7 +541,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "memory|usage",
         arity: Arity::AtLeast(3),
-        flags: Flags(READONLY),
+        flags: Flags(READONLY | NO_TOUCH),
         keys: Keys::Range(Range::new(2, 2, 1)),
         key_specs: &[
             KeySpec::range(RO, 2, 0, 1, 0),
@@ -900,10 +900,9 @@ fn object_freq(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
 
 fn object_idletime(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     let key = Args::after_subcommand(argv).key()?;
-    // Access times are not tracked on disk (see docs/differences.md).
-    Ok(match ctx.session.db.exists(key)? {
-        false => Frame::Null,
-        true => Frame::Integer(0),
+    Ok(match ctx.session.db.idle_time(key)? {
+        None => Frame::Null,
+        Some(secs) => Frame::Integer(secs.min(i64::MAX as u64) as i64),
     })
 }
 

@@ -21,7 +21,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "eval",
         arity: Arity::AtLeast(3),
-        flags: Flags(NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE),
+        flags: Flags(NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_TOUCH),
         keys: Keys::Counted(Range::NONE, 2),
         key_specs: &[
             KeySpec::keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1).notes("We cannot tell how the keys will be used so we assume the worst, RW and UPDATE"),
@@ -40,7 +40,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "evalsha",
         arity: Arity::AtLeast(3),
-        flags: Flags(NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE),
+        flags: Flags(NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_TOUCH),
         keys: Keys::Counted(Range::NONE, 2),
         key_specs: &[
             KeySpec::keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1),
@@ -59,7 +59,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "eval_ro",
         arity: Arity::AtLeast(3),
-        flags: Flags(READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS),
+        flags: Flags(READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_TOUCH),
         keys: Keys::Counted(Range::NONE, 2),
         key_specs: &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1).notes("We cannot tell how the keys will be used so we assume the worst, RO and ACCESS"),
@@ -78,7 +78,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "evalsha_ro",
         arity: Arity::AtLeast(3),
-        flags: Flags(READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS),
+        flags: Flags(READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_TOUCH),
         keys: Keys::Counted(Range::NONE, 2),
         key_specs: &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1),
@@ -199,7 +199,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "fcall",
         arity: Arity::AtLeast(3),
-        flags: Flags(NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE),
+        flags: Flags(NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_TOUCH),
         keys: Keys::Counted(Range::NONE, 2),
         key_specs: &[
             KeySpec::keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1).notes("We cannot tell how the keys will be used so we assume the worst, RW and UPDATE"),
@@ -218,7 +218,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "fcall_ro",
         arity: Arity::AtLeast(3),
-        flags: Flags(READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS),
+        flags: Flags(READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_TOUCH),
         keys: Keys::Counted(Range::NONE, 2),
         key_specs: &[
             KeySpec::keynum(RO | ACCESS, 2, 0, 1, 1).notes("We cannot tell how the keys will be used so we assume the worst, RO and ACCESS"),

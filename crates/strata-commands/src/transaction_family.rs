@@ -75,7 +75,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "watch",
         arity: Arity::AtLeast(2),
-        flags: Flags(NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | NOT_QUEUED),
+        flags: Flags(NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | NOT_QUEUED | NO_TOUCH),
         keys: Keys::Range(Range::new(1, -1, 1)),
         key_specs: &[KeySpec::range(RO, 1, -1, 1, 0)],
         acl: Acl(acl::TRANSACTION),

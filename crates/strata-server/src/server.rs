@@ -383,6 +383,7 @@ impl Server {
         self.db
             .set_max_string_len(settings.limits.proto_max_bulk_len);
         self.db.set_hll_sparse_max_bytes(cfg.hll_sparse_max_bytes);
+        self.db.set_wal_archive_limit(cfg.repl_backlog_size);
         *self.live.write() = settings;
         self.maxclients.store(cfg.maxclients, Ordering::Relaxed);
         self.timeout_secs.store(cfg.timeout, Ordering::Relaxed);

@@ -3,6 +3,7 @@
 //! logical → physical database map behind SWAPDB, and the housekeeping thread for active expiry and
 //! the once-a-second WAL sync). Type-specific operations live in their own modules.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
@@ -120,6 +121,10 @@ pub(crate) struct Inner {
     follower: AtomicBool,
     pub(crate) stats: Stats,
     pub(crate) cursors: Mutex<crate::keyspace::CursorTable>,
+    /// When each key was last accessed (OBJECT IDLETIME).
+    pub(crate) access: crate::access::AccessClock,
+    /// The last key count of each physical database (see `keyspace.rs`).
+    pub(crate) key_counts: Mutex<HashMap<u8, crate::keyspace::KeyCount>>,
     version_counter: AtomicU64,
     path: PathBuf,
     stop: AtomicBool,
@@ -219,6 +224,8 @@ impl Db {
             follower: AtomicBool::new(false),
             stats: Stats::default(),
             cursors: Mutex::new(crate::keyspace::CursorTable::default()),
+            key_counts: Mutex::new(HashMap::new()),
+            access: crate::access::AccessClock::new(crate::access::now_secs()),
             version_counter: AtomicU64::new(start),
             path: path.as_ref().to_path_buf(),
             stop: AtomicBool::new(false),
@@ -472,6 +479,12 @@ impl Db {
     /// a sync already covered them (see `Options::batch_wal_writes`).
     pub fn sync_wal_through(&self, writes: u64) -> Result<()> {
         self.inner.storage.sync_wal_through(writes)
+    }
+
+    /// Changes how many bytes of archived write-ahead log are kept for replicas (Redis's
+    /// `repl-backlog-size`; see `Options::wal_size_limit_mb`).
+    pub fn set_wal_archive_limit(&self, bytes: u64) {
+        self.inner.storage.set_wal_archive_limit(bytes)
     }
 
     /// Counters for INFO.

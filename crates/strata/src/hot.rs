@@ -51,7 +51,7 @@ impl Entry {
 
 /// The map is keyed by the key's 64-bit hash (already well mixed), so it needs no second hash.
 #[derive(Default)]
-struct IdentityHasher(u64);
+pub(crate) struct IdentityHasher(u64);
 
 impl Hasher for IdentityHasher {
     fn finish(&self) -> u64 {
@@ -94,7 +94,7 @@ pub(crate) struct HotFamily<'a> {
 
 /// FNV-1a over the key, finished with a multiply-xorshift so the low bits (shard) and the whole
 /// (map key) are both well mixed. Cheap for short keys, which is what the hot path sees.
-fn hash_key(family: u8, key: &[u8]) -> u64 {
+pub(crate) fn hash_key(family: u8, key: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ family as u64;
     h = h.wrapping_mul(0x0100_0000_01b3);
     for &b in key {

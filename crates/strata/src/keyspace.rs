@@ -14,6 +14,19 @@ use crate::meta::{self, KeyType, Meta, HEADER_LEN};
 use crate::num;
 use crate::storage::{IterOptions, CF_DATA, CF_EXPIRE, CF_META, CF_ZSCORE};
 
+/// A count of one database's live keys, true while its metadata generation is `generation`
+/// (see `Storage::meta_generation`) and the clock is before `first_deadline`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KeyCount {
+    generation: u64,
+    keys: u64,
+    expires: u64,
+    /// The sum of the expiry deadlines (ms) of the keys that have one.
+    deadline_sum: u128,
+    /// The earliest of those deadlines (`u64::MAX`: none).
+    first_deadline: u64,
+}
+
 /// The time to live of a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ttl {
@@ -542,32 +555,61 @@ impl Db {
 
     /// DBSIZE: the number of live keys. O(n) in the number of keys (see docs/differences.md).
     pub fn dbsize(&self) -> Result<u64> {
-        let mut n = 0;
-        self.walk(None, |_, _, _| {
-            n += 1;
-            true
-        })?;
-        Ok(n)
+        Ok(self.key_count()?.keys)
     }
 
     /// Number of live keys and of those with an expiry, and the average remaining TTL in ms (INFO keyspace).
     pub fn keyspace_info(&self) -> Result<(u64, u64, u64)> {
-        let now = now_ms();
-        let (mut keys_n, mut expires, mut ttl_sum) = (0u64, 0u64, 0u128);
+        let c = self.key_count()?;
+        let avg = match c.expires {
+            0 => 0,
+            n => (c.deadline_sum / u128::from(n)).saturating_sub(u128::from(now_ms())) as u64,
+        };
+        Ok((c.keys, c.expires, avg))
+    }
+
+    /// Counts the live keys, walking them only when the last count may be out of date: a write
+    /// committed to this database's metadata since, or a counted key's deadline passed. (The
+    /// first count after a change costs a walk; polling DBSIZE or INFO costs nothing.) Inside an
+    /// atomic scope, whose uncommitted writes this thread sees, it always walks.
+    fn key_count(&self) -> Result<KeyCount> {
+        let phys = self.phys();
+        let s = self.storage();
+        let keep = !s.in_scope();
+        let generation = s.meta_generation(phys);
+        let counts = || {
+            self.inner
+                .key_counts
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+        };
+        if keep {
+            if let Some(c) = counts().get(&phys) {
+                if c.generation == generation && now_ms() < c.first_deadline {
+                    return Ok(*c);
+                }
+            }
+        }
+        let mut c = KeyCount {
+            generation,
+            keys: 0,
+            expires: 0,
+            deadline_sum: 0,
+            first_deadline: u64::MAX,
+        };
         self.walk(None, |_, _, exp| {
-            keys_n += 1;
+            c.keys += 1;
             if exp != 0 {
-                expires += 1;
-                ttl_sum += exp.saturating_sub(now) as u128;
+                c.expires += 1;
+                c.deadline_sum += u128::from(exp);
+                c.first_deadline = c.first_deadline.min(exp);
             }
             true
         })?;
-        let avg = if expires > 0 {
-            (ttl_sum / expires as u128) as u64
-        } else {
-            0
-        };
-        Ok((keys_n, expires, avg))
+        if keep {
+            counts().insert(phys, c);
+        }
+        Ok(c)
     }
 
     /// FLUSHDB: deletes every key of this database.

@@ -63,6 +63,7 @@
 
 #![warn(missing_docs)]
 
+mod access;
 mod batch;
 mod bits;
 mod check;

@@ -150,7 +150,7 @@ pub struct Storage {
     /// Column family ids as write batches encode them: meta, data, zscore, expire.
     cf_ids: [u32; 4],
     /// Archived log files beyond this many bytes are deleted, oldest first (0: none kept).
-    wal_archive_limit: u64,
+    wal_archive_limit: AtomicU64,
     /// `write_count` when the log was last synced by [`Storage::sync_wal_through`].
     synced: AtomicU64,
     /// Held while syncing the log, so concurrent callers share one fsync (group commit).
@@ -158,6 +158,25 @@ pub struct Storage {
     /// Recently written records of `meta` and of `data` (hash fields, set members, list items,
     /// zset scores), two families sharing one budget (see `hot.rs`).
     hot: HotCache,
+    /// Per physical database: a count of the committed writes that changed its `meta` records
+    /// (see [`Storage::meta_generation`]).
+    meta_generations: Box<[AtomicU64]>,
+}
+
+/// The physical databases a write batch changes the `meta` records of (a 256-bit set).
+#[derive(Default)]
+struct DbSet([u64; 4]);
+
+impl DbSet {
+    fn add(&mut self, phys: u8) {
+        self.0[usize::from(phys >> 6)] |= 1 << (phys & 63);
+    }
+    fn add_all(&mut self) {
+        self.0 = [u64::MAX; 4];
+    }
+    fn contains(&self, phys: usize) -> bool {
+        self.0[phys >> 6] & (1 << (phys & 63)) != 0
+    }
 }
 
 /// Write batches of at most this many records fill the hot-record cache; larger ones (bulk
@@ -307,10 +326,11 @@ impl Storage {
             disk_full: AtomicBool::new(false),
             written_since_check: AtomicU64::new(0),
             cf_ids,
-            wal_archive_limit: opts.wal_size_limit_mb.saturating_mul(1 << 20),
+            wal_archive_limit: AtomicU64::new(opts.wal_size_limit_mb.saturating_mul(1 << 20)),
             synced: AtomicU64::new(0),
             sync_lock: parking_lot::Mutex::new(()),
             hot: HotCache::new(opts.hot_cache_size),
+            meta_generations: (0..256).map(|_| AtomicU64::new(0)).collect(),
         };
         storage.check_disk();
         storage.check_format(path, writable)?;
@@ -394,13 +414,34 @@ impl Storage {
         // With batched log writes, `always` syncs once per batch of commands instead
         // ([`Storage::flush_wal_buffer`], before their replies leave).
         wo.set_sync(self.sync_policy() == SyncPolicy::Always && !self.batch_wal_writes);
-        let remember = self.forget_hot(&batch)?;
+        let (remember, changed) = self.forget_hot(&batch)?;
         self.db.write_opt(batch, &wo)?;
         self.writes.fetch_add(1, Ordering::Release);
+        // After the write is visible, so a count that read the old generation is never kept.
+        self.bump_meta_generations(&changed);
         if let Some(data) = remember {
             self.remember_hot(&data)?;
         }
         Ok(())
+    }
+
+    fn bump_meta_generations(&self, changed: &DbSet) {
+        for (phys, generation) in self.meta_generations.iter().enumerate() {
+            if changed.contains(phys) {
+                generation.fetch_add(1, Ordering::Release);
+            }
+        }
+    }
+
+    /// How many committed writes changed the metadata records of physical database `phys`: a
+    /// count of its keys made after reading generation `g` stays true while it reads `g`.
+    pub(crate) fn meta_generation(&self, phys: u8) -> u64 {
+        self.meta_generations[usize::from(phys)].load(Ordering::Acquire)
+    }
+
+    /// Whether this thread has an atomic scope open (its reads see writes not committed yet).
+    pub(crate) fn in_scope(&self) -> bool {
+        self.pending().is_some()
     }
 
     /// The hot-record cache of family `cf`, if it has one.
@@ -416,38 +457,50 @@ impl Storage {
 
     /// Before `batch` is applied: forgets the cached records it deletes (every record of a
     /// family it deletes a range of), and those it writes when it is too large to be cached.
-    /// Returns a copy of the batch to fill the cache from once it is applied, if it is small.
-    fn forget_hot(&self, batch: &WriteBatch) -> Result<Option<Vec<u8>>> {
-        if !self.hot.enabled() {
-            return Ok(None);
-        }
-        // A batch with more records, or more bytes, than the caches could take is not copied
+    /// Returns a copy of the batch to fill the cache from once it is applied, if it is small,
+    /// and the physical databases whose metadata records it changes.
+    fn forget_hot(&self, batch: &WriteBatch) -> Result<(Option<Vec<u8>>, DbSet)> {
+        let hot = self.hot.enabled();
+        // A batch with more records, or more bytes, than the cache could take is not copied
         // (a 512 MB string would otherwise be copied once more only to be found too large).
         let largest = self.hot.largest_entry();
-        let small = batch.len() <= HOT_BATCH_MAX
+        let small = hot
+            && batch.len() <= HOT_BATCH_MAX
             && batch.size_in_bytes() <= largest.saturating_mul(HOT_BATCH_MAX);
+        let meta = self.cf_ids[0];
+        let mut changed = DbSet::default();
         let (_, ops) = pending::decode_batch(batch.data())?;
         for op in ops {
             match op {
-                BatchOp::Put { cf, key, .. } if !small => {
-                    if let Some(c) = self.hot(cf) {
-                        c.remove(key);
+                BatchOp::Put { cf, key, .. } => {
+                    if cf == meta {
+                        changed.add(key.first().copied().unwrap_or(0));
+                    }
+                    if hot && !small {
+                        if let Some(c) = self.hot(cf) {
+                            c.remove(key);
+                        }
                     }
                 }
-                BatchOp::Put { .. } => {}
                 BatchOp::Delete { cf, key } => {
-                    if let Some(c) = self.hot(cf) {
+                    if cf == meta {
+                        changed.add(key.first().copied().unwrap_or(0));
+                    }
+                    if let Some(c) = self.hot(cf).filter(|_| hot) {
                         c.remove(key);
                     }
                 }
                 BatchOp::DeleteRange { cf, .. } => {
-                    if let Some(c) = self.hot(cf) {
+                    if cf == meta {
+                        changed.add_all();
+                    }
+                    if let Some(c) = self.hot(cf).filter(|_| hot) {
                         c.clear();
                     }
                 }
             }
         }
-        Ok(small.then(|| batch.data().to_vec()))
+        Ok((small.then(|| batch.data().to_vec()), changed))
     }
 
     /// After a batch was applied: caches the records it wrote (see `hot.rs` for why this is
@@ -480,6 +533,9 @@ impl Storage {
     /// Forgets every cached record (FLUSHDB, FLUSHALL, SWAPDB, a replica's full copy).
     pub(crate) fn forget_all(&self) {
         self.hot.clear();
+        let mut all = DbSet::default();
+        all.add_all();
+        self.bump_meta_generations(&all);
     }
 
     /// Opens an atomic scope on this thread (or enters the one already open, scopes nest): until
@@ -658,12 +714,23 @@ impl Storage {
         self.cf_ids
     }
 
+    /// Changes the size limit of the archived log files (`repl-backlog-size` at runtime). A
+    /// directory opened without an archive keeps none; RocksDB's own limit, enforced every ten
+    /// minutes, stays the one it was opened with.
+    pub fn set_wal_archive_limit(&self, bytes: u64) {
+        if self.wal_archive_limit.load(Ordering::Relaxed) != 0 {
+            self.wal_archive_limit
+                .store(bytes.max(1), Ordering::Relaxed);
+        }
+    }
+
     /// Keeps the archived log files (`archive/`, kept for replicas) within the size limit by
     /// deleting the oldest. RocksDB enforces its own size limit only every ten minutes, long
     /// enough for a busy server to archive gigabytes; this runs every second. A reader that has
     /// a deleted file open keeps reading it; one that needed it gets a gap (a full copy).
     pub fn prune_wal_archive(&self) {
-        if self.wal_archive_limit == 0 || self.read_only {
+        let limit = self.wal_archive_limit.load(Ordering::Relaxed);
+        if limit == 0 || self.read_only {
             return;
         }
         let Ok(entries) = std::fs::read_dir(self.path.join("archive")) else {
@@ -680,7 +747,7 @@ impl Storage {
         files.sort();
         let mut total: u64 = files.iter().map(|f| f.1).sum();
         for (_, size, path) in files {
-            if total <= self.wal_archive_limit {
+            if total <= limit {
                 break;
             }
             if std::fs::remove_file(&path).is_ok() {

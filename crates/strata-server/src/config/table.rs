@@ -166,7 +166,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("repl-timeout", &[], Int { min: 1, max: INT_MAX }, "60", Mutable, field!(repl_timeout)),
     // Strata keeps its replication backlog as write-ahead-log files (see docs/replication.md):
     // the size and age bounds apply when the data directory opens.
-    row("repl-backlog-size", &[], Memory { min: 16 * 1024, max: LONG_MAX as u64 }, "256mb", Fixed, field!(repl_backlog_size)),
+    row("repl-backlog-size", &[], Memory { min: 16 * 1024, max: LONG_MAX as u64 }, "256mb", Mutable, field!(repl_backlog_size)),
     row("repl-backlog-ttl", &[], Int { min: 0, max: INT_MAX }, "3600", Fixed, field!(repl_backlog_ttl)),
     row("enable-protected-configs", &[], Enum(Allowed::NAMES), "no", Immutable, field!(enable_protected_configs)),
     // Redis 7.0 directives that change nothing in Strata, with Redis's kinds, bounds, defaults

@@ -1218,10 +1218,8 @@ fn xpending(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
         let count = int(argv.get(at + 2).ok_or_else(cursor::syntax)?)?.max(0) as u64;
         let start = interval_start(&argv[at])?;
         let end = interval_end(argv.get(at + 1).ok_or_else(cursor::syntax)?)?;
+        // Anything after the consumer is ignored, as Redis does.
         let consumer = argv.get(at + 3);
-        if argv.len() > at + 4 {
-            return Err(cursor::syntax());
-        }
         query = Some((start, end, count, min_idle, consumer));
     }
     let db = &ctx.session.db;

@@ -1870,6 +1870,74 @@ impl Db {
         )
     }
 
+    /// Every record of the stream at `key` (export): first its metadata body under an empty
+    /// sub-key, then each sub-key and value in key order.
+    pub fn stream_records(&self, key: &[u8], mut f: impl FnMut(&[u8], &[u8])) -> Result<()> {
+        let Some(s) = self.stream_load(key)? else {
+            return Ok(());
+        };
+        f(&[], &s.c.body());
+        self.for_each_sub(CF_DATA, key, &s.c, None, |sub, v| {
+            f(sub, v);
+            true
+        })
+    }
+
+    /// Writes records read by [`Db::stream_records`] (import). The chunk with `first` set
+    /// replaces the key with a new stream of that metadata (given a fresh version); later chunks
+    /// add sub-keys to it.
+    pub fn stream_restore_records(
+        &self,
+        key: &[u8],
+        expire_ms: u64,
+        first: bool,
+        records: &[(&[u8], &[u8])],
+    ) -> Result<()> {
+        let _g = self.inner.locks.lock_one(self.index, key);
+        let mut batch = WriteBatch::default();
+        let mut records = records.iter();
+        let s = if first {
+            let Some((sub, body)) = records.next().filter(|(sub, _)| sub.is_empty()) else {
+                return Err(Error::BadDump(
+                    "a stream's first record is not its metadata".into(),
+                ));
+            };
+            let mut body = body.to_vec();
+            if body.len() < 16 {
+                return Err(Error::BadDump("stream metadata too short".into()));
+            }
+            let _ = sub;
+            body[..8].copy_from_slice(&self.next_version().to_be_bytes());
+            let m = crate::meta::Meta {
+                kind: KeyType::Stream,
+                expire_ms,
+                flags: 0,
+                body,
+            };
+            let s = Stream::decode(CollectionMeta::from_meta(m)?)
+                .map_err(|e| Error::BadDump(e.to_string()))?;
+            self.put_meta_raw(
+                &mut batch,
+                self.phys(),
+                key,
+                KeyType::Stream,
+                expire_ms,
+                &s.c.body(),
+            );
+            s
+        } else {
+            self.stream_load(key)?
+                .ok_or_else(|| Error::BadDump("stream records without their stream".into()))?
+        };
+        for (sub, v) in records {
+            if sub.is_empty() {
+                return Err(Error::BadDump("a stream has two metadata records".into()));
+            }
+            self.put_sub(&mut batch, key, &s, sub, v);
+        }
+        self.write(batch)
+    }
+
     /// Streams the entries of the stream at `key` in ID order (export).
     pub fn stream_each(&self, key: &[u8], mut f: impl FnMut(&StreamEntry)) -> Result<()> {
         let Some(s) = self.stream_load(key)? else {

@@ -649,3 +649,43 @@ def test_streams_survive_a_restart(start_strata):
     assert before == after
     assert c.call("XREADGROUP", "GROUP", "g", "bob", "COUNT", "1", "STREAMS", "s", ">") == [
         [b"s", [[b"11-1", [b"n", b"11"]]]]]
+
+
+def test_blocked_xread_is_not_served_an_empty_reply_after_xdel(strata_server, redis_server):
+    for server in (strata_server, redis_server):
+        c = server.conn()
+        c.call("XADD", "s", "666", "f", "v")
+        c.call("XADD", "s", "667", "f", "v")
+        c.call("XDEL", "s", "667")
+        assert c.call_raw("XREAD", "BLOCK", "50", "STREAMS", "s", "666") == b"*-1\r\n"
+
+
+def test_blocked_xread_waits_through_a_key_of_another_type(strata_server, redis_server):
+    results = []
+    for server in (strata_server, redis_server):
+        c = server.conn()
+        c.call("XADD", "s", "1-0", "f", "v")
+        t, out = _blocked(server, "XREAD", "BLOCK", "0", "STREAMS", "s", "$")
+        _wait_blocked(server, 1)
+        c.call("SET", "s", "x")
+        c.call("DEL", "s")
+        c.call("XADD", "s", "2-0", "f", "new")
+        t.join(5)
+        results.append(out)
+    assert results[0] == results[1] == [[[b"s", [[b"2-0", [b"f", b"new"]]]]]]
+
+
+def test_approximate_trims_follow_stream_node_max_entries(both):
+    both("CONFIG", "SET", "stream-node-max-entries", "10")
+    try:
+        for i in range(1, 101):
+            both.each("XADD", "s", f"{i}-0", "f", "v")
+        both("XADD", "s", "MAXLEN", "~", "55", "LIMIT", "30", "101-0", "f", "v")
+        both("XLEN", "s")
+        both("XADD", "s", "MAXLEN", "~", "55", "LIMIT", "30", "102-0", "f", "v")
+        both("XLEN", "s")
+        both("XTRIM", "s", "MINID", "~", "80")
+        both("XTRIM", "s", "MAXLEN", "~", "0", "LIMIT", "5")
+        both("XRANGE", "s", "-", "+", "COUNT", "1")
+    finally:
+        both.each("CONFIG", "SET", "stream-node-max-entries", "100")

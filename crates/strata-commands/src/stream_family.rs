@@ -480,7 +480,7 @@ fn read_keys(argv: &[Bytes], db: u32, out: &mut Vec<(u32, usize)>) {
         return;
     };
     let n = argv.len() - at - 1;
-    if n == 0 || n % 2 != 0 {
+    if n == 0 || !n.is_multiple_of(2) {
         return;
     }
     out.extend((at + 1..at + 1 + n / 2).map(|i| (db, i)));
@@ -600,7 +600,7 @@ struct AddOrTrim {
 }
 
 /// Redis's `streamParseAddOrTrimArgsOrReply`.
-fn parse_add_or_trim(argv: &[Bytes], xadd: bool) -> Result<AddOrTrim, Failure> {
+fn parse_add_or_trim(argv: &[Bytes], xadd: bool, node_max: u64) -> Result<AddOrTrim, Failure> {
     let mut strategy: Option<TrimStrategy> = None;
     let mut approx = false;
     let mut limit: Option<i64> = None;
@@ -664,9 +664,13 @@ fn parse_add_or_trim(argv: &[Bytes], xadd: bool) -> Result<AddOrTrim, Failure> {
     if limit.is_some() && !approx {
         return Err(Failure::text(errors::STREAM_LIMIT_WITHOUT_APPROX));
     }
+    // Redis's default LIMIT for `~`: 100 nodes (10000 when nodes are unbounded, at most 1000000).
     let limit = match limit {
         Some(l) => l as u64,
-        None if approx => 100 * strata::stream::NODE_MAX_ENTRIES,
+        None if approx => match 100u64.saturating_mul(node_max) {
+            0 => 10_000,
+            l => l.min(1_000_000),
+        },
         None => 0,
     };
     Ok(AddOrTrim {
@@ -772,7 +776,7 @@ fn opt_int(v: Option<u64>) -> Frame {
 // ----- commands -----
 
 fn xadd(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
-    let p = parse_add_or_trim(argv, true)?;
+    let p = parse_add_or_trim(argv, true, ctx.session.db.stream_node_max_entries())?;
     let fields_at = p.id_at + 1;
     if argv.len() < fields_at + 2 || (argv.len() - fields_at) % 2 == 1 {
         return Err(Failure(errors::wrong_arity("xadd")));
@@ -862,7 +866,7 @@ fn xdel(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
 }
 
 fn xtrim(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
-    let p = parse_add_or_trim(argv, false)?;
+    let p = parse_add_or_trim(argv, false, ctx.session.db.stream_node_max_entries())?;
     let Some(trim) = p.trim else {
         return Err(Failure::text(errors::STREAM_XTRIM_WITHOUT_STRATEGY));
     };
@@ -955,7 +959,7 @@ fn parse_read<'a>(
             r.count = int(&argv[i])?.max(0) as u64;
         } else if o.eq_ignore_ascii_case(b"STREAMS") && more > 0 {
             let n = argv.len() - (i + 1);
-            if n % 2 != 0 {
+            if !n.is_multiple_of(2) {
                 return Err(Failure::text(errors::STREAM_UNBALANCED));
             }
             streams_at = Some(i + 1);
@@ -1022,11 +1026,19 @@ fn wait_or_nothing(
 fn xread(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
     let r = parse_read(ctx, argv, false)?;
     let db = &ctx.session.db;
+    let serving = match &ctx.session.block_mode {
+        BlockMode::Serve(k) => Some(k.clone()),
+        _ => None,
+    };
     // Resolve the IDs in order, as Redis does (type errors and bad IDs in argument order).
     let mut ids = Vec::with_capacity(r.keys.len());
     let mut rewritten = false;
     for (key, id) in r.keys.iter().zip(r.ids) {
-        let last = db.stream_last_id(key)?;
+        // Run again after a signal, a key that now holds another type keeps the reader waiting.
+        let last = match db.stream_last_id(key) {
+            Err(strata::Error::WrongType) if serving.is_some() => None,
+            found => found?,
+        };
         if &id[..] == b"$" {
             ids.push(last.unwrap_or(StreamId::MIN));
             rewritten = true;
@@ -1036,10 +1048,6 @@ fn xread(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
             ids.push(strict_id(id)?);
         }
     }
-    let serving = match &ctx.session.block_mode {
-        BlockMode::Serve(k) => Some(k.clone()),
-        _ => None,
-    };
     let count = match (r.count, &serving) {
         (0, Some(_)) => BLOCKED_DEFAULT_COUNT,
         (n, _) => n,
@@ -1049,36 +1057,22 @@ fn xread(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
         if serving.as_ref().is_some_and(|k| k != key) {
             continue;
         }
-        let last = match db.stream_last_id(key) {
-            Ok(Some(last)) => last,
-            Ok(None) => continue,
-            Err(strata::Error::WrongType) if serving.is_some() => continue,
-            Err(e) => return Err(e.into()),
-        };
-        let entries = match after.next() {
-            // Served while blocked: Redis compares with the last ID, not the last entry.
-            Some(start) if serving.is_some() && last > after => db.xrange(
+        let entries = match (db.stream_last_id(key), after.next()) {
+            (Ok(Some(last)), Some(start)) if last > after => db.xrange(
                 key,
                 start,
                 StreamId::MAX,
                 (count > 0).then_some(count),
                 false,
             )?,
-            Some(start) => {
-                let e = db.xrange(
-                    key,
-                    start,
-                    StreamId::MAX,
-                    (count > 0).then_some(count),
-                    false,
-                )?;
-                if e.is_empty() {
-                    continue;
-                }
-                e
-            }
-            None => continue,
+            (Err(strata::Error::WrongType), _) if serving.is_some() => continue,
+            (Err(e), _) => return Err(e.into()),
+            _ => continue,
         };
+        // Only entries are served (an XDEL can leave the last ID past the last entry).
+        if entries.is_empty() {
+            continue;
+        }
         served.push((key.clone(), entries_frame(entries)));
     }
     if !served.is_empty() {

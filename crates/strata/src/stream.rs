@@ -23,7 +23,8 @@ use crate::error::{Error, Result};
 use crate::meta::KeyType;
 use crate::storage::CF_DATA;
 
-/// Entries per radix-tree node in Redis (`stream-node-max-entries`): `~` trims whole nodes.
+/// Entries per radix-tree node in Redis (`stream-node-max-entries`, default): `~` trims whole
+/// nodes.
 pub const NODE_MAX_ENTRIES: u64 = 100;
 
 const TAG_ENTRY: u8 = 1;
@@ -180,7 +181,7 @@ pub enum TrimStrategy {
 pub struct Trim {
     /// What to trim to.
     pub strategy: TrimStrategy,
-    /// `~`: only whole nodes of [`NODE_MAX_ENTRIES`] entries.
+    /// `~`: only whole nodes (of [`Db::stream_node_max_entries`] entries).
     pub approx: bool,
     /// At most this many entries removed (0: no limit).
     pub limit: u64,
@@ -318,6 +319,9 @@ pub struct ClaimOptions {
     /// LASTID: move the group's last ID forward to this.
     pub last_id: Option<StreamId>,
 }
+
+/// What XINFO STREAM reads: the counters, the first and the last entry.
+pub type StreamSummary = (StreamInfo, Option<StreamEntry>, Option<StreamEntry>);
 
 /// What XAUTOCLAIM returns: the next cursor, the claimed entries, the deleted IDs removed.
 pub type AutoClaimed = (StreamId, Vec<MaybeEntry>, Vec<StreamId>);
@@ -584,6 +588,21 @@ fn decode_entry(v: &[u8]) -> Result<Vec<Vec<u8>>> {
 }
 
 impl Db {
+    /// `stream-node-max-entries`: how many entries a node takes before the next starts (0: no
+    /// limit).
+    pub fn stream_node_max_entries(&self) -> u64 {
+        self.inner
+            .stream_node_max_entries
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Changes `stream-node-max-entries` (default 100); streams' existing nodes keep their size.
+    pub fn set_stream_node_max_entries(&self, n: u64) {
+        self.inner
+            .stream_node_max_entries
+            .store(n, std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn stream_load(&self, key: &[u8]) -> Result<Option<Stream>> {
         self.load_collection(key, KeyType::Stream)?
             .map(Stream::decode)
@@ -759,7 +778,8 @@ impl Db {
         if new_id <= s.last {
             return Err(serr(StreamError::IdTooSmall));
         }
-        if s.c.len == 0 || s.node_fill >= NODE_MAX_ENTRIES {
+        let node_max = self.stream_node_max_entries();
+        if s.c.len == 0 || (node_max > 0 && s.node_fill >= node_max) {
             s.node += 1;
             s.node_fill = 0;
         }
@@ -1044,10 +1064,7 @@ impl Db {
     }
 
     /// XINFO STREAM: the stream's counters (`None` if missing) and its first and last entries.
-    pub fn xinfo_stream(
-        &self,
-        key: &[u8],
-    ) -> Result<Option<(StreamInfo, Option<StreamEntry>, Option<StreamEntry>)>> {
+    pub fn xinfo_stream(&self, key: &[u8]) -> Result<Option<StreamSummary>> {
         let Some(s) = self.stream_load(key)? else {
             return Ok(None);
         };
@@ -1384,6 +1401,7 @@ impl Db {
     }
 
     /// Makes sure the consumer exists (creating it), updating its seen time.
+    #[allow(clippy::too_many_arguments)]
     fn consumer_touch(
         &self,
         batch: &mut WriteBatch,
@@ -1724,6 +1742,7 @@ impl Db {
     /// XAUTOCLAIM: claims up to `count` pending entries idle at least `min_idle` ms, from
     /// `start`, for `consumer`. Returns the next start (0-0 when done), the claimed entries and
     /// the IDs of pending entries that no longer exist (removed from the pending list).
+    #[allow(clippy::too_many_arguments)]
     pub fn xautoclaim(
         &self,
         key: &[u8],

@@ -689,3 +689,21 @@ def test_approximate_trims_follow_stream_node_max_entries(both):
         both("XRANGE", "s", "-", "+", "COUNT", "1")
     finally:
         both.each("CONFIG", "SET", "stream-node-max-entries", "100")
+
+
+def test_watch_sees_entry_changes_but_not_group_changes(both):
+    """Redis signals a stream as modified for XADD, XDEL, XTRIM and XGROUP CREATE MKSTREAM
+    only: group reads, acknowledgements and claims leave a WATCH intact."""
+    _fill(both, n=3)
+    both("XGROUP", "CREATE", "s", "g", "0")
+    for cmd in [("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"), ("XACK", "s", "g", "1-0"),
+                ("XCLAIM", "s", "g", "d", "0", "2-0"), ("XAUTOCLAIM", "s", "g", "e", "0", "0"),
+                ("XGROUP", "CREATECONSUMER", "s", "g", "f"), ("XGROUP", "SETID", "s", "g", "0"),
+                ("XSETID", "s", "10-0"), ("XGROUP", "DELCONSUMER", "s", "g", "f"),
+                ("XGROUP", "CREATE", "s", "h", "0"), ("XGROUP", "DESTROY", "s", "h"),
+                ("XADD", "s", "20-0", "f", "v"), ("XDEL", "s", "99-0"), ("XDEL", "s", "20-0")]:
+        both("WATCH", "s")
+        both(*cmd)
+        both("MULTI")
+        both("PING")
+        both("EXEC")

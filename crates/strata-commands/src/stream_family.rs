@@ -714,6 +714,13 @@ fn or_nogroup(e: strata::Error, msg: impl FnOnce() -> String) -> Failure {
     }
 }
 
+/// Records that the command left `key` modified only in ways Redis does not signal (a group's
+/// state, not the entries): WATCH does not see it, as Redis calls `signalModifiedKey` only from
+/// XADD, XDEL, XTRIM and XGROUP CREATE ... MKSTREAM.
+fn unsignalled(ctx: &mut Ctx<'_>, key: &Bytes) {
+    ctx.session.unchanged.push(key.clone());
+}
+
 // ----- replies -----
 
 fn id_frame(id: StreamId) -> Frame {
@@ -911,6 +918,7 @@ fn xsetid(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
         .xsetid(key, id, entries_added, max_deleted)
         .map_err(stream_failure)?;
     ctx.notify(notify::STREAM, "xsetid", key);
+    unsignalled(ctx, key);
     Ok(Frame::ok())
 }
 
@@ -1129,6 +1137,7 @@ fn xreadgroup(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
             return Ok(wait_or_nothing(ctx, r.keys, r.block, None));
         }
         notify_new_reads(ctx, k, &got);
+        unsignalled(ctx, k);
         let frame = Frame::Array(got.into_iter().map(maybe_entry_frame).collect());
         return Ok(Outcome::Reply(per_stream(ctx, vec![(k.clone(), frame)])));
     }
@@ -1145,6 +1154,9 @@ fn xreadgroup(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
             GroupRead::History(strict_id(id)?)
         };
         reads.push(from);
+    }
+    for key in r.keys {
+        unsignalled(ctx, key);
     }
     let mut served = Vec::new();
     for (key, from) in r.keys.iter().zip(reads) {
@@ -1181,7 +1193,9 @@ fn xack(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
         .iter()
         .map(|a| strict_id(a))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Frame::Integer(ctx.session.db.xack(key, group, &ids)? as i64))
+    let acked = ctx.session.db.xack(key, group, &ids)?;
+    unsignalled(ctx, key);
+    Ok(Frame::Integer(acked as i64))
 }
 
 fn nogroup(key: &[u8], group: &[u8]) -> String {
@@ -1325,6 +1339,7 @@ fn xclaim(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
         .db
         .xclaim(key, group, consumer, &ids, o)
         .map_err(|e| or_nogroup(e, || nogroup(key, group)))?;
+    unsignalled(ctx, key);
     Ok(Frame::Array(
         got.into_iter()
             .map(|e| {
@@ -1369,6 +1384,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
         .db
         .xautoclaim(key, group, consumer, min_idle, start, count, just_id)
         .map_err(|e| or_nogroup(e, || nogroup(key, group)))?;
+    unsignalled(ctx, key);
     let claimed = claimed
         .into_iter()
         .map(|e| {
@@ -1461,10 +1477,14 @@ fn xgroup_create(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     }
     let start = group_start(&argv[4], true)?;
     let (key, group) = (&argv[2], &argv[3]);
+    let existed = ctx.session.db.stream_exists(key)?;
     ctx.session
         .db
         .xgroup_create(key, group, start, mkstream, entries_read)
         .map_err(stream_failure)?;
+    if existed {
+        unsignalled(ctx, key);
+    }
     ctx.notify(notify::STREAM, "xgroup-create", key);
     Ok(Frame::ok())
 }
@@ -1483,6 +1503,7 @@ fn xgroup_setid(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
         .xgroup_setid(key, group, start, entries_read)
         .map_err(|e| or_nogroup(e, || nogroup_for_key(key, group)))?;
     ctx.notify(notify::STREAM, "xgroup-setid", key);
+    unsignalled(ctx, key);
     Ok(Frame::ok())
 }
 
@@ -1495,6 +1516,7 @@ fn xgroup_destroy(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     } else {
         ctx.session.unchanged.push(key.clone());
     }
+    unsignalled(ctx, key);
     Ok(Frame::Integer(i64::from(gone)))
 }
 
@@ -1511,6 +1533,7 @@ fn xgroup_createconsumer(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     } else {
         ctx.session.unchanged.push(key.clone());
     }
+    unsignalled(ctx, key);
     Ok(Frame::Integer(i64::from(created)))
 }
 
@@ -1534,6 +1557,7 @@ fn xgroup_delconsumer(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     } else {
         ctx.session.unchanged.push(key.clone());
     }
+    unsignalled(ctx, key);
     Ok(Frame::Integer(pending as i64))
 }
 

@@ -93,6 +93,14 @@ pub fn get(db: &Db, key: &[u8], as_json: bool) -> Outcome {
                 })?;
                 Value::Array(items)
             }
+            KeyType::Stream => {
+                let mut items = Vec::new();
+                db.stream_each(key, |e| {
+                    let fields: Vec<Value> = e.fields.iter().map(|f| json_bytes(f)).collect();
+                    items.push(json!([e.id.to_string(), fields]))
+                })?;
+                Value::Array(items)
+            }
         };
         print_json(&json!({
             "key": json_bytes(key),
@@ -123,6 +131,10 @@ pub fn get(db: &Db, key: &[u8], as_json: bool) -> Outcome {
         }
         KeyType::Set => db.set_each(key, |v| emit(text(v)))?,
         KeyType::ZSet => db.zset_each(key, |m, s| emit(format!("{} = {}", text(m), score(s))))?,
+        KeyType::Stream => db.stream_each(key, |e| {
+            let fields: Vec<String> = e.fields.iter().map(|f| text(f)).collect();
+            emit(format!("{} {}", e.id, fields.join(" ")))
+        })?,
     }
     if let Some(e) = err {
         return Err(e);

@@ -11,12 +11,13 @@ use crate::exit::Outcome;
 use crate::progress;
 use crate::render::{print_json, type_name};
 
-const TYPES: [KeyType; 5] = [
+const TYPES: [KeyType; 6] = [
     KeyType::String,
     KeyType::Hash,
     KeyType::List,
     KeyType::Set,
     KeyType::ZSet,
+    KeyType::Stream,
 ];
 
 /// Per-type figures of one database.
@@ -50,11 +51,11 @@ pub fn dir_bytes(path: &Path) -> u64 {
 /// `stats`.
 pub fn stats(db: &strata::Db, as_json: bool) -> Outcome {
     let bar = progress::counter("keys counted");
-    let mut per_db: Vec<(u32, [TypeStats; 5])> = Vec::new();
+    let mut per_db: Vec<(u32, [TypeStats; 6])> = Vec::new();
     let mut seen = 0u64;
     for index in 0..db.databases() {
         let d = db.select(index)?;
-        let mut t = [TypeStats::default(); 5];
+        let mut t = [TypeStats::default(); 6];
         for info in d.iter(KeyFilter::new()) {
             let info = info?;
             let s = &mut t[slot(info.kind)];

@@ -266,6 +266,7 @@ fn nothing_to_serve(
         keys: keys.to_vec(),
         deadline,
         other_type,
+        rerun: None,
     })
 }
 

@@ -134,6 +134,9 @@ pub struct BlockRequest {
     /// Re-run for a signalled key ([`BlockMode::Serve`]) that holds another type: the client
     /// waits on, and the key's next waiter may try it (Redis serves list waiters only from lists).
     pub other_type: bool,
+    /// The command to run again when a key is signalled, if not the one that blocked (XREAD
+    /// runs again with its `$` IDs replaced by the IDs they stood for when it blocked).
+    pub rerun: Option<Vec<Bytes>>,
 }
 
 impl Session {

@@ -160,15 +160,21 @@ pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Out
 /// [`run`] without the statistics.
 fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Outcome {
     ctx.server.note_command(ctx.session, spec.name);
-    let write = spec.has(command::WRITE);
-    let (targets, all) = match isolation::targets(spec, argv, ctx.session.db.index()) {
+    // A container's subcommand that writes keys (XGROUP CREATE...) locks, touches and signals
+    // them as a command of its own would; the other containers' rows have no keys (OBJECT is
+    // looked up without events, as in Redis).
+    let keyed = subcommand(spec, argv)
+        .filter(|sub| sub.has(command::WRITE) && sub.keys.any())
+        .unwrap_or(spec);
+    let write = keyed.has(command::WRITE);
+    let (targets, all) = match isolation::targets(keyed, argv, ctx.session.db.index()) {
         Targets::Keys(keys) => (keys, false),
         // Whole-database writes (FLUSHDB, FLUSHALL, SWAPDB) need every stripe.
         Targets::All => (Vec::new(), true),
     };
     // The handle the scope borrows (an Arc clone), taken only when there is something to lock.
     let db = (all || !targets.is_empty()).then(|| ctx.session.db.clone());
-    let exclusive = isolation::exclusive(spec);
+    let exclusive = isolation::exclusive(keyed);
     let keys = targets.iter().map(|&(d, i)| (d, &argv[i][..]));
     // A key held by a script running past busy-reply-threshold is not waited for: -BUSY.
     let scope = match (&db, ctx.session.in_script) {

@@ -240,6 +240,17 @@ pub fn from_db(e: strata::Error) -> Frame {
         strata::Error::DiskFull => err(DISK_FULL),
         strata::Error::Storage(m) if m.contains("No space left on device") => err(DISK_FULL),
         strata::Error::Storage(m) => err(format!("ERR storage error: {m}")),
+        strata::Error::Stream(e) => err(match e {
+            strata::stream::StreamError::IdTooSmall => STREAM_ID_TOO_SMALL.to_string(),
+            strata::stream::StreamError::Exhausted => STREAM_EXHAUSTED.to_string(),
+            strata::stream::StreamError::SetIdTooSmall => XSETID_TOO_SMALL.to_string(),
+            strata::stream::StreamError::EntriesAddedTooSmall => {
+                XSETID_ENTRIES_ADDED_SMALL.to_string()
+            }
+            strata::stream::StreamError::MaxDeletedTooLarge => XSETID_MAX_DELETED.to_string(),
+            strata::stream::StreamError::BusyGroup => BUSYGROUP.to_string(),
+            strata::stream::StreamError::NoGroup => "NOGROUP No such key or consumer group".into(),
+        }),
     }
 }
 
@@ -382,3 +393,71 @@ pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 pub const WAIT_ON_REPLICA: &str = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.";
 pub const SYNC_UNSUPPORTED: &str =
     "ERR SYNC is not supported: Strata replicas use PSYNC with a Strata leader";
+
+// ----- streams -----
+
+pub const STREAM_INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
+pub const STREAM_ID_TOO_SMALL: &str =
+    "ERR The ID specified in XADD is equal or smaller than the target stream top item";
+pub const STREAM_ID_ZERO: &str = "ERR The ID specified in XADD must be greater than 0-0";
+pub const STREAM_EXHAUSTED: &str =
+    "ERR The stream has exhausted the last possible ID, unable to add more items";
+pub const STREAM_BAD_START: &str = "ERR invalid start ID for the interval";
+pub const STREAM_BAD_END: &str = "ERR invalid end ID for the interval";
+pub const STREAM_MAXLEN_AND_MINID: &str =
+    "ERR syntax error, MAXLEN and MINID options at the same time are not compatible";
+pub const STREAM_MAXLEN_NEGATIVE: &str = "ERR The MAXLEN argument must be >= 0.";
+pub const STREAM_LIMIT_NEGATIVE: &str = "ERR The LIMIT argument must be >= 0.";
+pub const STREAM_LIMIT_WITHOUT_STRATEGY: &str =
+    "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy";
+pub const STREAM_XTRIM_WITHOUT_STRATEGY: &str =
+    "ERR syntax error, XTRIM must be called with a trimming strategy";
+pub const STREAM_LIMIT_WITHOUT_APPROX: &str =
+    "ERR syntax error, LIMIT cannot be used without the special ~ option";
+pub const XSETID_TOO_SMALL: &str =
+    "ERR The ID specified in XSETID is smaller than the target stream top item";
+pub const XSETID_ENTRIES_ADDED_SMALL: &str =
+    "ERR The entries_added specified in XSETID is smaller than the target stream length";
+pub const XSETID_MAX_DELETED: &str =
+    "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id";
+pub const XSETID_ENTRIES_ADDED_NEGATIVE: &str = "ERR entries_added must be positive";
+pub const BUSYGROUP: &str = "BUSYGROUP Consumer Group name already exists";
+pub const ENTRIESREAD_NEGATIVE: &str = "ERR value for ENTRIESREAD must be positive or -1";
+pub const XGROUP_NEEDS_KEY: &str = "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.";
+pub const TIMEOUT_NOT_INTEGER: &str = "ERR timeout is not an integer or out of range";
+pub const STREAM_UNBALANCED: &str =
+    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.";
+pub const STREAM_GROUP_ONLY_XREADGROUP: &str =
+    "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.";
+pub const STREAM_NOACK_ONLY_XREADGROUP: &str =
+    "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.";
+pub const STREAM_MISSING_GROUP: &str = "ERR Missing GROUP option for XREADGROUP";
+pub const STREAM_DOLLAR_IN_XREADGROUP: &str = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.";
+pub const STREAM_GT_ONLY_XREADGROUP: &str = "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.";
+/// A blocked XREADGROUP whose group was destroyed.
+pub const STREAM_GROUP_GONE: &str =
+    "NOGROUP the consumer group this client was blocked on no longer exists";
+/// A blocked XREADGROUP whose stream was deleted.
+pub const STREAM_KEY_GONE: &str = "UNBLOCKED the stream key no longer exists";
+pub const XCLAIM_MIN_IDLE: &str = "ERR Invalid min-idle-time argument for XCLAIM";
+pub const XCLAIM_IDLE: &str = "ERR Invalid IDLE option argument for XCLAIM";
+pub const XCLAIM_TIME: &str = "ERR Invalid TIME option argument for XCLAIM";
+pub const XCLAIM_RETRYCOUNT: &str = "ERR Invalid RETRYCOUNT option argument for XCLAIM";
+pub const XAUTOCLAIM_MIN_IDLE: &str = "ERR Invalid min-idle-time argument for XAUTOCLAIM";
+pub const XAUTOCLAIM_COUNT: &str = "ERR COUNT must be > 0";
+
+/// "ERR xread command is not allowed with BLOCK option from scripts" (the name as called).
+pub fn stream_block_in_script(name: &[u8]) -> String {
+    format!(
+        "ERR {} command is not allowed with BLOCK option from scripts",
+        String::from_utf8_lossy(name)
+    )
+}
+
+/// "ERR Unrecognized XCLAIM option 'foo'".
+pub fn xclaim_unknown_option(opt: &[u8]) -> String {
+    format!(
+        "ERR Unrecognized XCLAIM option '{}'",
+        String::from_utf8_lossy(opt)
+    )
+}

@@ -35,6 +35,7 @@ pub mod scripting;
 pub mod server_family;
 pub mod set_family;
 pub mod sort_family;
+pub mod stream_family;
 pub mod string_family;
 pub mod syntax;
 #[doc(hidden)]

@@ -82,6 +82,7 @@ mod tests {
             keys: vec![bytes::Bytes::from_static(b"k")],
             deadline: None,
             other_type: false,
+            rerun: None,
         };
         assert!(!Outcome::Block(wait).succeeded());
         assert!(Outcome::Silent.succeeded());

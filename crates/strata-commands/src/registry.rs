@@ -158,6 +158,7 @@ pub fn all() -> &'static [&'static CommandSpec] {
             crate::blocking_family::COMMANDS,
             crate::sort_family::COMMANDS,
             crate::hll_family::COMMANDS,
+            crate::stream_family::COMMANDS,
             crate::transaction_family::COMMANDS,
             crate::script_family::COMMANDS,
             crate::pubsub_family::COMMANDS,

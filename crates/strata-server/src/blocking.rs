@@ -169,7 +169,7 @@ impl Blocking {
                 client,
                 db: req.db,
                 keys,
-                argv: argv.into(),
+                argv: req.rerun.as_deref().unwrap_or(argv).into(),
                 protocol: session.protocol,
                 has_deadline: req.deadline.is_some(),
                 serving: false,

@@ -217,6 +217,8 @@ impl Server {
     /// keyspace events, the pubsub output-buffer limits, and the script cache's
     /// `busy-reply-threshold`.
     fn mirror_settings(&self, cfg: &Config) {
+        self.db
+            .set_stream_node_max_entries(cfg.stream_node_max_entries);
         self.scripts.set_busy_threshold_ms(cfg.busy_reply_threshold);
         self.notify_flags.store(
             strata_commands::notify::published(cfg.notify_keyspace_events),

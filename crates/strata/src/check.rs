@@ -150,7 +150,12 @@ impl Db {
         let mut found = 0u64;
         let mut bad_members = Vec::new();
         let list_bounds = list_bounds(&c);
+        let is_stream = c.kind == KeyType::Stream;
         self.for_each_sub(CF_DATA, key, &c, None, |sub, v| {
+            // A stream's length counts its entries (tag 1), not its groups and pending lists.
+            if is_stream && sub.first() != Some(&1) {
+                return true;
+            }
             found += 1;
             let ok = match c.kind {
                 KeyType::ZSet => v.len() == 8,
@@ -200,7 +205,10 @@ impl Db {
         let is_list = c.kind == KeyType::List;
         if found != c.len {
             let what = format!("metadata says {} members, found {found}", c.len);
-            if found == 0 {
+            if is_stream {
+                // An empty stream is a stream; its counters cannot be rebuilt from the count.
+                problem(what, None)?;
+            } else if found == 0 {
                 problem(what, Some(delete()))?;
             } else if is_list {
                 // A list's bounds define its items; a count that disagrees cannot be fixed by

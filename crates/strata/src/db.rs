@@ -117,6 +117,8 @@ pub(crate) struct Inner {
     pub(crate) max_string_len: AtomicU64,
     /// `hll-sparse-max-bytes` (see [`Db::set_hll_sparse_max_bytes`]).
     pub(crate) hll_sparse_max_bytes: AtomicU64,
+    /// `stream-node-max-entries` (see [`Db::set_stream_node_max_entries`]).
+    pub(crate) stream_node_max_entries: AtomicU64,
     /// The directory follows a leader's log (see [`Db::set_follower`]).
     follower: AtomicBool,
     pub(crate) stats: Stats,
@@ -221,6 +223,7 @@ impl Db {
             databases: opts.databases,
             max_string_len: AtomicU64::new(opts.max_string_len),
             hll_sparse_max_bytes: AtomicU64::new(opts.hll_sparse_max_bytes),
+            stream_node_max_entries: AtomicU64::new(crate::stream::NODE_MAX_ENTRIES),
             follower: AtomicBool::new(false),
             stats: Stats::default(),
             cursors: Mutex::new(crate::keyspace::CursorTable::default()),

@@ -100,6 +100,9 @@ pub enum Element {
     Item(Vec<u8>),
     /// A sorted-set member and its score (in ascending order).
     Scored(Vec<u8>, f64),
+    /// One record of a stream, as `docs/format.md` lays them out: first the metadata body
+    /// (empty sub-key), then each `data` sub-key and its value, in key order.
+    Record(Vec<u8>, Vec<u8>),
 }
 
 /// Writes a dump: the header at creation, then [`DumpWriter::key`], its elements and
@@ -158,6 +161,7 @@ impl<W: Write> DumpWriter<W> {
                 | (Some(KeyType::Hash), Element::Field(..))
                 | (Some(KeyType::List | KeyType::Set), Element::Item(_))
                 | (Some(KeyType::ZSet), Element::Scored(..))
+                | (Some(KeyType::Stream), Element::Record(..))
         );
         if !fits {
             return Err(bad("element does not fit the key's type"));
@@ -165,7 +169,7 @@ impl<W: Write> DumpWriter<W> {
         self.put(&[ELEMENT])?;
         match e {
             Element::Value(v) | Element::Item(v) => self.put_bytes(v),
-            Element::Field(f, v) => {
+            Element::Field(f, v) | Element::Record(f, v) => {
                 self.put_bytes(f)?;
                 self.put_bytes(v)
             }
@@ -327,6 +331,7 @@ impl<R: Read> DumpReader<R> {
                             let score = f64::from_bits(self.u64()?);
                             Element::Scored(self.bytes()?, score)
                         }
+                        KeyType::Stream => Element::Record(self.bytes()?, self.bytes()?),
                     };
                     Ok(Some(Event::Element(e)))
                 }
@@ -432,6 +437,9 @@ fn write_key<W: Write>(d: &Db, w: &mut DumpWriter<W>, h: &KeyHeader) -> Result<(
         KeyType::List => d.list_each(&h.key, |v| emit(w, Element::Item(v.to_vec())))?,
         KeyType::Set => d.set_each(&h.key, |v| emit(w, Element::Item(v.to_vec())))?,
         KeyType::ZSet => d.zset_each(&h.key, |m, s| emit(w, Element::Scored(m.to_vec(), s)))?,
+        KeyType::Stream => d.stream_records(&h.key, |sub, v| {
+            emit(w, Element::Record(sub.to_vec(), v.to_vec()))
+        })?,
     }
     if let Some(e) = err {
         return Err(e);
@@ -482,7 +490,13 @@ pub fn import<R: Read>(db: &Db, input: R, mut progress: impl FnMut(u64)) -> Resu
                 chunk.push(e);
                 if chunk.len() >= IMPORT_CHUNK {
                     if let Some((h, written)) = current.as_mut() {
-                        stage(&mut batch, h, &chunk, *written == 0, now);
+                        if h.kind == KeyType::Stream {
+                            target.apply(&batch)?;
+                            batch = Batch::new();
+                            stage_stream(&target, h, &chunk, *written == 0, now)?;
+                        } else {
+                            stage(&mut batch, h, &chunk, *written == 0, now);
+                        }
                         *written += chunk.len();
                     }
                     chunk.clear();
@@ -501,6 +515,12 @@ pub fn import<R: Read>(db: &Db, input: R, mut progress: impl FnMut(u64)) -> Resu
                         batch.del(&h.key);
                     }
                     summary.skipped += 1;
+                } else if h.kind == KeyType::Stream {
+                    target.apply(&batch)?;
+                    batch = Batch::new();
+                    keys_in_batch = 0;
+                    stage_stream(&target, &h, &chunk, written == 0, now)?;
+                    summary.keys += 1;
                 } else {
                     stage(&mut batch, &h, &chunk, written == 0, now);
                     if let Some(t) = h.expire_at {
@@ -527,6 +547,21 @@ pub fn import<R: Read>(db: &Db, input: R, mut progress: impl FnMut(u64)) -> Resu
     Ok(summary)
 }
 
+/// Writes a chunk of a stream's records (the first chunk starts with its metadata).
+fn stage_stream(db: &Db, h: &KeyHeader, elements: &[Element], first: bool, now: u64) -> Result<()> {
+    if h.expire_at.is_some_and(|t| t <= now) {
+        return Ok(());
+    }
+    let records: Vec<(&[u8], &[u8])> = elements
+        .iter()
+        .filter_map(|e| match e {
+            Element::Record(sub, v) => Some((sub.as_slice(), v.as_slice())),
+            _ => None,
+        })
+        .collect();
+    db.stream_restore_records(&h.key, h.expire_at.unwrap_or(0), first, &records)
+}
+
 /// Adds the writes of `elements` of key `h` to `batch`; the first chunk of a key first deletes
 /// whatever the key held.
 fn stage(batch: &mut Batch, h: &KeyHeader, elements: &[Element], first: bool, now: u64) {
@@ -548,6 +583,7 @@ fn stage(batch: &mut Batch, h: &KeyHeader, elements: &[Element], first: bool, no
             Element::Field(f, v) => pairs.push((f.as_slice(), v.as_slice())),
             Element::Item(v) => items.push(v.as_slice()),
             Element::Scored(m, s) => scored.push((*s, m.as_slice())),
+            Element::Record(..) => {}
         }
     }
     match h.kind {

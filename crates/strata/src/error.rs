@@ -47,6 +47,8 @@ pub enum Error {
     DiskFull,
     /// The storage engine failed (I/O error, disk full, ...).
     Storage(String),
+    /// A stream operation failed in a way Redis words per command (see [`crate::stream`]).
+    Stream(crate::stream::StreamError),
 }
 
 /// Short for `std::result::Result<T, strata::Error>`.
@@ -74,6 +76,7 @@ impl fmt::Display for Error {
             Error::Corrupt(m) => write!(f, "corrupt record: {m}"),
             Error::DiskFull => f.write_str("No space left on device"),
             Error::Storage(m) => write!(f, "storage error: {m}"),
+            Error::Stream(e) => write!(f, "{e}"),
         }
     }
 }

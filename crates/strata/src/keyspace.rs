@@ -668,6 +668,7 @@ impl Db {
             KeyType::List => "quicklist",
             KeyType::Set => self.set_encoding(key)?,
             KeyType::ZSet => self.zset_encoding(key)?,
+            KeyType::Stream => "stream",
         }))
     }
 }

@@ -95,6 +95,7 @@ pub mod replication;
 mod set;
 mod sort;
 mod storage;
+pub mod stream;
 mod string;
 pub mod wal_tail;
 mod zset;

@@ -29,6 +29,8 @@ pub enum KeyType {
     Set = 4,
     /// A sorted set of member → score.
     ZSet = 5,
+    /// A stream of entries ordered by ID, with consumer groups.
+    Stream = 6,
 }
 
 impl KeyType {
@@ -45,6 +47,7 @@ impl KeyType {
             3 => KeyType::List,
             4 => KeyType::Set,
             5 => KeyType::ZSet,
+            6 => KeyType::Stream,
             _ => return None,
         })
     }
@@ -57,6 +60,7 @@ impl KeyType {
             KeyType::List => "list",
             KeyType::Set => "set",
             KeyType::ZSet => "zset",
+            KeyType::Stream => "stream",
         }
     }
 
@@ -69,6 +73,7 @@ impl KeyType {
             b"list" => KeyType::List,
             b"set" => KeyType::Set,
             b"zset" => KeyType::ZSet,
+            b"stream" => KeyType::Stream,
             _ => return None,
         })
     }

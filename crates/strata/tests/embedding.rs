@@ -174,6 +174,41 @@ fn dump_round_trip_keeps_every_type_database_and_ttl() -> R {
 }
 
 #[test]
+fn dump_round_trip_keeps_streams_with_their_groups() -> R {
+    use strata::stream::{AddId, GroupRead, GroupStart, StreamId};
+    let dir = tempfile::tempdir()?;
+    let src = Db::open(dir.path().join("a"))?;
+    for i in 1..=2500u64 {
+        let n = i.to_string();
+        src.xadd(
+            b"x",
+            AddId::Exact(StreamId::new(i, 0)),
+            &[b"n", n.as_bytes()],
+            false,
+            None,
+        )?;
+    }
+    src.xgroup_create(b"x", b"g", GroupStart::Id(StreamId::MIN), false, None)?;
+    src.xreadgroup(b"x", b"g", b"alice", GroupRead::New, 3, false)?;
+    src.xdel(b"x", &[StreamId::new(2, 0)])?;
+    let mut bytes = Vec::new();
+    assert_eq!(dump::export(&src, &mut bytes, |_| {})?, 1);
+    let dst = Db::open(dir.path().join("b"))?;
+    dst.set(b"x", b"replaced", Default::default())?;
+    assert_eq!(dump::import(&dst, bytes.as_slice(), |_| {})?.keys, 1);
+    let all = |db: &Db| db.xrange(b"x", StreamId::MIN, StreamId::MAX, None, false);
+    assert_eq!(all(&dst)?, all(&src)?);
+    assert_eq!(dst.xinfo_stream(b"x")?, src.xinfo_stream(b"x")?);
+    assert_eq!(dst.xinfo_groups(b"x")?, src.xinfo_groups(b"x")?);
+    assert_eq!(
+        dst.xpending_summary(b"x", b"g")?,
+        src.xpending_summary(b"x", b"g")?
+    );
+    assert_eq!(dst.check(false, |_| {})?.problems, vec![]);
+    Ok(())
+}
+
+#[test]
 fn damaged_dumps_are_refused_with_a_reason() -> R {
     let (_d, db) = open()?;
     db.set(b"k", b"v", Default::default())?;

@@ -250,6 +250,8 @@ pub struct Settings {
     pub logfile: Option<PathBuf>,
     /// `hll-sparse-max-bytes`: the size past which a sparse HyperLogLog becomes dense.
     pub hll_sparse_max_bytes: u64,
+    /// `stream-node-max-entries`: entries per stream node, the unit `~` trimming removes.
+    pub stream_node_max_entries: u64,
     /// `proto-max-bulk-len`: the largest bulk string a client may send, in bytes.
     pub proto_max_bulk_len: u64,
     /// `client-query-buffer-limit`: the most unparsed input kept per client, in bytes.

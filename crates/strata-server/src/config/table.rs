@@ -282,7 +282,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("cluster-node-timeout", &[], Int { min: 0, max: LONG_MAX }, "15000", Mutable, INERT),
     row("slowlog-log-slower-than", &[], Int { min: -1, max: LONG_MAX }, "10000", Mutable, INERT),
     row("latency-monitor-threshold", &[], Int { min: 0, max: LONG_MAX }, "0", Mutable, INERT),
-    row("stream-node-max-entries", &[], Int { min: 0, max: LONG_MAX }, "100", Mutable, INERT),
+    row("stream-node-max-entries", &[], Int { min: 0, max: LONG_MAX }, "100", Mutable, field!(stream_node_max_entries)),
     row("maxmemory", &[], Memory { min: 0, max: ULLONG_MAX }, "0", Mutable, INERT),
     row("cluster-link-sendbuf-limit", &[], Memory { min: 0, max: ULLONG_MAX }, "0", Mutable, INERT),
     row("hash-max-listpack-entries", &["hash-max-ziplist-entries"], Int { min: 0, max: LONG_MAX }, "512", Mutable, INERT),

@@ -82,6 +82,8 @@ WORKLOADS = [
     Workload("rpush", test="rpush", default=False, note="RPUSH mylist <d bytes>"),
     Workload("lpop", test="lpop", needs=("list_items",), default=False,
              note="LPOP mylist (list pre-filled)"),
+    Workload("rpop", test="rpop", needs=("list_items",), default=False,
+             note="RPOP mylist (list pre-filled)"),
     Workload("lrange_100", test="lrange_100", needs=("list_600",), default=False, scale=0.25,
              note="LRANGE mylist 0 99"),
     Workload("sadd", test="sadd", default=False, note="SADD myset element:__rand_int__"),
@@ -136,9 +138,11 @@ WORKLOADS.append(Workload("setbit", command=["EVALSHA", SETBIT_SHA, "1", "bm", "
 BITMAP_WORKLOADS = ["setbit_keys", "setbit", "bitcount"]
 SCRIPT_WORKLOADS = ["stock", "stock_restock"]
 HLL_WORKLOADS = ["pfadd", "pfcount"]
-COLLECTION_WORKLOADS = ["hset", "hget", "hincrby", "lpush", "rpush", "lpop", "lrange_100", "sadd",
-                        "spop", "zadd", "zrange", "inventory"]
+COLLECTION_WORKLOADS = ["hset", "hget", "hincrby", "lpush", "rpush", "lpop", "rpop", "lrange_100",
+                        "sadd", "spop", "zadd", "zrange", "inventory"]
 # The rows of issue 15's table, plus the inventory and both stock-script rows.
+# The queue rows (issue 15): pushes and pops at both ends of one long list.
+LIST_WORKLOADS = ["lpush", "rpush", "lpop", "rpop"]
 ISSUE15_WORKLOADS = ["set", "get", "incr", "lpush", "rpush", "lpop", "sadd", "hset", "zadd",
                      "lrange_100", "mset", "inventory", "stock", "stock_restock"]
 WORKLOADS_BY_NAME = {w.name: w for w in WORKLOADS}
@@ -1036,7 +1040,7 @@ def parse_args(argv):
     # "collections", "scripts" and "bitmaps" name the issue-3, issue-4 and issue-12 rows as groups.
     groups = {"collections": COLLECTION_WORKLOADS, "scripts": SCRIPT_WORKLOADS,
               "bitmaps": BITMAP_WORKLOADS, "hll": HLL_WORKLOADS,
-              "issue15": ISSUE15_WORKLOADS}
+              "issue15": ISSUE15_WORKLOADS, "lists": LIST_WORKLOADS}
     names = [n for w in names for n in groups.get(w, [w])]
     unknown = [n for n in names if n not in WORKLOADS_BY_NAME]
     if unknown:

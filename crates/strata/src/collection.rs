@@ -2,6 +2,8 @@
 //! (`[version u64][len u64][extra]` after the common header) and streaming iteration over the
 //! sub-keys of one version. Each type module builds its commands from these pieces.
 
+use std::ops::Range;
+
 use rocksdb::WriteBatch;
 
 use crate::db::Db;
@@ -134,6 +136,63 @@ impl Db {
         f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<()> {
         self.walk_sub(cf, key, c, from, true, f)
+    }
+
+    /// Streams the sub-keys of collection `c` in family `cf` that lie in `subs` (`lower..upper`),
+    /// in key order (or backwards with `reverse`), calling `f(sub_key, value)` until it returns
+    /// false.
+    /// Both ends bound the iterator, so RocksDB never steps over deleted entries outside the
+    /// range (the tombstones a queue leaves at its ends, which a prefix-bounded walk that runs
+    /// past the last live sub-key would visit one by one).
+    pub(crate) fn for_each_sub_between(
+        &self,
+        cf: &str,
+        key: &[u8],
+        c: &CollectionMeta,
+        subs: Range<&[u8]>,
+        reverse: bool,
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        let prefix = keys::data_prefix(self.phys(), key, c.version);
+        let lower = [&prefix[..], subs.start].concat();
+        let upper = [&prefix[..], subs.end].concat();
+        if upper <= lower {
+            return Ok(());
+        }
+        let ro = IterOptions {
+            lower: Some(lower.clone()),
+            upper: Some(upper.clone()),
+            ..IterOptions::default()
+        };
+        let mut it = self.storage().iter(cf, ro);
+        if reverse {
+            it.seek_for_prev(&upper);
+        } else {
+            it.seek(&lower);
+        }
+        while it.valid() {
+            let (Some(k), Some(v)) = (it.key(), it.value()) else {
+                break;
+            };
+            if k >= upper.as_slice() {
+                if !reverse {
+                    break;
+                }
+                // SeekForPrev lands at or before its target; the bound itself is excluded.
+                it.prev();
+                continue;
+            }
+            if k < lower.as_slice() || !f(&k[prefix.len()..], v) {
+                break;
+            }
+            if reverse {
+                it.prev();
+            } else {
+                it.next();
+            }
+        }
+        it.status()?;
+        Ok(())
     }
 
     /// One iterator over the collection's sub-key range, bounded on the side it walks towards.

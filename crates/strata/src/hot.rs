@@ -10,7 +10,9 @@
 //! record to hold the record's key lock (two writers of one key racing could otherwise install
 //! their values in the opposite order of their writes): the data model does, and the only
 //! writer that takes no key locks, a replica applying its leader's log, is the only writer on a
-//! replica. Readers never fill it. Knows nothing of RocksDB.
+//! replica. Readers never fill it; the one read that does, a list pop reading the items next in
+//! line ahead (`Storage::warm`), holds the list's lock like a writer and reads committed records
+//! only. Knows nothing of RocksDB.
 
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};

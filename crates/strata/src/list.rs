@@ -38,6 +38,12 @@ const RANGE_DELETE_MIN: u64 = 64;
 /// Pops of at most this many items read them by point lookups (see [`Db::list_points`]).
 const POINT_READ_MAX: u64 = 16;
 
+/// A pop whose items were not in the hot-record cache reads this many of the items next in
+/// line into it (at most [`READ_AHEAD_BYTES`] of them), so that popping a cold stretch of a
+/// long list costs one bounded iterator per `READ_AHEAD` pops instead of a lookup per pop.
+const READ_AHEAD: u64 = 128;
+const READ_AHEAD_BYTES: usize = 256 << 10;
+
 fn idx(i: u64) -> [u8; 8] {
     i.to_be_bytes()
 }
@@ -178,33 +184,66 @@ impl Db {
             }
             f(i, v)
         };
-        if rev {
-            self.for_each_sub_rev(CF_DATA, key, &l.c, Some(&idx(to - 1)[..]), &mut visit)?;
-        } else {
-            self.for_each_sub(CF_DATA, key, &l.c, Some(&idx(from)[..]), &mut visit)?;
-        }
+        // Bounded at both ends of the span: past the list's ends lie the tombstones of popped
+        // items, which an iterator bounded only by the collection's prefix would step over.
+        self.for_each_sub_between(
+            CF_DATA,
+            key,
+            &l.c,
+            &idx(from)[..]..&idx(to)[..],
+            rev,
+            &mut visit,
+        )?;
         match err {
             Some(e) => Err(e),
             None => Ok(()),
         }
     }
 
-    /// Reads the items at the absolute indexes `at` (all inside the list's bounds) by point
+    /// Reads the `n` items at `end` (all inside the list's bounds, in pop order) by point
     /// lookups. A pop of a few items reads them this way rather than with an iterator: a point
     /// lookup costs a fraction of an iterator's creation and seek, and never steps over the
     /// tombstones earlier pops left at the list's ends.
-    fn list_points(
-        &self,
-        key: &[u8],
-        l: &ListState,
-        at: impl Iterator<Item = u64>,
-    ) -> Result<Vec<Vec<u8>>> {
-        let subs: Vec<Vec<u8>> = at.map(|i| self.sub_key(key, &l.c, &idx(i))).collect();
-        self.storage()
-            .multi_get(CF_DATA, &subs)?
+    ///
+    /// The pops of a long list walk through it in order, and only the most recently pushed items
+    /// are in the hot-record cache; so when RocksDB had to answer, the items next in line from
+    /// the same `end` (after the popped ones) are read ahead into the cache. The caller holds
+    /// the list's lock, which `Storage::warm` requires.
+    fn list_points(&self, key: &[u8], l: &ListState, end: ListEnd, n: u64) -> Result<Vec<Vec<u8>>> {
+        let at: Vec<u64> = match end {
+            ListEnd::Left => (l.head..l.head + n).collect(),
+            ListEnd::Right => (l.tail - n..l.tail).rev().collect(),
+        };
+        let subs: Vec<Vec<u8>> = at
+            .iter()
+            .map(|&i| self.sub_key(key, &l.c, &idx(i)))
+            .collect();
+        let (items, from_disk) = self.storage().multi_get_counted(CF_DATA, &subs)?;
+        let items = items
             .into_iter()
             .map(|v| v.ok_or_else(|| Error::Corrupt("list item missing inside its bounds".into())))
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        if from_disk > 0 {
+            let (from, to) = match end {
+                ListEnd::Left => (
+                    l.head + n,
+                    (l.head + n).saturating_add(READ_AHEAD).min(l.tail),
+                ),
+                ListEnd::Right => (
+                    (l.tail - n).saturating_sub(READ_AHEAD).max(l.head),
+                    l.tail - n,
+                ),
+            };
+            self.storage().warm(
+                CF_DATA,
+                self.sub_key(key, &l.c, &idx(from)),
+                self.sub_key(key, &l.c, &idx(to)),
+                end == ListEnd::Right,
+                READ_AHEAD as usize,
+                READ_AHEAD_BYTES,
+            )?;
+        }
+        Ok(items)
     }
 
     /// Reads the items at absolute indexes `from..to` in order.
@@ -332,7 +371,7 @@ impl Db {
         let items = match end {
             ListEnd::Left => {
                 let items = if n <= POINT_READ_MAX {
-                    self.list_points(key, &l, l.head..l.head + n)?
+                    self.list_points(key, &l, end, n)?
                 } else {
                     self.list_read(key, &l, l.head, l.head + n)?
                 };
@@ -342,7 +381,7 @@ impl Db {
             }
             ListEnd::Right => {
                 let items = if n <= POINT_READ_MAX {
-                    self.list_points(key, &l, (l.tail - n..l.tail).rev())?
+                    self.list_points(key, &l, end, n)?
                 } else {
                     let mut items = Vec::with_capacity(n.min(1 << 16) as usize);
                     self.list_span(key, &l, l.tail - n, l.tail, true, |_, v| {
@@ -620,7 +659,7 @@ impl Db {
             ListEnd::Left => s.head,
             ListEnd::Right => s.tail - 1,
         };
-        let Some(item) = self.get_sub(CF_DATA, src, &s.c, &idx(at))? else {
+        let Some(item) = self.list_points(src, &s, from, 1)?.pop() else {
             return Err(Error::Corrupt("list item missing inside its bounds".into()));
         };
         let mut batch = WriteBatch::default();

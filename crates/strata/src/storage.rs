@@ -789,10 +789,19 @@ impl Storage {
     /// Reads several records of family `cf`, in the order of `keys`: this thread's open scope
     /// first, then the hot-record cache, then one RocksDB multi-get for the rest.
     pub(crate) fn multi_get(&self, cf: &str, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        Ok(self.multi_get_counted(cf, keys)?.0)
+    }
+
+    /// [`Storage::multi_get`], also saying how many of the records only RocksDB could answer.
+    pub(crate) fn multi_get_counted(
+        &self,
+        cf: &str,
+        keys: &[Vec<u8>],
+    ) -> Result<(Vec<Option<Vec<u8>>>, usize)> {
         let mut out: Vec<Option<Vec<u8>>> = vec![None; keys.len()];
         let misses = self.read_known(cf, keys, |i, v| out[i] = v.map(<[u8]>::to_vec));
         if misses.is_empty() {
-            return Ok(out);
+            return Ok((out, 0));
         }
         let handle = self.cf(cf);
         let found = self
@@ -801,7 +810,71 @@ impl Storage {
         for (&i, r) in misses.iter().zip(found) {
             out[i] = r?;
         }
-        Ok(out)
+        Ok((out, misses.len()))
+    }
+
+    /// Reads ahead: puts the committed records of family `cf` in `[lower, upper)` into the
+    /// hot-record cache, at most `max` of them and about `max_bytes`, from `lower` up (from
+    /// `upper` down with `reverse`). A list pop that had to go to RocksDB calls this for the
+    /// items next in line, so the following pops of a cold stretch of a list are memory reads
+    /// (one bounded iterator per `max` items instead of a lookup per pop).
+    ///
+    /// The records come from RocksDB itself, not from this thread's open atomic scope: the
+    /// cache holds committed records only. That is safe for the rule of `hot.rs` (an entry
+    /// equals the committed record) only because the caller holds the lock of the key the
+    /// records belong to, as every writer of them does (a scope holds its locks until it
+    /// commits), so none of them can change between this read and the cache's fill.
+    pub(crate) fn warm(
+        &self,
+        cf: &str,
+        lower: Vec<u8>,
+        upper: Vec<u8>,
+        reverse: bool,
+        max: usize,
+        max_bytes: usize,
+    ) -> Result<()> {
+        let Some(cache) = self.hot(self.cf_id(cf)) else {
+            return Ok(());
+        };
+        if !cache.enabled() || upper <= lower {
+            return Ok(());
+        }
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_lower_bound(lower.clone());
+        ro.set_iterate_upper_bound(upper.clone());
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(cf), ro);
+        if reverse {
+            it.seek_for_prev(&upper);
+        } else {
+            it.seek(&lower);
+        }
+        let (mut n, mut bytes) = (0usize, 0usize);
+        while n < max && bytes < max_bytes && it.valid() {
+            let (Some(k), Some(v)) = (it.key(), it.value()) else {
+                break;
+            };
+            if k >= upper.as_slice() {
+                if !reverse {
+                    break;
+                }
+                // SeekForPrev lands at or before its target; the bound itself is excluded.
+                it.prev();
+                continue;
+            }
+            if k < lower.as_slice() {
+                break;
+            }
+            cache.put(k, v);
+            n += 1;
+            bytes += k.len() + v.len();
+            if reverse {
+                it.prev();
+            } else {
+                it.next();
+            }
+        }
+        it.status()?;
+        Ok(())
     }
 
     /// Whether each of `keys` has a record in family `cf` (looked up as [`Storage::multi_get`]).

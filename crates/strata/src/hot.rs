@@ -53,7 +53,7 @@ impl Entry {
 
 /// The map is keyed by the key's 64-bit hash (already well mixed), so it needs no second hash.
 #[derive(Default)]
-pub(crate) struct IdentityHasher(u64);
+struct IdentityHasher(u64);
 
 impl Hasher for IdentityHasher {
     fn finish(&self) -> u64 {

@@ -608,6 +608,25 @@ def test_keyspace_events_of_stream_commands(strata_server, redis_server):
     assert _events(strata_server, script) == _events(redis_server, script)
 
 
+def test_consumers_created_by_reads_and_claims_raise_createconsumer(strata_server, redis_server):
+    script = [
+        ("XGROUP", "CREATE", "q", "g", "$", "MKSTREAM"),
+        # Nothing new to read: no consumer is created, no event.
+        ("XREADGROUP", "GROUP", "g", "idle", "STREAMS", "q", ">"),
+        ("XADD", "q", "1-0", "f", "v"),
+        ("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "q", ">"),
+        ("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "q", "0"),
+        ("XREADGROUP", "GROUP", "g", "history", "STREAMS", "q", "0"),
+        ("XCLAIM", "q", "g", "mike", "0", "1-0", "FORCE"),
+        ("XCLAIM", "q", "g", "mike", "0", "1-0"),
+        ("XAUTOCLAIM", "q", "g", "bob", "0", "0"),
+        ("XAUTOCLAIM", "q", "g", "bob", "0", "0"),
+        ("XGROUP", "DELCONSUMER", "q", "g", "lee"),
+        ("XGROUP", "DELCONSUMER", "q", "g", "bob"),
+    ]
+    assert _events(strata_server, script) == _events(redis_server, script)
+
+
 # --- generic commands on streams -------------------------------------------------------------
 
 

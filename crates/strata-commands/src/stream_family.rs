@@ -1132,11 +1132,12 @@ fn xreadgroup(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
         } else {
             r.count
         };
+        let existed = db.stream_has_consumer(k, group, consumer)?;
         let got = db.xreadgroup(k, group, consumer, GroupRead::New, count, r.noack)?;
         if got.is_empty() {
             return Ok(wait_or_nothing(ctx, r.keys, r.block, None));
         }
-        notify_new_reads(ctx, k, &got);
+        notify_created_consumer(ctx, k, group, consumer, existed)?;
         unsignalled(ctx, k);
         let frame = Frame::Array(got.into_iter().map(maybe_entry_frame).collect());
         return Ok(Outcome::Reply(per_stream(ctx, vec![(k.clone(), frame)])));
@@ -1160,14 +1161,13 @@ fn xreadgroup(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
     }
     let mut served = Vec::new();
     for (key, from) in r.keys.iter().zip(reads) {
+        let existed = db.stream_has_consumer(key, group, consumer)?;
         let got = db
             .xreadgroup(key, group, consumer, from, r.count, r.noack)
             .map_err(|e| or_nogroup(e, || nogroup_read(key, group)))?;
+        notify_created_consumer(ctx, key, group, consumer, existed)?;
         if from == GroupRead::New && got.is_empty() {
             continue;
-        }
-        if from == GroupRead::New {
-            notify_new_reads(ctx, key, &got);
         }
         let frame = Frame::Array(got.into_iter().map(maybe_entry_frame).collect());
         served.push((key.clone(), frame));
@@ -1178,9 +1178,21 @@ fn xreadgroup(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
     Ok(wait_or_nothing(ctx, r.keys, r.block, None))
 }
 
-/// Redis raises no keyspace event for reads; a consumer created by the read is not an event
-/// either in 7.0. Kept as one place should that change.
-fn notify_new_reads(_ctx: &Ctx<'_>, _key: &[u8], _got: &[MaybeEntry]) {}
+/// A consumer that XREADGROUP, XCLAIM or XAUTOCLAIM created on the way raises
+/// `xgroup-createconsumer`, as Redis's `streamCreateConsumer` does (`existed`: whether it was
+/// there before the command).
+fn notify_created_consumer(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    group: &[u8],
+    consumer: &[u8],
+    existed: bool,
+) -> Result<(), Failure> {
+    if !existed && ctx.session.db.stream_has_consumer(key, group, consumer)? {
+        ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
+    }
+    Ok(())
+}
 
 // ----- groups -----
 
@@ -1334,11 +1346,13 @@ fn xclaim(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
         Some(d) if d >= 0 && d <= now => d as u64,
         _ => now as u64,
     });
+    let existed = ctx.session.db.stream_has_consumer(key, group, consumer)?;
     let got = ctx
         .session
         .db
         .xclaim(key, group, consumer, &ids, o)
         .map_err(|e| or_nogroup(e, || nogroup(key, group)))?;
+    notify_created_consumer(ctx, key, group, consumer, existed)?;
     unsignalled(ctx, key);
     Ok(Frame::Array(
         got.into_iter()
@@ -1379,11 +1393,13 @@ fn xautoclaim(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     if !ctx.session.db.stream_has_group(key, group)? {
         return Err(Failure::text(nogroup(key, group)));
     }
+    let existed = ctx.session.db.stream_has_consumer(key, group, consumer)?;
     let (next, claimed, deleted) = ctx
         .session
         .db
         .xautoclaim(key, group, consumer, min_idle, start, count, just_id)
         .map_err(|e| or_nogroup(e, || nogroup(key, group)))?;
+    notify_created_consumer(ctx, key, group, consumer, existed)?;
     unsignalled(ctx, key);
     let claimed = claimed
         .into_iter()

@@ -1135,6 +1135,17 @@ impl Db {
         }
     }
 
+    /// Whether `group` of the stream at `key` has a consumer `name`.
+    pub fn stream_has_consumer(&self, key: &[u8], group: &[u8], name: &[u8]) -> Result<bool> {
+        let Some(s) = self.stream_load(key)? else {
+            return Ok(false);
+        };
+        if self.group_load(key, &s, group)?.is_none() {
+            return Ok(false);
+        }
+        Ok(self.consumer_load(key, &s, group, name)?.is_some())
+    }
+
     /// Whether the stream at `key` has the group (false when the key is missing).
     pub fn stream_has_group(&self, key: &[u8], group: &[u8]) -> Result<bool> {
         let Some(s) = self.stream_load(key)? else {

@@ -867,7 +867,7 @@ fn xdel(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     if n > 0 {
         ctx.notify(notify::STREAM, "xdel", key);
     } else {
-        ctx.session.unchanged.push(key.clone());
+        unsignalled(ctx, key);
     }
     Ok(Frame::Integer(n as i64))
 }
@@ -882,7 +882,7 @@ fn xtrim(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     if n > 0 {
         ctx.notify(notify::STREAM, "xtrim", key);
     } else {
-        ctx.session.unchanged.push(key.clone());
+        unsignalled(ctx, key);
     }
     Ok(Frame::Integer(n as i64))
 }
@@ -1529,8 +1529,6 @@ fn xgroup_destroy(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     let gone = ctx.session.db.xgroup_destroy(key, group)?;
     if gone {
         ctx.notify(notify::STREAM, "xgroup-destroy", key);
-    } else {
-        ctx.session.unchanged.push(key.clone());
     }
     unsignalled(ctx, key);
     Ok(Frame::Integer(i64::from(gone)))
@@ -1546,8 +1544,6 @@ fn xgroup_createconsumer(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
         .map_err(|e| or_nogroup(e, || nogroup_for_key(key, group)))?;
     if created {
         ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
-    } else {
-        ctx.session.unchanged.push(key.clone());
     }
     unsignalled(ctx, key);
     Ok(Frame::Integer(i64::from(created)))
@@ -1570,8 +1566,6 @@ fn xgroup_delconsumer(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
         .map_err(|e| or_nogroup(e, || nogroup_for_key(key, group)))?;
     if existed {
         ctx.notify(notify::STREAM, "xgroup-delconsumer", key);
-    } else {
-        ctx.session.unchanged.push(key.clone());
     }
     unsignalled(ctx, key);
     Ok(Frame::Integer(pending as i64))

@@ -1,16 +1,20 @@
 //! Per-command call statistics and error-reply counts, as Redis keeps them for INFO
 //! commandstats (`calls`, `usec`, `rejected_calls`, `failed_calls` per command, subcommands by
-//! their full `container|sub` name) and INFO errorstats (error replies by their first word).
+//! their full `container|sub` name), INFO errorstats (error replies by their first word), and
+//! the per-command latency histograms of LATENCY HISTOGRAM and INFO latencystats (while
+//! `latency-tracking` is on; see [`crate::histogram`]).
 //!
 //! The dispatcher counts into the session's [`LocalStats`], so running a command writes
 //! nothing shared; the connection adds them to the server's [`CommandStats`] once per read
 //! batch ([`CommandStats::absorb`]). Knows nothing of families or of the network.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use strata_resp::Frame;
+
+use crate::histogram::Histogram;
 
 /// Redis stops tracking new error codes past this many distinct ones (`ERROR_STATS_NUMBER`),
 /// so a script raising made-up codes cannot grow the table without end.
@@ -45,6 +49,8 @@ pub struct LocalStats {
     calls: Vec<(&'static str, CallTotals)>,
     /// Error replies by code.
     errors: Vec<(String, u64)>,
+    /// How long each command ran (µs), for the latency histograms.
+    samples: Vec<(&'static str, u64)>,
 }
 
 impl LocalStats {
@@ -65,6 +71,7 @@ impl LocalStats {
         t.calls += 1;
         t.usec += usec;
         t.failed += u64::from(failed);
+        self.samples.push((name, usec));
     }
 
     /// `name` was refused with `reply` before running.
@@ -87,7 +94,7 @@ impl LocalStats {
 
     /// Whether there is nothing to add.
     pub fn is_empty(&self) -> bool {
-        self.calls.is_empty() && self.errors.is_empty()
+        self.calls.is_empty() && self.errors.is_empty() && self.samples.is_empty()
     }
 }
 
@@ -101,12 +108,28 @@ fn error_code(text: &[u8]) -> &str {
         .unwrap_or("ERR")
 }
 
-/// The server's totals (INFO commandstats, errorstats and `total_error_replies`).
-#[derive(Debug, Default)]
+/// The server's totals (INFO commandstats, errorstats, latencystats and
+/// `total_error_replies`).
+#[derive(Debug)]
 pub struct CommandStats {
     calls: Mutex<HashMap<&'static str, CallTotals>>,
     errors: Mutex<BTreeMap<String, u64>>,
     error_replies: AtomicU64,
+    /// `latency-tracking`.
+    tracking: AtomicBool,
+    histograms: Mutex<HashMap<&'static str, Histogram>>,
+}
+
+impl Default for CommandStats {
+    fn default() -> Self {
+        CommandStats {
+            calls: Mutex::default(),
+            errors: Mutex::default(),
+            error_replies: AtomicU64::new(0),
+            tracking: AtomicBool::new(true),
+            histograms: Mutex::default(),
+        }
+    }
 }
 
 impl CommandStats {
@@ -117,6 +140,17 @@ impl CommandStats {
             for (name, t) in local.calls.drain(..) {
                 calls.entry(name).or_default().add(&t);
             }
+        }
+        if !local.samples.is_empty() {
+            if self.tracking.load(Ordering::Relaxed) {
+                let mut hs = self.histograms.lock().unwrap_or_else(|p| p.into_inner());
+                for &(name, usec) in &local.samples {
+                    hs.entry(name)
+                        .or_default()
+                        .record(usec.saturating_mul(1000));
+                }
+            }
+            local.samples.clear();
         }
         if !local.errors.is_empty() {
             let mut errors = self.errors.lock().unwrap_or_else(|p| p.into_inner());
@@ -150,8 +184,56 @@ impl CommandStats {
         self.error_replies.load(Ordering::Relaxed)
     }
 
+    /// `latency-tracking`: whether commands are added to the latency histograms.
+    pub fn set_tracking(&self, on: bool) {
+        self.tracking.store(on, Ordering::Relaxed);
+    }
+
+    /// The commands that have a latency histogram, by name.
+    pub fn histogram_names(&self) -> Vec<&'static str> {
+        let hs = self.histograms.lock().unwrap_or_else(|p| p.into_inner());
+        let mut v: Vec<_> = hs.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// A copy of the latency histogram of `name`.
+    pub fn histogram(&self, name: &str) -> Option<Histogram> {
+        let hs = self.histograms.lock().unwrap_or_else(|p| p.into_inner());
+        hs.get(name).cloned()
+    }
+
+    /// INFO latencystats' lines (`latency_percentiles_usec_<cmd>:p50=1.003,...`), by name;
+    /// `percentiles` as `latency-tracking-info-percentiles` lists them (already in Redis's
+    /// shortest spelling).
+    pub fn latencystats(&self, percentiles: &[(String, f64)]) -> String {
+        let hs = self.histograms.lock().unwrap_or_else(|p| p.into_inner());
+        let mut names: Vec<_> = hs.keys().copied().collect();
+        names.sort_unstable();
+        let mut out = String::new();
+        for name in names {
+            let h = &hs[name];
+            out.push_str("latency_percentiles_usec_");
+            out.push_str(name);
+            out.push(':');
+            for (i, (label, p)) in percentiles.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let v = h.value_at_percentile(*p) as f64 / 1000.0;
+                out.push_str(&format!("p{label}={v:.3}"));
+            }
+            out.push_str("\r\n");
+        }
+        out
+    }
+
     /// CONFIG RESETSTAT.
     pub fn reset(&self) {
+        self.histograms
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
         self.calls.lock().unwrap_or_else(|p| p.into_inner()).clear();
         self.errors
             .lock()

@@ -286,6 +286,57 @@ pub static COMMANDS: &[CommandSpec] = &[
         },
     },
     CommandSpec {
+        name: "client|pause",
+        arity: Arity::AtLeast(3),
+        flags: Flags(ADMIN | NOSCRIPT | LOADING | STALE | SENTINEL),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::CONNECTION),
+        handler: Handler::Reply(client_pause),
+        docs: Docs {
+            group: "connection",
+            since: "2.9.50",
+            complexity: "O(1)",
+            summary: "Holds back the commands of every client, or only writes, for a time.",
+            syntax: "timeout [mode: WRITE | ALL]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "client|unpause",
+        arity: Arity::Exactly(2),
+        flags: Flags(ADMIN | NOSCRIPT | LOADING | STALE | SENTINEL),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::CONNECTION),
+        handler: Handler::Reply(client_unpause),
+        docs: Docs {
+            group: "connection",
+            since: "6.2.0",
+            complexity: "O(N) Where N is the number of paused clients",
+            summary: "Ends a CLIENT PAUSE, letting the held commands run.",
+            syntax: "",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "client|unblock",
+        arity: Arity::AtLeast(3),
+        flags: Flags(ADMIN | NOSCRIPT | LOADING | STALE | SENTINEL),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::CONNECTION),
+        handler: Handler::Reply(client_unblock),
+        docs: Docs {
+            group: "connection",
+            since: "5.0.0",
+            complexity: "O(log N) where N is the number of client connections",
+            summary: "Ends the wait of a client blocked in BLPOP, XREAD and the like.",
+            syntax: "client-id [unblock-type: TIMEOUT | ERROR]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
         name: "client|help",
         arity: Arity::Exactly(2),
         flags: Flags(LOADING | STALE | SENTINEL),
@@ -368,6 +419,9 @@ fn reset(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     s.multi = None;
     s.watching = None;
     s.authenticated = ctx.server.requirepass().is_none();
+    if std::mem::take(&mut s.monitor) {
+        ctx.server.stop_monitor();
+    }
     ctx.server.client_update(ctx.session);
     Ok(Frame::simple("RESET"))
 }
@@ -604,6 +658,54 @@ fn client_no_evict(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     Ok(Frame::ok())
 }
 
+fn client_pause(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    if argv.len() > 4 {
+        return Ok(errors::unknown_subcommand_or_arity("client", &argv[1]));
+    }
+    let mut write_only = false;
+    if let Some(mode) = argv.get(3) {
+        if is(mode, "write") {
+            write_only = true;
+        } else if !is(mode, "all") {
+            return Err(Failure::text(errors::PAUSE_MODE));
+        }
+    }
+    let ms = strata::num::parse_i64(&argv[2])
+        .ok_or_else(|| Failure::text(errors::TIMEOUT_NOT_INTEGER))?;
+    if ms < 0 {
+        return Err(Failure::text(errors::TIMEOUT_NEGATIVE));
+    }
+    let end = if ms > 0 {
+        strata::now_ms().saturating_add(ms as u64)
+    } else {
+        0
+    };
+    ctx.server.client_pause(end, write_only);
+    Ok(Frame::ok())
+}
+
+fn client_unpause(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    ctx.server.client_unpause();
+    Ok(Frame::ok())
+}
+
+fn client_unblock(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    if argv.len() > 4 {
+        return Ok(errors::unknown_subcommand_or_arity("client", &argv[1]));
+    }
+    let mut error = false;
+    if let Some(reason) = argv.get(3) {
+        if is(reason, "error") {
+            error = true;
+        } else if !is(reason, "timeout") {
+            return Err(Failure::text(errors::UNBLOCK_REASON));
+        }
+    }
+    let id = strata::num::parse_i64(&argv[2]).ok_or_else(|| Failure::text(errors::NOT_INTEGER))?;
+    let unblocked = id > 0 && ctx.server.client_unblock(id as u64, error);
+    Ok(Frame::Integer(i64::from(unblocked)))
+}
+
 fn client_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     Ok(help::reply(
         "CLIENT",
@@ -634,12 +736,18 @@ fn client_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
             "    Return information about client connections. Options:",
             "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
             "      Return clients of specified type.",
-            "NO-EVICT (ON|OFF)",
-            "    Protect current client connection from eviction.",
+            "UNPAUSE",
+            "    Stop the current client pause, resuming traffic.",
+            "PAUSE <timeout> [WRITE|ALL]",
+            "    Suspend all, or just write, clients for <timeout> milliseconds.",
             "REPLY (ON|OFF|SKIP)",
             "    Control the replies sent to the current connection.",
             "SETNAME <name>",
             "    Assign the name <name> to the current connection.",
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+            "    Unblock the specified blocked client.",
+            "NO-EVICT (ON|OFF)",
+            "    Protect current client connection from eviction.",
         ],
     ))
 }

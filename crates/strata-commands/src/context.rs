@@ -64,6 +64,8 @@ pub struct Session {
     /// Commands run and errors answered since the connection last added them to the server's
     /// totals (INFO commandstats / errorstats).
     pub stats: LocalStats,
+    /// MONITOR: the connection receives the monitor feed and may not touch the keyspace.
+    pub monitor: bool,
 }
 
 /// A replica's PSYNC: the history it follows and the next offset it needs (`?` and -1 when it
@@ -159,6 +161,7 @@ impl Session {
             replica_port: 0,
             unchanged: Vec::new(),
             stats: LocalStats::default(),
+            monitor: false,
         }
     }
 }
@@ -298,6 +301,47 @@ pub trait ServerApi: Send + Sync {
     /// Publishes keyspace event `event` of `class` on `key` of database `db` (to
     /// `__keyspace@<db>__:<key>` and/or `__keyevent@<db>__:<event>`, as enabled).
     fn notify(&self, _db: u32, _class: u32, _event: &str, _key: &[u8]) {}
+    /// The slow log (SLOWLOG; the dispatcher adds to it).
+    fn slowlog(&self) -> &crate::slowlog::SlowLog {
+        static LOG: std::sync::OnceLock<crate::slowlog::SlowLog> = std::sync::OnceLock::new();
+        LOG.get_or_init(Default::default)
+    }
+    /// The latency monitor's events (LATENCY).
+    fn latency(&self) -> &crate::latency::LatencyMonitor {
+        static EVENTS: std::sync::OnceLock<crate::latency::LatencyMonitor> =
+            std::sync::OnceLock::new();
+        EVENTS.get_or_init(Default::default)
+    }
+    /// The server's command statistics and latency histograms (LATENCY HISTOGRAM).
+    fn command_stats(&self) -> &crate::command_stats::CommandStats {
+        static STATS: std::sync::OnceLock<crate::command_stats::CommandStats> =
+            std::sync::OnceLock::new();
+        STATS.get_or_init(Default::default)
+    }
+    /// This client's `ip:port` (the slow log, MONITOR).
+    fn peer_id(&self) -> String {
+        "?:0".into()
+    }
+    /// Whether any client runs MONITOR (one atomic load: asked for every command).
+    fn monitoring(&self) -> bool {
+        false
+    }
+    /// Sends one MONITOR line (without `+` and CRLF) to every monitoring client.
+    fn feed_monitors(&self, _line: String) {}
+    /// MONITOR: this client joins the monitoring clients.
+    fn start_monitor(&self) {}
+    /// RESET of a monitoring client: it leaves them.
+    fn stop_monitor(&self) {}
+    /// CLIENT PAUSE: pauses clients (writes only when `write_only`) until Unix ms `end_ms`,
+    /// extending a pause in force as Redis does (the later end, the stricter kind).
+    fn client_pause(&self, _end_ms: u64, _write_only: bool) {}
+    /// CLIENT UNPAUSE.
+    fn client_unpause(&self) {}
+    /// CLIENT UNBLOCK: ends the wait of client `id` if it is blocked (BLPOP, XREAD...), with the
+    /// timeout's reply or, when `error`, `-UNBLOCKED`. Whether it was blocked.
+    fn client_unblock(&self, _id: u64, _error: bool) -> bool {
+        false
+    }
 }
 
 /// What a handler works with: the connection's session and the server.

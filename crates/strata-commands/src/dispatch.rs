@@ -12,7 +12,7 @@ use strata_resp::{Frame, Protocol};
 use crate::command::{self, CommandSpec};
 use crate::isolation::{self, Targets};
 use crate::outcome::Outcome;
-use crate::{errors, notify, registry, scripting, Ctx};
+use crate::{errors, latency, monitor, notify, registry, scripting, slowlog, BlockMode, Ctx};
 
 /// Runs one command as a client sent it: lookup, arity, authentication, then either queueing it
 /// (inside MULTI) or [`run`].
@@ -64,6 +64,14 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Outcome {
         {
             return refuse_command(ctx, spec, argv, errors::err(busy));
         }
+    }
+    // A MONITOR client may not touch the keyspace (Redis treats it as a replica).
+    if ctx.session.monitor
+        && judged
+            .flags
+            .any(command::READONLY | command::WRITE | command::MAY_REPLICATE)
+    {
+        return refuse_command(ctx, spec, argv, errors::err(errors::REPLICA_KEYSPACE));
     }
     if let Some(multi) = ctx.session.multi.as_mut() {
         if !spec.has(command::NOT_QUEUED) {
@@ -137,13 +145,24 @@ fn refuse_command(
 ///
 /// [`Session::ready_keys`]: crate::Session::ready_keys
 pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Outcome {
+    // The row the statistics, the slow log and MONITOR judge: a subcommand's own. A container
+    // called with an unknown subcommand is refused in Redis before it runs: neither is fed.
+    let real = subcommand(spec, argv).unwrap_or(spec);
+    let observed = !registry::is_container(real.name);
+    if observed {
+        monitor::feed_before(ctx, real, argv);
+    }
     let started = std::time::Instant::now();
     let outcome = run_locked(ctx, spec, argv);
     // A command that blocked is counted when it is served, as in Redis.
     if !matches!(outcome, Outcome::Block(_)) {
         let usec = started.elapsed().as_micros() as u64;
         let failed = !outcome.succeeded();
-        ctx.session.stats.ran(stat_name(spec, argv), usec, failed);
+        ctx.session.stats.ran(real.name, usec, failed);
+        if observed {
+            slowlog::note(ctx, real, argv, usec);
+        }
+        latency::note_command(ctx, real, usec);
         // A script's own calls are not error replies to the client: its reply is.
         if !ctx.session.in_script {
             if let Outcome::Reply(reply)
@@ -153,6 +172,10 @@ pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Out
                 ctx.session.stats.error(reply);
             }
         }
+    }
+    // A blocked command was fed when it blocked; serving it later is not fed again.
+    if observed && !matches!(ctx.session.block_mode, BlockMode::Serve(_)) {
+        monitor::feed_after(ctx, real, argv);
     }
     outcome
 }

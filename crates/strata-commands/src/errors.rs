@@ -461,3 +461,8 @@ pub fn xclaim_unknown_option(opt: &[u8]) -> String {
         String::from_utf8_lossy(opt)
     )
 }
+
+// Introspection and client control.
+pub const REPLICA_KEYSPACE: &str = "ERR Replica can't interact with the keyspace";
+pub const PAUSE_MODE: &str = "ERR CLIENT PAUSE mode must be WRITE or ALL";
+pub const UNBLOCK_REASON: &str = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR";

@@ -163,6 +163,7 @@ pub fn all() -> &'static [&'static CommandSpec] {
             crate::script_family::COMMANDS,
             crate::pubsub_family::COMMANDS,
             crate::replication_family::COMMANDS,
+            crate::introspection_family::COMMANDS,
         ] {
             v.extend(family.iter());
         }

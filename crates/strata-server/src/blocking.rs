@@ -199,6 +199,29 @@ impl Blocking {
         }
     }
 
+    /// CLIENT UNBLOCK: ends the wait of client `client_id` with `reply` (the timeout's null
+    /// array, or `-UNBLOCKED`). False when it is not blocked (or is being served right now).
+    pub fn unblock(&self, client_id: u64, reply: Frame) -> bool {
+        let mut inner = self.lock();
+        let Some(id) = inner
+            .waiters
+            .iter()
+            .find(|(_, w)| w.client.id == client_id && !w.serving)
+            .map(|(id, _)| *id)
+        else {
+            return false;
+        };
+        let Some(mut w) = inner.remove(id) else {
+            return false;
+        };
+        self.count.fetch_sub(1, Ordering::SeqCst);
+        w.client.blocked.store(false, Ordering::Relaxed);
+        if let Some(tx) = w.reply.take() {
+            let _ = tx.send(reply);
+        }
+        true
+    }
+
     /// Serves the clients blocked on `key` of database `db` (and, in turn, on any key that
     /// serving them writes). Cheap when nobody is blocked.
     pub fn signal(&self, server: &Arc<Server>, db: u32, key: &[u8]) {

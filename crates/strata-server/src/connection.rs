@@ -92,6 +92,7 @@ impl Drop for Deregister<'_> {
     fn drop(&mut self) {
         self.server.registry.deregister(self.id);
         self.server.pubsub.remove_client(self.id);
+        self.server.monitors.remove(self.id);
     }
 }
 
@@ -336,6 +337,9 @@ impl<'a> Conn<'a> {
     /// Runs one request and does what its outcome asks.
     async fn run_command(&mut self, argv: &[Bytes]) -> io::Result<Flow> {
         let before = self.session.reply_mode;
+        if self.server.pause.active() && !self.hold_while_paused(argv).await? {
+            return Ok(Flow::Close);
+        }
         let api = ClientApi {
             server: self.server,
             client: self.client,
@@ -373,6 +377,38 @@ impl<'a> Conn<'a> {
         Ok(self.after_command(outcome, before))
     }
 
+    /// CLIENT PAUSE holds this request back (`strata_commands::pause::holds`): sends the
+    /// replies so far, then waits, shown as blocked, until the pause ends or no longer holds it.
+    /// False when the client was closed meanwhile.
+    async fn hold_while_paused(&mut self, argv: &[Bytes]) -> io::Result<bool> {
+        let mut sent = false;
+        loop {
+            let now = strata::now_ms();
+            let Some(write_only) = self.server.pause.current(now) else {
+                break;
+            };
+            if !strata_commands::pause::holds(&self.session, argv, write_only) {
+                break;
+            }
+            if !sent {
+                if !self.send().await? {
+                    return Ok(false);
+                }
+                sent = true;
+                self.client.blocked.store(true, Ordering::Relaxed);
+            }
+            if self.client.killed.load(Ordering::Acquire) {
+                self.client.blocked.store(false, Ordering::Relaxed);
+                return Ok(false);
+            }
+            self.server.pause.wait(now).await;
+        }
+        if sent {
+            self.client.blocked.store(false, Ordering::Relaxed);
+        }
+        Ok(true)
+    }
+
     /// A blocking command found nothing: sends the replies so far, then waits (no other
     /// command of this client runs meanwhile, as in Redis). `None` when the client went away.
     async fn block(&mut self, argv: &[Bytes], req: BlockRequest) -> io::Result<Option<Frame>> {
@@ -395,7 +431,11 @@ impl<'a> Conn<'a> {
         self.batch.read += read;
         self.note_activity();
         Ok(match woken? {
-            Woken::Reply(frame) => Some(frame),
+            Woken::Reply(frame) => {
+                // CLIENT UNBLOCK ... ERROR's reply counts in errorstats, as in Redis.
+                self.session.stats.error(&frame);
+                Some(frame)
+            }
             Woken::Gone => None,
         })
     }
@@ -416,10 +456,10 @@ impl<'a> Conn<'a> {
             Outcome::Silent | Outcome::Block(_) => (None, false),
             Outcome::Handover(req) => return Flow::Handover(req),
         };
-        if self.session.subscriptions.total() > 0 {
+        if self.session.subscriptions.total() > 0 || self.session.monitor {
             self.pubsub_mode = true;
         }
-        if self.pubsub_mode {
+        if self.pubsub_mode && !self.session.monitor {
             if let Some(inbox) = self.inbox.as_mut() {
                 // Messages this command published to ourselves (or that arrived meanwhile)
                 // go before its reply.
@@ -432,6 +472,13 @@ impl<'a> Conn<'a> {
             // The command after CLIENT REPLY SKIP: its reply is dropped, then replies resume.
             if self.session.reply_mode == ReplyMode::Skip && before == ReplyMode::Skip {
                 self.session.reply_mode = ReplyMode::On;
+            }
+        }
+        if self.session.monitor {
+            // A monitor's own command is fed after its reply, as Redis feeds it.
+            if let Some(inbox) = self.inbox.as_mut() {
+                let taken = drain_outbox(inbox, self.session.protocol, &mut self.wbuf);
+                self.client.outbox.taken(taken);
             }
         }
         if close || self.client.close_after_reply.load(Ordering::Relaxed) {

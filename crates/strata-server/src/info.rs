@@ -74,7 +74,7 @@ pub fn render(server: &Server, sections: &[String]) -> String {
             "modules" => out.push_str("# Modules\r\n"),
             "commandstats" => commandstats_section(server, &mut out),
             "errorstats" => errorstats_section(server, &mut out),
-            "latencystats" => out.push_str("# Latencystats\r\n"),
+            "latencystats" => latencystats_section(server, &mut out),
             "cluster" => out.push_str("# Cluster\r\ncluster_enabled:0\r\n"),
             "keyspace" => keyspace_section(server, &mut out),
             _ => {}
@@ -147,7 +147,7 @@ fn clients_section(server: &Server, out: &mut String) {
         out,
         "blocked_clients",
         "{}",
-        server.blocking.blocked_clients()
+        server.blocking.blocked_clients() + server.pause.held()
     );
     field!(out, "tracking_clients", "0");
     field!(
@@ -382,6 +382,17 @@ fn errorstats_section(server: &Server, out: &mut String) {
     for (code, count) in server.command_stats.errors() {
         let _ = write!(out, "errorstat_{code}:count={count}\r\n");
     }
+}
+
+fn latencystats_section(server: &Server, out: &mut String) {
+    out.push_str("# Latencystats\r\n");
+    let percentiles: Vec<(String, f64)> = server
+        .config()
+        .latency_tracking_info_percentiles
+        .iter()
+        .filter_map(|p| Some((p.clone(), p.parse().ok()?)))
+        .collect();
+    out.push_str(&server.command_stats.latencystats(&percentiles));
 }
 
 fn cpu_section(out: &mut String) {

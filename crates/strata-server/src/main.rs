@@ -10,6 +10,8 @@ mod connection;
 mod info;
 mod listener;
 mod log;
+mod monitor;
+mod pause;
 mod pubsub;
 mod registry;
 mod replication;

@@ -50,6 +50,16 @@ impl Outbox {
         self.queued.load(Ordering::Relaxed)
     }
 
+    /// Queues a frame for the connection to write (MONITOR lines), outside the pub/sub
+    /// output-buffer limits.
+    pub fn push(&self, frame: Frame) {
+        let size = frame_size(&frame);
+        self.queued.fetch_add(size, Ordering::Relaxed);
+        if self.tx.send(frame).is_err() {
+            self.queued.fetch_sub(size, Ordering::Relaxed);
+        }
+    }
+
     /// Called by the connection for the bytes of frames it has taken out.
     pub fn taken(&self, bytes: usize) {
         self.queued.fetch_sub(bytes, Ordering::Relaxed);

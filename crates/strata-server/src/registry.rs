@@ -87,6 +87,8 @@ pub struct ClientEntry {
     pub multi_mem: AtomicUsize,
     /// CLIENT NO-EVICT (flag `e`).
     pub no_evict: AtomicBool,
+    /// In MONITOR mode (flag `O`).
+    pub monitor: AtomicBool,
     /// Set by CLIENT KILL (or the timeout sweep): the connection must close.
     pub killed: AtomicBool,
     /// Set by CLIENT KILL of the calling client itself: close once its reply is written.
@@ -166,6 +168,9 @@ impl ClientEntry {
     /// CLIENT LIST `flags`, in Redis 7.0's order (`N` when none applies).
     fn flags(&self) -> String {
         let mut f = String::with_capacity(4);
+        if self.monitor.load(Ordering::Relaxed) {
+            f.push('O');
+        }
         if self.is_pubsub() {
             f.push('P');
         }
@@ -279,6 +284,7 @@ impl Registry {
             multi: AtomicI64::new(-1),
             multi_mem: AtomicUsize::new(0),
             no_evict: AtomicBool::new(false),
+            monitor: AtomicBool::new(false),
             killed: AtomicBool::new(false),
             close_after_reply: AtomicBool::new(false),
             blocked: AtomicBool::new(false),

@@ -143,6 +143,14 @@ pub struct Server {
     pub stats: ServerStats,
     /// INFO commandstats and errorstats (connections add theirs once per read batch).
     pub command_stats: strata_commands::command_stats::CommandStats,
+    /// SLOWLOG.
+    pub slowlog: strata_commands::slowlog::SlowLog,
+    /// LATENCY's events.
+    pub latency: strata_commands::latency::LatencyMonitor,
+    /// The clients in MONITOR mode.
+    pub monitors: crate::monitor::Monitors,
+    /// CLIENT PAUSE.
+    pub pause: crate::pause::Pause,
     /// Syncs the log for connections under `appendfsync always` (group commit).
     pub wal_sync: Arc<crate::wal_sync::WalSync>,
     clock_ms: AtomicU64,
@@ -192,6 +200,10 @@ impl Server {
             notify_flags: std::sync::atomic::AtomicU32::new(0),
             stats: ServerStats::default(),
             command_stats: Default::default(),
+            slowlog: Default::default(),
+            latency: Default::default(),
+            monitors: Default::default(),
+            pause: Default::default(),
             clock_ms: AtomicU64::new(now),
             started: Instant::now(),
             run_id: random_hex40(),
@@ -220,6 +232,10 @@ impl Server {
         self.db
             .set_stream_node_max_entries(cfg.stream_node_max_entries);
         self.scripts.set_busy_threshold_ms(cfg.busy_reply_threshold);
+        self.slowlog
+            .configure(cfg.slowlog_log_slower_than, cfg.slowlog_max_len);
+        self.latency.set_threshold(cfg.latency_monitor_threshold);
+        self.command_stats.set_tracking(cfg.latency_tracking);
         self.notify_flags.store(
             strata_commands::notify::published(cfg.notify_keyspace_events),
             Ordering::Relaxed,
@@ -752,6 +768,58 @@ impl ServerApi for ClientApi<'_> {
 
     fn notify(&self, db: u32, class: u32, event: &str, key: &[u8]) {
         self.server.notify(db, class, event, key)
+    }
+
+    fn slowlog(&self) -> &strata_commands::slowlog::SlowLog {
+        &self.server.slowlog
+    }
+
+    fn latency(&self) -> &strata_commands::latency::LatencyMonitor {
+        &self.server.latency
+    }
+
+    fn command_stats(&self) -> &strata_commands::command_stats::CommandStats {
+        &self.server.command_stats
+    }
+
+    fn peer_id(&self) -> String {
+        self.client.addr.clone()
+    }
+
+    #[inline]
+    fn monitoring(&self) -> bool {
+        self.server.monitors.active()
+    }
+
+    fn feed_monitors(&self, line: String) {
+        self.server.monitors.feed(line)
+    }
+
+    fn start_monitor(&self) {
+        if let Some(c) = self.server.registry.get(self.client.id) {
+            self.server.monitors.add(c);
+        }
+    }
+
+    fn stop_monitor(&self) {
+        self.server.monitors.remove(self.client.id);
+    }
+
+    fn client_pause(&self, end_ms: u64, write_only: bool) {
+        self.server.pause.pause(end_ms, write_only);
+    }
+
+    fn client_unpause(&self) {
+        self.server.pause.unpause();
+    }
+
+    fn client_unblock(&self, id: u64, error: bool) -> bool {
+        let reply = if error {
+            Frame::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+        } else {
+            Frame::NullArray
+        };
+        self.server.blocking.unblock(id, reply)
     }
 }
 

@@ -42,7 +42,7 @@ macro_rules! number_setting {
         }
     )*};
 }
-number_setting!(u16, u32, u64);
+number_setting!(u16, u32, u64, i64);
 
 impl Setting for PathBuf {
     fn to_value(&self) -> Value {
@@ -267,6 +267,16 @@ pub struct Settings {
     pub busy_reply_threshold: u64,
     /// `notify-keyspace-events`: the bits of `strata_commands::notify`.
     pub notify_keyspace_events: u32,
+    /// `slowlog-log-slower-than`: µs a command must run to be logged (0: all, negative: none).
+    pub slowlog_log_slower_than: i64,
+    /// `slowlog-max-len`: entries the slow log keeps.
+    pub slowlog_max_len: u64,
+    /// `latency-monitor-threshold`: ms an event must take to be sampled (0: off).
+    pub latency_monitor_threshold: u64,
+    /// `latency-tracking`: per-command latency histograms on or off.
+    pub latency_tracking: bool,
+    /// `latency-tracking-info-percentiles`: the percentiles INFO latencystats prints.
+    pub latency_tracking_info_percentiles: Vec<String>,
     /// `block-cache-size`: RocksDB's block cache, in bytes.
     pub block_cache_size: u64,
     /// `hot-cache-size`: bytes of recently written records (metadata, string values, collection

@@ -211,7 +211,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("use-exit-on-panic", &[], Bool, "no", Hidden, INERT),
     row("disable-thp", &[], Bool, "yes", Immutable, INERT),
     row("cluster-allow-replica-migration", &[], Bool, "yes", Mutable, INERT),
-    row("latency-tracking", &[], Bool, "yes", Mutable, INERT),
+    row("latency-tracking", &[], Bool, "yes", Mutable, field!(latency_tracking)),
     row("aof-disable-auto-gc", &[], Bool, "no", Mutable, INERT),
     row("replica-ignore-disk-write-errors", &[], Bool, "no", Mutable, INERT),
     row("aclfile", &[], Str(any), "", Immutable, INERT),
@@ -277,11 +277,11 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("unixsocketperm", &[], Octal { min: 0, max: 511 }, "0", Immutable, INERT),
     row("socket-mark-id", &[], Int { min: 0, max: UINT_MAX }, "0", Immutable, INERT),
     row("active-defrag-max-scan-fields", &[], Int { min: 1, max: LONG_MAX }, "1000", Mutable, INERT),
-    row("slowlog-max-len", &[], Int { min: 0, max: LONG_MAX }, "128", Mutable, INERT),
+    row("slowlog-max-len", &[], Int { min: 0, max: LONG_MAX }, "128", Mutable, field!(slowlog_max_len)),
     row("acllog-max-len", &[], Int { min: 0, max: LONG_MAX }, "128", Mutable, INERT),
     row("cluster-node-timeout", &[], Int { min: 0, max: LONG_MAX }, "15000", Mutable, INERT),
-    row("slowlog-log-slower-than", &[], Int { min: -1, max: LONG_MAX }, "10000", Mutable, INERT),
-    row("latency-monitor-threshold", &[], Int { min: 0, max: LONG_MAX }, "0", Mutable, INERT),
+    row("slowlog-log-slower-than", &[], Int { min: -1, max: LONG_MAX }, "10000", Mutable, field!(slowlog_log_slower_than)),
+    row("latency-monitor-threshold", &[], Int { min: 0, max: LONG_MAX }, "0", Mutable, field!(latency_monitor_threshold)),
     row("stream-node-max-entries", &[], Int { min: 0, max: LONG_MAX }, "100", Mutable, field!(stream_node_max_entries)),
     row("maxmemory", &[], Memory { min: 0, max: ULLONG_MAX }, "0", Mutable, INERT),
     row("cluster-link-sendbuf-limit", &[], Memory { min: 0, max: ULLONG_MAX }, "0", Mutable, INERT),
@@ -318,7 +318,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("tls-ciphersuites", &[], Str(any), "", Mutable, INERT),
     row("save", &[], Sp(Special::Save), "3600 1 300 100 60 10000", Mutable, INERT),
     row("oom-score-adj-values", &[], Sp(Special::OomScoreAdjValues), "0 200 800", Mutable, INERT),
-    row("latency-tracking-info-percentiles", &[], Sp(Special::Percentiles), "50 99 99.9", Mutable, INERT),
+    row("latency-tracking-info-percentiles", &[], Sp(Special::Percentiles), "50 99 99.9", Mutable, field!(latency_tracking_info_percentiles)),
 ];
 
 /// Finds a directive by name or alias, ignoring case. Returns its row and the matched spelling

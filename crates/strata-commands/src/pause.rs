@@ -1,0 +1,84 @@
+//! Which commands CLIENT PAUSE holds back, by Redis 7.0's rule (`processCommand`): under
+//! `ALL` every command that would otherwise run or be queued, under `WRITE` those that may
+//! write or replicate (`write` or `may_replicate`: SET, EVAL, PUBLISH..., and EXEC when its
+//! queue holds one). Commands refused earlier (unknown, wrong arity, not authenticated...) are
+//! refused rather than held, and a MONITOR client is never held (Redis exempts its replicas).
+//! The server keeps the pause and holds the connection; this module only judges a request.
+//! Knows no family.
+
+use bytes::Bytes;
+use strata_resp::Protocol;
+
+use crate::command::{self, CommandSpec, MAY_REPLICATE, WRITE};
+use crate::{registry, Session};
+
+/// Whether CLIENT PAUSE (`write_only`: the WRITE kind) holds `argv` back for `session`.
+pub fn holds(session: &Session, argv: &[Bytes], write_only: bool) -> bool {
+    let Some(spec) = argv
+        .first()
+        .and_then(|name| registry::lookup(name))
+        .filter(|s| !s.name.contains('|'))
+    else {
+        return false;
+    };
+    if !spec.arity_ok(argv.len())
+        || (!session.authenticated && !spec.has(command::NO_AUTH))
+        || (session.multi.is_some() && spec.has(command::NO_MULTI))
+        || session.monitor
+        || (session.subscriptions.total() > 0
+            && session.protocol == Protocol::Resp2
+            && !spec.has(command::WHEN_SUBSCRIBED))
+    {
+        return false;
+    }
+    if !write_only {
+        return true;
+    }
+    if spec.has(command::RUNS_QUEUE) {
+        return session.multi.as_ref().is_some_and(|m| {
+            m.queue
+                .iter()
+                .any(|q| row(q).is_some_and(|s| s.flags.any(WRITE | MAY_REPLICATE)))
+        });
+    }
+    row(argv).is_some_and(|s| s.flags.any(WRITE | MAY_REPLICATE))
+}
+
+/// The row that judges a call: a container's subcommand row, or the command's own.
+fn row(argv: &[Bytes]) -> Option<&'static CommandSpec> {
+    let spec = registry::lookup(argv.first()?)?;
+    if registry::is_container(spec.name) {
+        if let Some(sub) = argv.get(1) {
+            if let Some(s) = registry::lookup(&[spec.name.as_bytes(), b"|", sub].concat()) {
+                return Some(s);
+            }
+        }
+    }
+    Some(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(words: &[&str]) -> Vec<Bytes> {
+        words.iter().map(|w| Bytes::from(w.to_string())).collect()
+    }
+
+    #[test]
+    #[allow(clippy::expect_used)]
+    fn write_pauses_hold_writers_and_may_replicate_commands_only() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let db = strata::Db::open(dir.path()).expect("database");
+        let s = Session::new(1, db, false);
+        assert!(holds(&s, &argv(&["SET", "k", "v"]), true));
+        assert!(holds(&s, &argv(&["PUBLISH", "c", "m"]), true));
+        assert!(holds(&s, &argv(&["EVAL", "return 1", "0"]), true));
+        assert!(!holds(&s, &argv(&["GET", "k"]), true));
+        assert!(!holds(&s, &argv(&["EVAL_RO", "return 1", "0"]), true));
+        assert!(!holds(&s, &argv(&["CLIENT", "UNPAUSE"]), true));
+        assert!(holds(&s, &argv(&["GET", "k"]), false));
+        assert!(!holds(&s, &argv(&["GET"]), false));
+        assert!(!holds(&s, &argv(&["NOSUCH"]), false));
+    }
+}

@@ -362,10 +362,7 @@ fn render_range(out: &mut String, part: &[(u64, String)], min: u64, max: u64, ro
     const MARGIN_TOP: usize = 1;
     let charset_len = FILL.len() as i64;
     let steps = charset_len * rows as i64;
-    let relmax = match (max - min) as f64 {
-        r if r == 0.0 => 1.0,
-        r => r,
-    };
+    let relmax = if max == min { 1.0 } else { (max - min) as f64 };
     let mut row = 0usize;
     loop {
         let mut more = false;

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use strata_resp::Protocol;
 
 use crate::command::{self, CommandSpec, MAY_REPLICATE, WRITE};
-use crate::{registry, Session};
+use crate::{registry, scripting, Session};
 
 /// Whether CLIENT PAUSE (`write_only`: the WRITE kind) holds `argv` back for `session`.
 pub fn holds(session: &Session, argv: &[Bytes], write_only: bool) -> bool {
@@ -40,6 +40,16 @@ pub fn holds(session: &Session, argv: &[Bytes], write_only: bool) -> bool {
                 .iter()
                 .any(|q| row(q).is_some_and(|s| s.flags.any(WRITE | MAY_REPLICATE)))
         });
+    }
+    // A script that declares its flags is judged by them (Redis's `scriptFlagsToCmdFlags`):
+    // `no-writes` lets it run, any other declaration makes it a write.
+    if spec.name == "eval" {
+        if let Ok(Some(shebang)) = argv
+            .get(1)
+            .map_or(Ok(None), |b| scripting::parse_shebang(b))
+        {
+            return !shebang.no_writes;
+        }
     }
     row(argv).is_some_and(|s| s.flags.any(WRITE | MAY_REPLICATE))
 }
@@ -76,6 +86,12 @@ mod tests {
         assert!(holds(&s, &argv(&["EVAL", "return 1", "0"]), true));
         assert!(!holds(&s, &argv(&["GET", "k"]), true));
         assert!(!holds(&s, &argv(&["EVAL_RO", "return 1", "0"]), true));
+        assert!(!holds(
+            &s,
+            &argv(&["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]),
+            true
+        ));
+        assert!(holds(&s, &argv(&["EVAL", "#!lua\nreturn 1", "0"]), true));
         assert!(!holds(&s, &argv(&["CLIENT", "UNPAUSE"]), true));
         assert!(holds(&s, &argv(&["GET", "k"]), false));
         assert!(!holds(&s, &argv(&["GET"]), false));

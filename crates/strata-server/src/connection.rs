@@ -396,6 +396,10 @@ impl<'a> Conn<'a> {
                 }
                 sent = true;
                 self.client.blocked.store(true, Ordering::Relaxed);
+                // CLIENT LIST shows the held command as the client's last, as Redis does.
+                if let Some(spec) = strata_commands::registry::lookup(&argv[0]) {
+                    self.client.set_cmd(spec.name);
+                }
             }
             if self.client.killed.load(Ordering::Acquire) {
                 self.client.blocked.store(false, Ordering::Relaxed);

@@ -168,6 +168,8 @@ pub struct Server {
     bgsave_running: AtomicBool,
     /// Whether writes were refused for lack of disk space at the last cron check (for logging).
     disk_full_seen: AtomicBool,
+    /// RocksDB's cumulative write-stall time at the last sample (ms).
+    stall_ms_seen: AtomicU64,
     bgsave_ok: AtomicBool,
     lastsave: AtomicU64,
     shutdown_tx: tokio::sync::watch::Sender<bool>,
@@ -215,6 +217,7 @@ impl Server {
             mem_peak: AtomicU64::new(0),
             bgsave_running: AtomicBool::new(false),
             disk_full_seen: AtomicBool::new(false),
+            stall_ms_seen: AtomicU64::new(0),
             bgsave_ok: AtomicBool::new(true),
             lastsave: AtomicU64::new(now / 1000),
             shutdown_tx,
@@ -373,8 +376,11 @@ impl Server {
             }
         }
         self.replication.cron(&self.config());
+        // CLIENT PAUSE holds the active expiry cycle back, as Redis's does.
+        self.db.hold_expiry(self.pause.current(now).is_some());
         if second_elapsed {
             self.sample_memory();
+            self.sample_latency_events();
             let full = self.db.disk_full();
             if self.disk_full_seen.swap(full, Ordering::Relaxed) != full {
                 if full {
@@ -390,6 +396,29 @@ impl Server {
                     log::verbose!("Closed {n} idle client(s) (timeout {timeout}s)");
                 }
             }
+        }
+    }
+
+    /// Adds the once-a-second latency samples: the slowest `appendfsync always` sync
+    /// (`aof-fsync-always`), the slowest active expiry cycle (`expire-cycle`), and the time
+    /// RocksDB held writes back during the last second (`rocksdb-write-stall`). Read even when
+    /// the monitor is off, so a sample never covers more than a second.
+    fn sample_latency_events(&self) {
+        let fsync = self.wal_sync.take_slowest_ms();
+        let expire = self.db.take_slowest_expire_cycle_ms();
+        let stalled = self
+            .db
+            .write_stall_ms()
+            .map(|total| total.saturating_sub(self.stall_ms_seen.swap(total, Ordering::Relaxed)));
+        if self.latency.threshold() == 0 {
+            return;
+        }
+        if self.db.sync_policy() == strata::SyncPolicy::Always {
+            self.latency.add_if_needed("aof-fsync-always", fsync);
+        }
+        self.latency.add_if_needed("expire-cycle", expire);
+        if let Some(ms) = stalled {
+            self.latency.add_if_needed("rocksdb-write-stall", ms);
         }
     }
 

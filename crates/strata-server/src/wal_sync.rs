@@ -27,6 +27,8 @@ pub struct WalSync {
     wanted: Mutex<u64>,
     wake: Condvar,
     progress: watch::Sender<Progress>,
+    /// The slowest sync since the server last sampled it (LATENCY's `aof-fsync-always`), ms.
+    slowest_ms: std::sync::atomic::AtomicU64,
 }
 
 impl WalSync {
@@ -37,6 +39,7 @@ impl WalSync {
             wanted: Mutex::new(0),
             wake: Condvar::new(),
             progress,
+            slowest_ms: Default::default(),
         });
         let worker = Arc::clone(&sync);
         let spawned = std::thread::Builder::new()
@@ -60,7 +63,13 @@ impl WalSync {
             };
             // Everything written by now is covered, including writes after `target`.
             let covered = db.write_count().max(target);
-            let failed = match db.sync_wal_through(covered) {
+            let started = std::time::Instant::now();
+            let synced = db.sync_wal_through(covered);
+            self.slowest_ms.fetch_max(
+                started.elapsed().as_millis() as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            let failed = match synced {
                 Ok(()) => false,
                 Err(e) => {
                     warning!("Syncing the write-ahead log failed: {e}");
@@ -78,6 +87,12 @@ impl WalSync {
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
         }
+    }
+
+    /// The slowest sync since this was last asked, in ms (0 when none ran).
+    pub fn take_slowest_ms(&self) -> u64 {
+        self.slowest_ms
+            .swap(0, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Waits until the first `writes` writes are on disk. False if a sync failed meanwhile (the

@@ -132,6 +132,11 @@ pub(crate) struct Inner {
     stop: AtomicBool,
     /// Whether the housekeeping thread runs the active expiry cycle (see `Db::set_active_expire`).
     pub(crate) active_expire: AtomicBool,
+    /// The slowest active expiry cycle since the server last sampled it (LATENCY's
+    /// `expire-cycle`), in ms.
+    pub(crate) slowest_expire_cycle_ms: AtomicU64,
+    /// The active expiry cycle is held back (CLIENT PAUSE, see `Db::hold_expiry`).
+    pub(crate) expiry_held: AtomicBool,
     /// Called for every key the active expiry cycle deletes (see [`Db::on_expired`]).
     pub(crate) expired_hook: RwLock<Option<ExpiredHook>>,
 }
@@ -233,6 +238,8 @@ impl Db {
             path: path.as_ref().to_path_buf(),
             stop: AtomicBool::new(false),
             active_expire: AtomicBool::new(opts.active_expire),
+            slowest_expire_cycle_ms: AtomicU64::new(0),
+            expiry_held: AtomicBool::new(false),
             expired_hook: RwLock::new(None),
         });
         if !opts.read_only {
@@ -737,9 +744,15 @@ fn spawn_housekeeping(inner: Weak<Inner>) {
                     }
                     inner.storage.prune_wal_archive();
                 }
-                if inner.active_expire.load(Ordering::Relaxed) {
+                if inner.active_expire.load(Ordering::Relaxed)
+                    && !inner.expiry_held.load(Ordering::Relaxed)
+                {
                     let db = Db { inner, index: 0 };
+                    let started = std::time::Instant::now();
                     let _ = crate::expire::active_cycle(&db, Duration::from_millis(25));
+                    db.inner
+                        .slowest_expire_cycle_ms
+                        .fetch_max(started.elapsed().as_millis() as u64, Ordering::Relaxed);
                 }
             }
         });

@@ -68,6 +68,36 @@ impl Db {
     }
 }
 
+impl Db {
+    /// Milliseconds RocksDB has held writes back (write stalls: delayed or stopped writes) since
+    /// the directory was opened, from the `Cumulative stall` line of `rocksdb.dbstats`; None if
+    /// the engine does not report it.
+    pub fn write_stall_ms(&self) -> Option<u64> {
+        let text = self.storage().db_property_text("rocksdb.dbstats")?;
+        parse_cumulative_stall(&text)
+    }
+
+    /// The slowest active expiry cycle since this was last asked, in ms (0 when none ran).
+    pub fn take_slowest_expire_cycle_ms(&self) -> u64 {
+        self.inner
+            .slowest_expire_cycle_ms
+            .swap(0, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Reads `Cumulative stall: HH:MM:SS.sss H:M:S, ...` as milliseconds.
+fn parse_cumulative_stall(text: &str) -> Option<u64> {
+    let line = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Cumulative stall:"))?;
+    let hms = line.split_whitespace().next()?;
+    let mut parts = hms.split(':');
+    let h: f64 = parts.next()?.parse().ok()?;
+    let m: f64 = parts.next()?.parse().ok()?;
+    let s: f64 = parts.next()?.parse().ok()?;
+    Some(((h * 3600.0 + m * 60.0 + s) * 1000.0) as u64)
+}
+
 /// Total size of the files under `path` (0 for what cannot be read).
 pub(crate) fn dir_size(path: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(path) else {
@@ -81,4 +111,14 @@ pub(crate) fn dir_size(path: &Path) -> u64 {
             Err(_) => 0,
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cumulative_stall_reads_as_milliseconds() {
+        let text = "** DB Stats **\nUptime(secs): 1.0 total\nCumulative stall: 00:01:2.500 H:M:S, 0.0 percent\nInterval stall: 00:00:0.000 H:M:S, 0.0 percent\n";
+        assert_eq!(super::parse_cumulative_stall(text), Some(62_500));
+        assert_eq!(super::parse_cumulative_stall("nothing"), None);
+    }
 }

@@ -302,6 +302,14 @@ impl Db {
         }
     }
 
+    /// Holds the background expiry cycle back, or lets it run again (CLIENT PAUSE: Redis
+    /// expires nothing while clients are paused). Independent of [`Db::set_active_expire`].
+    pub fn hold_expiry(&self, held: bool) {
+        self.inner
+            .expiry_held
+            .store(held, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Turns the background expiry cycle on or off (a replica leaves expiry to its leader).
     pub fn set_active_expire(&self, on: bool) {
         self.inner

@@ -376,6 +376,11 @@ impl Storage {
         self.db.property_value_cf(self.cf(cf), name).ok().flatten()
     }
 
+    /// A text property of the whole database (e.g. `rocksdb.dbstats`), if the engine knows it.
+    pub fn db_property_text(&self, name: &str) -> Option<String> {
+        self.db.property_value(name).ok().flatten()
+    }
+
     /// An integer property of family `cf`, if the engine knows it.
     pub fn property_int(&self, cf: &str, name: &str) -> Option<u64> {
         self.db

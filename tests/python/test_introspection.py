@@ -290,6 +290,13 @@ def test_monitor_shows_commands_transactions_and_scripts_as_redis(servers):
         c.call("SELECT", "3")
         c.call("GET", "x")
         c.call("SELECT", "0")
+        c.call("MULTI")
+        c.call("NOSUCH", "x")
+        c.call("EXEC")  # EXECABORT: MULTI and EXEC are shown, as Redis closes the transaction
+        c.call("FUNCTION", "LOAD", "REPLACE",
+               "#!lua name=monlib\nredis.register_function('monf', function() return redis.call('set', 'f', 'v') end)")
+        c.call("FCALL", "monf", "0")
+        c.call("FUNCTION", "DELETE", "monlib")
 
     def run(server):
         m, lines = monitor_lines(server, actions)
@@ -300,6 +307,8 @@ def test_monitor_shows_commands_transactions_and_scripts_as_redis(servers):
     assert lines[0] == (0, b"me", rb'"SET" "k" "v\x00\x01\xc3\xbf\"\\ \n\t\a\b\r"')
     assert (0, b"lua", b'"set" "b" "2"') in lines
     assert (0, b"me", b'"AUTH" "(redacted)"') in lines
+    assert (0, b"lua", b'"set" "f" "v"') in lines
+    assert lines[-6:-4] == [(0, b"me", b'"MULTI"'), (0, b"me", b'"EXEC"')]
 
 
 def test_a_monitor_may_not_touch_the_keyspace_and_leaves_with_reset(servers):

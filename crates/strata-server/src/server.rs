@@ -836,10 +836,12 @@ impl ServerApi for ClientApi<'_> {
 
     fn client_pause(&self, end_ms: u64, write_only: bool) {
         self.server.pause.pause(end_ms, write_only);
+        self.server.db.hold_expiry(true);
     }
 
     fn client_unpause(&self) {
         self.server.pause.unpause();
+        self.server.db.hold_expiry(false);
     }
 
     fn client_unblock(&self, id: u64, error: bool) -> bool {

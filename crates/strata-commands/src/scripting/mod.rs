@@ -947,6 +947,9 @@ fn redis_call(
     if spec.has(crate::command::NOSCRIPT) {
         return fail(errors::SCRIPT_NOT_ALLOWED.into());
     }
+    if let Err(text) = crate::acl::check_in_script(&mut ctx.borrow_mut(), spec, &argv) {
+        return fail(text);
+    }
     // PUBLISH and SPUBLISH count as writes for read-only scripts (the may_replicate flag).
     if read_only
         && spec

@@ -89,6 +89,22 @@ impl Config {
                 continue;
             };
             let name = String::from_utf8_lossy(name);
+            // `user <name> <rules...>`: an ACL user, created once the configuration is read.
+            if name.eq_ignore_ascii_case("user") && !rest.is_empty() {
+                let words = rest
+                    .iter()
+                    .map(|w| String::from_utf8(w.clone()))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|_| fail("argument must be valid UTF-8"))?;
+                if next.users.iter().any(|u| u.first() == words.first()) {
+                    return Err(fail(&format!(
+                        "Error in user declaration '{}': Duplicate user found. A user can only be defined once in config files",
+                        words[0]
+                    )));
+                }
+                next.users.push(words);
+                continue;
+            }
             let Some((row, _)) = lookup(&name) else {
                 // Directives Redis ignores, with the argument count it expects.
                 if DEPRECATED
@@ -291,7 +307,7 @@ fn trim<'a>(mut bytes: &'a [u8], strip: &[u8]) -> &'a [u8] {
 }
 
 /// An I/O error's message without Rust's " (os error N)" suffix, like C's `strerror`.
-fn os_error_text(e: &io::Error) -> String {
+pub(crate) fn os_error_text(e: &io::Error) -> String {
     let text = e.to_string();
     match text.find(" (os error ") {
         Some(cut) => text[..cut].to_string(),

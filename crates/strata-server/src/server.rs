@@ -695,7 +695,12 @@ impl ServerApi for ClientApi<'_> {
     }
 
     fn acl_load(&self) -> Result<(), String> {
-        self.server.load_acl_file()
+        self.server
+            .load_acl_file()
+            .map_err(|e| match e.starts_with("ERR ") {
+                true => e,
+                false => format!("ERR {e}"),
+            })
     }
 
     fn acl_save(&self) -> Result<(), String> {

@@ -469,3 +469,27 @@ def test_replica_authenticates_with_masteruser(start_strata):
             break
         time.sleep(0.2)
     assert value == b"v"
+
+
+def test_scripts_can_ask_acl_check_cmd(acl, strata_server, redis_server):
+    acl("ACL", "SETUSER", "u", "on", ">pw", "+@all", "-set", "~k*")
+    u = logins(strata_server, redis_server, "u", "pw")
+    u("EVAL", "return redis.acl_check_cmd('get', 'k1')", "0")
+    u("EVAL", "return redis.acl_check_cmd('get', 'x')", "0")
+    u("EVAL", "return redis.acl_check_cmd('set', 'k1', 'v')", "0")
+    u("EVAL", "return redis.acl_check_cmd('client', 'id')", "0")
+    u("EVAL", "return redis.acl_check_cmd('nosuch')", "0")
+    u("EVAL", "return redis.acl_check_cmd()", "0")
+
+
+def test_subscribers_are_disconnected_when_their_channels_are_revoked(acl, strata_server, redis_server):
+    acl("ACL", "SETUSER", "u", "on", ">pw", "+@all", "~*", "&news", "&sport")
+    s, r = strata_server.conn(), redis_server.conn()
+    u = Both(s, r)
+    u("AUTH", "u", "pw")
+    u("SUBSCRIBE", "news")
+    # Still allowed: the subscriber stays.
+    acl("ACL", "SETUSER", "u", "resetchannels", "&news")
+    assert not s.is_closed(wait=0.5) and not r.is_closed(wait=0.5)
+    acl("ACL", "SETUSER", "u", "resetchannels", "&sport")
+    assert s.is_closed() and r.is_closed()

@@ -209,6 +209,7 @@ fn acl_setuser(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
         .acl()
         .set_user(name, &argv[3..])
         .map_err(Failure::text)?;
+    ctx.server.acl_user_changed(name);
     Ok(Frame::ok())
 }
 

@@ -231,6 +231,9 @@ pub trait ServerApi: Send + Sync {
     fn acl_load(&self) -> Result<(), String> {
         Err(crate::errors::ACL_NO_FILE.into())
     }
+    /// After ACL SETUSER changed `user`: disconnects its subscribed clients whose channels the
+    /// new rules no longer allow.
+    fn acl_user_changed(&self, _user: &[u8]) {}
     /// ACL SAVE: writes the users to the `aclfile`; Err is the full error text.
     fn acl_save(&self) -> Result<(), String> {
         Err(crate::errors::ACL_NO_FILE.into())

@@ -131,6 +131,8 @@ pub const SCRIPT_SHA1HEX_ARGS: &str = "ERR wrong number of arguments";
 /// redis.error_reply / redis.status_reply given anything but one string.
 pub const SCRIPT_REPLY_ARGS: &str = "ERR wrong number or type of arguments";
 pub const SCRIPT_BAD_ARG: &str = "ERR Lua redis lib command arguments must be strings or integers";
+/// `redis.acl_check_cmd` of a command that does not exist.
+pub const SCRIPT_ACL_CHECK_INVALID: &str = "ERR Invalid command passed to redis.acl_check_cmd()";
 pub const SCRIPT_UNKNOWN_COMMAND: &str = "ERR Unknown Redis command called from script";
 pub const SCRIPT_WRONG_ARITY: &str = "ERR Wrong number of args calling Redis command from script";
 pub const SCRIPT_NOT_ALLOWED: &str = "ERR This Redis command is not allowed from script";

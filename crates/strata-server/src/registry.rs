@@ -302,6 +302,15 @@ impl Registry {
         self.lock().get(&id).cloned()
     }
 
+    /// The ids of the subscribed clients authenticated as ACL user `user`.
+    pub fn subscribers_of_user(&self, user: &[u8]) -> Vec<u64> {
+        self.lock()
+            .values()
+            .filter(|e| e.is_pubsub() && e.user.lock()[..] == *user)
+            .map(|e| e.id)
+            .collect()
+    }
+
     /// Removes a connection; call before its socket is closed.
     pub fn deregister(&self, id: u64) {
         self.lock().remove(&id);

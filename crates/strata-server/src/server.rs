@@ -363,6 +363,36 @@ impl Server {
         Ok(())
     }
 
+    /// After ACL SETUSER: the subscribed clients of `user` subscribed to a channel or pattern
+    /// its new rules no longer allow are disconnected (Redis's `ACLKillPubsubClientsIfNeeded`);
+    /// `self_id` (the caller) closes after its reply.
+    pub fn kill_revoked_subscribers(&self, user: &[u8], self_id: u64) {
+        let Some(u) = self.acl.get(user) else { return };
+        let rules = u.rules();
+        for id in self.registry.subscribers_of_user(user) {
+            let revoked = [
+                (ChannelKind::Channel, false),
+                (ChannelKind::Shard, false),
+                (ChannelKind::Pattern, true),
+            ]
+            .into_iter()
+            .any(|(kind, pattern)| {
+                self.pubsub
+                    .subscribed(id, kind)
+                    .iter()
+                    .any(|ch| !rules.channel_allowed(ch, pattern))
+            });
+            if revoked {
+                let filter = KillFilter {
+                    id: Some(id),
+                    skip_me: false,
+                    ..KillFilter::default()
+                };
+                self.registry.kill(&filter, self_id);
+            }
+        }
+    }
+
     /// ACL SAVE: writes every user to the `aclfile`, through a temporary file renamed over it.
     pub fn save_acl_file(&self) -> Result<(), String> {
         let Some(file) = self.config().aclfile.clone() else {
@@ -705,6 +735,10 @@ impl ServerApi for ClientApi<'_> {
 
     fn acl_save(&self) -> Result<(), String> {
         self.server.save_acl_file()
+    }
+
+    fn acl_user_changed(&self, user: &[u8]) {
+        self.server.kill_revoked_subscribers(user, self.client.id)
     }
 
     fn config_get(&self, patterns: &[&[u8]]) -> Vec<(String, String)> {

@@ -142,6 +142,19 @@ fn command_tree() -> &'static [(usize, Vec<usize>)] {
     })
 }
 
+/// The ids of the subcommands of command `id` (none unless it is a container).
+fn subcommand_ids(id: usize) -> &'static [usize] {
+    static SUBS: OnceLock<HashMap<usize, usize>> = OnceLock::new();
+    let tree = command_tree();
+    let at = SUBS.get_or_init(|| {
+        tree.iter()
+            .enumerate()
+            .map(|(i, (top, _))| (*top, i))
+            .collect()
+    });
+    at.get(&id).map_or(&[], |&i| &tree[i].1[..])
+}
+
 fn spec_of(id: usize) -> Option<&'static CommandSpec> {
     registry::all().get(id).copied()
 }
@@ -221,12 +234,8 @@ impl Selector {
     fn change(&mut self, id: usize, on: bool) {
         self.set_bit(id, on);
         self.firstargs.retain(|(c, _)| *c != id);
-        if let Some(spec) = spec_of(id) {
-            if !spec.name.contains('|') && registry::is_container(spec.name) {
-                for sub in registry::subcommands_of(spec.name) {
-                    self.set_bit(command_id(sub), on);
-                }
-            }
+        for &sub in subcommand_ids(id) {
+            self.set_bit(sub, on);
         }
     }
 

@@ -493,3 +493,23 @@ def test_subscribers_are_disconnected_when_their_channels_are_revoked(acl, strat
     assert not s.is_closed(wait=0.5) and not r.is_closed(wait=0.5)
     acl("ACL", "SETUSER", "u", "resetchannels", "&sport")
     assert s.is_closed() and r.is_closed()
+
+
+def test_acl_load_disconnects_the_clients_of_replaced_users(start_strata, start_redis, tmp_path):
+    s, sp = _aclfile_server(start_strata, tmp_path, "strata")
+    r, rp = _aclfile_server(start_redis, tmp_path, "redis")
+    admin = Both(s.conn(), r.conn())
+    admin("ACL", "SETUSER", "bob", ">pw")
+    sc, rc = s.conn(), r.conn()
+    bob = Both(sc, rc)
+    bob("AUTH", "bob", "pw")
+    admin("ACL", "LOAD")
+    assert sc.is_closed() and rc.is_closed()
+    # The default user's clients stay.
+    admin("PING")
+
+
+def test_empty_selector_words_are_syntax_errors(acl):
+    acl("ACL", "SETUSER", "x", '(+get "")')
+    acl("ACL", "SETUSER", "x", "()")
+    same_rules(acl, "ACL", "GETUSER", "x")

@@ -260,6 +260,9 @@ impl Selector {
 
     /// Applies one selector rule (Redis's `ACLSetSelector`).
     pub fn apply(&mut self, op: &[u8]) -> Result<(), RuleError> {
+        if op.is_empty() {
+            return Err(RuleError::Syntax);
+        }
         let is = |w: &str| op.eq_ignore_ascii_case(w.as_bytes());
         if is("allkeys") || is("~*") {
             self.allkeys = true;
@@ -593,7 +596,11 @@ impl Rules {
         let mut keys = None;
         let mut worst: Option<Denied> = None;
         for s in std::iter::once(&self.root).chain(&self.selectors) {
-            let keys = keys.get_or_insert_with(|| call_keys(spec, argv));
+            // The keys are worked out once, and only for a selector that looks at them.
+            let keys: &[(usize, u16)] = match s.allkeys {
+                true => &[],
+                false => keys.get_or_insert_with(|| call_keys(spec, argv)),
+            };
             match s.check(spec, argv, keys) {
                 Ok(()) => return Ok(()),
                 Err(d) => {

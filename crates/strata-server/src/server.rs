@@ -333,15 +333,15 @@ impl Server {
             .map_err(|e| format!("{e}\nCritical error while loading ACLs. Exiting."))?;
         drop(cfg);
         if self.config().aclfile.is_some() {
-            self.load_acl_file()
+            self.load_acl_file(0)
                 .map_err(|e| format!("Aborting Redis startup because of ACL errors: {e}"))?;
         }
         Ok(())
     }
 
     /// ACL LOAD: the users of the `aclfile` replace the current ones, whose clients are
-    /// disconnected.
-    pub fn load_acl_file(&self) -> Result<(), String> {
+    /// disconnected (client `self_id`, the caller, once its reply is written).
+    pub fn load_acl_file(&self, self_id: u64) -> Result<(), String> {
         let Some(file) = self.config().aclfile.clone() else {
             return Err(strata_commands::errors::ACL_NO_FILE.into());
         };
@@ -358,7 +358,7 @@ impl Server {
                 skip_me: false,
                 ..KillFilter::default()
             };
-            self.registry.kill(&filter, 0);
+            self.registry.kill(&filter, self_id);
         }
         Ok(())
     }
@@ -726,7 +726,7 @@ impl ServerApi for ClientApi<'_> {
 
     fn acl_load(&self) -> Result<(), String> {
         self.server
-            .load_acl_file()
+            .load_acl_file(self.client.id)
             .map_err(|e| match e.starts_with("ERR ") {
                 true => e,
                 false => format!("ERR {e}"),

@@ -513,3 +513,24 @@ def test_empty_selector_words_are_syntax_errors(acl):
     acl("ACL", "SETUSER", "x", '(+get "")')
     acl("ACL", "SETUSER", "x", "()")
     same_rules(acl, "ACL", "GETUSER", "x")
+
+
+def test_config_rewrite_writes_the_users(start_strata, tmp_path):
+    conf = tmp_path / "s.conf"
+    conf.write_text("user alice on >pw ~a* +get\n")
+    s = start_strata(config_file=str(conf))
+    with s.conn() as c:
+        assert c.call("ACL", "SETUSER", "bob", "on", "nopass", "+@all", "~*") == b"OK"
+        assert c.call("CONFIG", "REWRITE") == b"OK"
+    lines = [line for line in conf.read_text().splitlines() if line.startswith("user ")]
+    assert lines == [
+        "user alice on #30c952fab122c3f9759f02a6d95c3758b246b4fee239957b2d4fee46e26170c4 ~a* resetchannels -@all +get",
+        "user bob on nopass ~* resetchannels +@all",
+        "user default on nopass ~* &* +@all",
+    ]
+    s.restart()
+    with s.conn() as c:
+        assert c.call("AUTH", "alice", "pw") == b"OK"
+        assert c.call("GET", "a1") is None
+        assert c.call("SET", "a1", "v") == RespError(
+            b"NOPERM this user has no permissions to run the 'set' command")

@@ -752,6 +752,24 @@ impl ServerApi for ClientApi<'_> {
     }
 
     fn config_rewrite(&self) -> Result<(), String> {
+        // The users are written as `user` lines when they have no `aclfile` of their own.
+        let users: Vec<Vec<String>> = self
+            .server
+            .acl
+            .all()
+            .iter()
+            .map(|u| {
+                vec![
+                    String::from_utf8_lossy(u.name()).into_owned(),
+                    u.rules().describe(),
+                ]
+            })
+            .collect();
+        let mut cfg = self.server.config_mut();
+        if cfg.aclfile.is_none() {
+            cfg.users = users;
+        }
+        drop(cfg);
         self.server.config().rewrite()
     }
 

@@ -536,3 +536,17 @@ def test_config_rewrite_writes_the_users(start_strata, tmp_path):
         assert c.call("GET", "a1") is None
         assert c.call("SET", "a1", "v") == RespError(
             b"NOPERM this user has no permissions to run the 'set' command")
+
+
+def test_sort_by_and_get_need_every_key_readable(acl, strata_server, redis_server):
+    acl("RPUSH", "l", "2", "1")
+    acl("ACL", "SETUSER", "u", "on", ">pw", "+@all", "~l")
+    acl("ACL", "SETUSER", "r", "on", ">pw", "+@all", "%R~*", "~l")
+    u = logins(strata_server, redis_server, "u", "pw")
+    u("SORT", "l")
+    u("SORT", "l", "BY", "nosort")
+    u("SORT", "l", "BY", "w_*")
+    u("SORT", "l", "GET", "#")
+    u("SORT_RO", "l", "GET", "o_*")
+    r = logins(strata_server, redis_server, "r", "pw")
+    r("SORT", "l", "BY", "w_*", "GET", "#")

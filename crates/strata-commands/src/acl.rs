@@ -613,6 +613,17 @@ impl Rules {
         Err(worst.unwrap_or(Denied::Command))
     }
 
+    /// Redis's `ACLUserCheckCmdWithUnrestrictedKeyAccess`: whether a selector both allows the
+    /// call and lets every key be read (`~*`, `%R~*` or `allkeys`).
+    pub fn reads_every_key(&self, spec: &CommandSpec, argv: &[Bytes]) -> bool {
+        let keys = call_keys(spec, argv);
+        std::iter::once(&self.root).chain(&self.selectors).any(|s| {
+            s.check(spec, argv, if s.allkeys { &[] } else { &keys })
+                .is_ok()
+                && (s.allkeys || s.keys.iter().any(|(p, f)| f & READ != 0 && &p[..] == b"*"))
+        })
+    }
+
     /// Whether `channel` (a pattern when `is_pattern`) is allowed by some selector.
     pub fn channel_allowed(&self, channel: &[u8], is_pattern: bool) -> bool {
         std::iter::once(&self.root)
@@ -1426,6 +1437,16 @@ pub fn check_at_exec(
         Denied::Key(_) => "no permission to touch the specified keys",
         Denied::Channel(_) => "no permission to access one of the channels used as arguments",
     })))
+}
+
+/// Whether the connection's user may read any key with this call (SORT's BY and GET patterns
+/// need it).
+pub fn reads_every_key(ctx: &Ctx<'_>, argv: &[Bytes]) -> bool {
+    let user = &ctx.session.user;
+    if user.unrestricted() {
+        return true;
+    }
+    registry::lookup(&argv[0]).is_some_and(|spec| user.rules().reads_every_key(spec, argv))
 }
 
 /// The check of `redis.call` / `redis.pcall`: the script's error text when refused.

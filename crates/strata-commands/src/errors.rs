@@ -155,6 +155,12 @@ pub fn noperm_at_exec(reason: &str) -> String {
     format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}")
 }
 
+/// SORT BY with a pattern, for a user who may not read every key.
+pub const SORT_BY_DENIED: &str =
+    "ERR BY option of SORT denied due to insufficient ACL permissions.";
+/// SORT GET, for a user who may not read every key.
+pub const SORT_GET_DENIED: &str =
+    "ERR GET option of SORT denied due to insufficient ACL permissions.";
 /// ACL SETUSER with a user name holding spaces.
 pub const ACL_USERNAME_SPACES: &str = "ERR Usernames can't contain spaces or null characters";
 /// ACL DELUSER default.

@@ -1,4 +1,5 @@
-//! Connection commands: PING, ECHO, SELECT, QUIT, RESET, HELLO, AUTH and CLIENT. They change the
+//! Connection commands: PING, ECHO, SELECT, QUIT, RESET, HELLO, AUTH (against the ACL users
+//! of [`crate::acl`]) and CLIENT. They change the
 //! session; the client registry behind CLIENT LIST/KILL belongs to the server (`ServerApi`).
 
 use bytes::Bytes;
@@ -418,7 +419,8 @@ fn reset(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     // CLIENT NO-EVICT survives RESET in Redis 7.0 (clearClientConnectionState keeps it).
     s.multi = None;
     s.watching = None;
-    s.authenticated = ctx.server.requirepass().is_none();
+    s.user = ctx.server.acl().default_user().clone();
+    s.authenticated = !ctx.server.acl().auth_required();
     if std::mem::take(&mut s.monitor) {
         ctx.server.stop_monitor();
     }
@@ -426,18 +428,21 @@ fn reset(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     Ok(Frame::simple("RESET"))
 }
 
-/// Checks a password against `requirepass` for user `user` (only `default` exists).
-fn check_auth(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> Result<(), Failure> {
-    let ok = user == b"default"
-        && match ctx.server.requirepass() {
-            Some(p) => p.as_slice() == pass,
-            None => true,
-        };
-    if !ok {
-        return Err(Failure::text(errors::WRONGPASS));
+/// Logs the connection in as `user` with `pass` (Redis's `ACLAuthenticateUser`); a failure
+/// is written to the ACL LOG under `argv0` (AUTH or HELLO as sent).
+fn check_auth(ctx: &mut Ctx<'_>, argv0: &Bytes, user: &Bytes, pass: &[u8]) -> Result<(), Failure> {
+    match ctx.server.acl().authenticate(user, pass) {
+        Some(u) => {
+            ctx.session.user = u;
+            ctx.session.authenticated = true;
+            ctx.server.client_update(ctx.session);
+            Ok(())
+        }
+        None => {
+            crate::acl::log_auth_failure(ctx, argv0, user);
+            Err(Failure::text(errors::WRONGPASS))
+        }
     }
-    ctx.session.authenticated = true;
-    Ok(())
 }
 
 fn auth(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
@@ -445,14 +450,14 @@ fn auth(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     let first = a.value()?;
     match a.remaining() {
         0 => {
-            if ctx.server.requirepass().is_none() {
+            if ctx.server.acl().default_user().rules().nopass {
                 return Err(Failure::text(errors::AUTH_NOT_CONFIGURED));
             }
-            check_auth(ctx, b"default", first)?;
+            check_auth(ctx, &argv[0], &Bytes::from_static(b"default"), first)?;
         }
         1 => {
             let pass = a.value()?;
-            check_auth(ctx, first, pass)?;
+            check_auth(ctx, &argv[0], first, pass)?;
         }
         _ => return Err(cursor::syntax()),
     }
@@ -494,7 +499,7 @@ fn hello(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
         }
     }
     if let Some((user, pass)) = creds {
-        check_auth(ctx, user, pass)?;
+        check_auth(ctx, &argv[0], user, pass)?;
     }
     if !ctx.session.authenticated {
         return Err(Failure::text(errors::HELLO_NOAUTH));
@@ -619,9 +624,10 @@ fn client_kill(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
         } else if is(option, "type") {
             f.kind = Some(client_type(v)?);
         } else if is(option, "user") {
-            if value() != "default" {
+            if ctx.server.acl().get(v).is_none() {
                 return Err(Failure::text(format!("ERR No such user '{}'", value())));
             }
+            f.user = Some(v.clone());
         } else if is(option, "skipme") {
             f.skip_me = if is(v, "yes") {
                 true

@@ -37,6 +37,8 @@ pub struct Session {
     pub name: Option<Bytes>,
     /// Whether AUTH succeeded (or no password is configured).
     pub authenticated: bool,
+    /// The ACL user the connection runs as (`default` until AUTH says otherwise).
+    pub user: Arc<crate::acl::User>,
     /// CLIENT REPLY.
     pub reply_mode: ReplyMode,
     /// CLIENT NO-EVICT.
@@ -150,6 +152,7 @@ impl Session {
             protocol: Protocol::Resp2,
             name: None,
             authenticated: !needs_auth,
+            user: crate::acl::User::unlinked_default(),
             reply_mode: ReplyMode::On,
             no_evict: false,
             block_mode: BlockMode::Block,
@@ -179,6 +182,8 @@ pub struct KillFilter {
     pub kind: Option<String>,
     /// SKIPME yes|no (default yes).
     pub skip_me: bool,
+    /// USER: clients authenticated as this user.
+    pub user: Option<Bytes>,
 }
 
 /// What handlers may ask of the server that runs them.
@@ -221,6 +226,20 @@ pub trait ServerApi: Send + Sync {
     /// have filled any of them).
     fn blocked_keys(&self) -> Vec<(u32, Bytes)> {
         Vec::new()
+    }
+    /// The ACL users and log shared by every connection.
+    fn acl(&self) -> &Arc<crate::acl::Users>;
+    /// ACL LOAD: replaces the users by those of the `aclfile` and disconnects the clients of
+    /// the users replaced; Err is the full error text.
+    fn acl_load(&self) -> Result<(), String> {
+        Err(crate::errors::ACL_NO_FILE.into())
+    }
+    /// After ACL SETUSER changed `user`: disconnects its subscribed clients whose channels the
+    /// new rules no longer allow.
+    fn acl_user_changed(&self, _user: &[u8]) {}
+    /// ACL SAVE: writes the users to the `aclfile`; Err is the full error text.
+    fn acl_save(&self) -> Result<(), String> {
+        Err(crate::errors::ACL_NO_FILE.into())
     }
     /// The WATCH registry shared by every connection.
     fn watches(&self) -> &Arc<Watches>;

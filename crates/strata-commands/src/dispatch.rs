@@ -1,6 +1,6 @@
 //! The dispatcher: runs one command as a client sent it ([`execute`]: lookup, arity,
 //! authentication, queue-time refusals — -BUSY while a script runs long included — MULTI
-//! queueing) or as a checked command ([`run`]:
+//! queueing, the ACL check of [`acl::check_command`]) or as a checked command ([`run`]:
 //! the key locks, keyspace events and WATCH touches around the handler, and blocked-client
 //! wake-ups after it). Both return the command's [`Outcome`]. Finds rows in the
 //! [`crate::registry`], and counts every command run or refused in the session's
@@ -14,7 +14,7 @@ use strata_resp::{Frame, Protocol};
 use crate::command::{self, CommandSpec};
 use crate::isolation::{self, Targets};
 use crate::outcome::Outcome;
-use crate::{errors, latency, monitor, notify, registry, scripting, slowlog, BlockMode, Ctx};
+use crate::{acl, errors, latency, monitor, notify, registry, scripting, slowlog, BlockMode, Ctx};
 
 /// Runs one command as a client sent it: lookup, arity, authentication, then either queueing it
 /// (inside MULTI) or [`run`].
@@ -27,7 +27,8 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Outcome {
     let Some(spec) = registry::lookup(&argv[0]).filter(|s| !s.name.contains('|')) else {
         return refuse(ctx, errors::unknown_command(argv));
     };
-    if !ctx.session.authenticated && !spec.has(command::NO_AUTH) {
+    if !ctx.session.authenticated && !spec.has(command::NO_AUTH) && ctx.server.acl().auth_required()
+    {
         return refuse_command(ctx, spec, argv, errors::err(errors::NOAUTH));
     }
     if !spec.arity_ok(argv.len()) {
@@ -35,6 +36,9 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Outcome {
     }
     if ctx.session.multi.is_some() && spec.has(command::NO_MULTI) {
         return refuse_command(ctx, spec, argv, errors::err(errors::NOT_IN_MULTI));
+    }
+    if let Err(refused) = acl::check_command(ctx, spec, argv) {
+        return refuse_command(ctx, spec, argv, refused);
     }
     if ctx.session.subscriptions.total() > 0
         && ctx.session.protocol == Protocol::Resp2

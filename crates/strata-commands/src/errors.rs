@@ -131,11 +131,47 @@ pub const SCRIPT_SHA1HEX_ARGS: &str = "ERR wrong number of arguments";
 /// redis.error_reply / redis.status_reply given anything but one string.
 pub const SCRIPT_REPLY_ARGS: &str = "ERR wrong number or type of arguments";
 pub const SCRIPT_BAD_ARG: &str = "ERR Lua redis lib command arguments must be strings or integers";
+/// `redis.acl_check_cmd` of a command that does not exist.
+pub const SCRIPT_ACL_CHECK_INVALID: &str = "ERR Invalid command passed to redis.acl_check_cmd()";
 pub const SCRIPT_UNKNOWN_COMMAND: &str = "ERR Unknown Redis command called from script";
 pub const SCRIPT_WRONG_ARITY: &str = "ERR Wrong number of args calling Redis command from script";
 pub const SCRIPT_NOT_ALLOWED: &str = "ERR This Redis command is not allowed from script";
 pub const SCRIPT_WRITE_IN_RO: &str = "ERR Write commands are not allowed from read-only scripts.";
 pub const NOAUTH: &str = "NOAUTH Authentication required.";
+/// ACL: the user may not access a key of the command (Redis's processCommand).
+pub const NOPERM_KEY: &str =
+    "NOPERM this user has no permissions to access one of the keys used as arguments";
+/// ACL: the user may not access a channel of the command.
+pub const NOPERM_CHANNEL: &str =
+    "NOPERM this user has no permissions to access one of the channels used as arguments";
+
+/// ACL: the user may not run the command (its full name, `container|sub` for a subcommand).
+pub fn noperm_command(name: &str) -> String {
+    format!("NOPERM this user has no permissions to run the '{name}' command")
+}
+
+/// ACL: a queued command refused at EXEC, the rules having changed since it was queued.
+pub fn noperm_at_exec(reason: &str) -> String {
+    format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}")
+}
+
+/// SORT BY with a pattern, for a user who may not read every key.
+pub const SORT_BY_DENIED: &str =
+    "ERR BY option of SORT denied due to insufficient ACL permissions.";
+/// SORT GET, for a user who may not read every key.
+pub const SORT_GET_DENIED: &str =
+    "ERR GET option of SORT denied due to insufficient ACL permissions.";
+/// ACL SETUSER with a user name holding spaces.
+pub const ACL_USERNAME_SPACES: &str = "ERR Usernames can't contain spaces or null characters";
+/// ACL DELUSER default.
+pub const ACL_DELETE_DEFAULT: &str = "ERR The 'default' user cannot be removed";
+/// ACL LOAD / SAVE without `aclfile`.
+pub const ACL_NO_FILE: &str = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.";
+/// ACL SAVE that could not write the file.
+pub const ACL_SAVE_FAILED: &str = "ERR There was an error trying to save the ACLs. Please check the server logs for more information";
+/// ACL GENPASS with a bit count out of range.
+pub const ACL_GENPASS_BITS: &str = "ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096";
+
 pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 pub const AUTH_NOT_CONFIGURED: &str = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?";
 pub const NOPROTO: &str = "NOPROTO unsupported protocol version";

@@ -7,6 +7,8 @@
 //! This crate does no I/O: the server owns sockets, the client registry and configuration, and
 //! offers them to handlers through the [`ServerApi`] trait.
 
+pub mod acl;
+pub mod acl_family;
 pub mod args;
 pub mod bitmap_family;
 pub mod blocking_family;

@@ -148,6 +148,7 @@ pub fn all() -> &'static [&'static CommandSpec] {
             crate::bitmap_family::COMMANDS,
             crate::keys_family::COMMANDS,
             crate::server_family::COMMANDS,
+            crate::acl_family::COMMANDS,
             COMMANDS,
             crate::connection_family::COMMANDS,
             crate::zset_family::COMMANDS,

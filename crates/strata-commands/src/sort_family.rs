@@ -109,8 +109,16 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: &[Bytes], readonly: bool) -> Reply {
         } else if !readonly && left >= 1 && a.opt("STORE") {
             store = Some(a.key()?);
         } else if left >= 1 && a.opt("BY") {
-            opts.by = Some(a.value()?.to_vec());
+            let pattern = a.value()?;
+            // A pattern reads keys the command does not name: ACL wants every key readable.
+            if pattern.contains(&b'*') && !crate::acl::reads_every_key(ctx, argv) {
+                return Err(Failure::text(errors::SORT_BY_DENIED));
+            }
+            opts.by = Some(pattern.to_vec());
         } else if left >= 1 && a.opt("GET") {
+            if !crate::acl::reads_every_key(ctx, argv) {
+                return Err(Failure::text(errors::SORT_GET_DENIED));
+            }
             opts.get.push(a.value()?.to_vec());
         } else {
             return Err(syntax());

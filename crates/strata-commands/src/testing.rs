@@ -18,6 +18,7 @@ pub struct NoServer {
     watches: Arc<Watches>,
     scripts: Arc<ScriptCache>,
     functions: Arc<crate::scripting::functions::FunctionRegistry>,
+    acl: Arc<crate::acl::Users>,
 }
 
 impl ServerApi for NoServer {
@@ -60,6 +61,9 @@ impl ServerApi for NoServer {
         Ok(())
     }
     fn note_command(&self, _: &Session, _: &str) {}
+    fn acl(&self) -> &Arc<crate::acl::Users> {
+        &self.acl
+    }
     fn watches(&self) -> &Arc<Watches> {
         &self.watches
     }

@@ -182,12 +182,16 @@ fn exec(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Result<Outcome, Failure> {
             .queue
             .iter()
             .map(|argv| match table::lookup(&argv[0]) {
-                Some(spec) => match crate::run(ctx, spec, argv) {
-                    Outcome::Replies(first, last) => {
-                        before.extend(first);
-                        last
-                    }
-                    outcome => outcome.into_reply(),
+                // The rules may have changed since the command was queued.
+                Some(spec) => match crate::acl::check_at_exec(ctx, spec, argv) {
+                    Err(refused) => refused,
+                    Ok(()) => match crate::run(ctx, spec, argv) {
+                        Outcome::Replies(first, last) => {
+                            before.extend(first);
+                            last
+                        }
+                        outcome => outcome.into_reply(),
+                    },
                 },
                 None => errors::unknown_command(argv),
             })

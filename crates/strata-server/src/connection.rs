@@ -179,7 +179,10 @@ impl<'a> Conn<'a> {
             server,
             client,
             stream,
-            session: Session::new(client.id, server.db.clone(), server.needs_auth()),
+            session: Session {
+                user: server.acl.default_user().clone(),
+                ..Session::new(client.id, server.db.clone(), server.needs_auth())
+            },
             decoder: RequestDecoder::new(settings.limits),
             settings,
             config_gen: server.config_gen(),

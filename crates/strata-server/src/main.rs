@@ -208,6 +208,9 @@ fn run(config: Config) -> i32 {
     };
 
     let server = Arc::new(Server::new(db, config));
+    if let Err(e) = server.load_users() {
+        return fatal(&e);
+    }
     // Keys deleted by the active expiry cycle raise `expired` keyspace events.
     let weak = Arc::downgrade(&server);
     server.db.on_expired(Arc::new(move |db, key| {

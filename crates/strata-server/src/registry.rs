@@ -69,6 +69,8 @@ pub struct ClientEntry {
     pub resp: AtomicU8,
     /// CLIENT SETNAME.
     pub name: Mutex<Option<Bytes>>,
+    /// The ACL user the client is authenticated as (CLIENT LIST `user`, CLIENT KILL USER).
+    pub user: Mutex<Bytes>,
     /// Name of the last command run (`NULL` before the first).
     pub cmd: Mutex<CmdName>,
     /// Unparsed bytes in the query buffer after the last batch.
@@ -202,6 +204,7 @@ impl ClientEntry {
             .map(|n| String::from_utf8_lossy(n).into_owned())
             .unwrap_or_default();
         let cmd = self.cmd.lock().as_str().to_owned();
+        let user = String::from_utf8_lossy(&self.user.lock()).into_owned();
         let age = now_ms.saturating_sub(self.created_ms) / 1000;
         let idle = now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
         let buf_mem = self.buf_mem.load(Ordering::Relaxed);
@@ -210,7 +213,7 @@ impl ClientEntry {
             s,
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} \
              multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp={} obl=0 oll=0 omem={} \
-             tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
+             tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -232,6 +235,7 @@ impl ClientEntry {
             self.outbox.queued(),
             buf_mem + self.outbox.queued() + std::mem::size_of::<ClientEntry>(),
             cmd,
+            user,
             self.resp.load(Ordering::Relaxed),
         );
         s
@@ -275,6 +279,7 @@ impl Registry {
             db: AtomicU32::new(0),
             resp: AtomicU8::new(2),
             name: Mutex::new(None),
+            user: Mutex::new(Bytes::from_static(b"default")),
             cmd: Mutex::new(CmdName::default()),
             qbuf: AtomicUsize::new(0),
             qbuf_free: AtomicUsize::new(0),
@@ -301,6 +306,15 @@ impl Registry {
     /// The entry of client `id`, if it is connected.
     pub fn get(&self, id: u64) -> Option<Arc<ClientEntry>> {
         self.lock().get(&id).cloned()
+    }
+
+    /// The ids of the subscribed clients authenticated as ACL user `user`.
+    pub fn subscribers_of_user(&self, user: &[u8]) -> Vec<u64> {
+        self.lock()
+            .values()
+            .filter(|e| e.is_pubsub() && e.user.lock()[..] == *user)
+            .map(|e| e.id)
+            .collect()
     }
 
     /// Removes a connection; call before its socket is closed.
@@ -348,6 +362,7 @@ impl Registry {
                 || filter.id.is_some_and(|id| id != e.id)
                 || filter.addr.as_deref().is_some_and(|a| a != e.addr)
                 || filter.laddr.as_deref().is_some_and(|a| a != e.laddr)
+                || filter.user.as_ref().is_some_and(|u| *u != *e.user.lock())
             {
                 continue;
             }

@@ -122,7 +122,11 @@ pub struct Server {
     live: RwLock<LiveSettings>,
     maxclients: AtomicU64,
     timeout_secs: AtomicU64,
+    /// The `requirepass` last given to the default user (it changes the user only when it
+    /// changes itself, so ACL SETUSER default survives other CONFIG SETs).
     requirepass: RwLock<Option<Vec<u8>>>,
+    /// The ACL users and the ACL LOG.
+    pub acl: Arc<strata_commands::acl::Users>,
     /// The connected clients.
     pub registry: Registry,
     /// Clients blocked in BLPOP and the like.
@@ -187,7 +191,8 @@ impl Server {
             live: RwLock::new(live_settings(&config)),
             maxclients: AtomicU64::new(config.maxclients),
             timeout_secs: AtomicU64::new(config.timeout),
-            requirepass: RwLock::new(config.requirepass.clone().map(String::into_bytes)),
+            requirepass: RwLock::new(config_password(&config)),
+            acl: Arc::default(),
             port: config.port,
             config_file: config.config_file.clone(),
             config: RwLock::new(config),
@@ -223,6 +228,9 @@ impl Server {
             shutdown_tx,
         };
         server.sample_memory();
+        server
+            .acl
+            .set_default_password(config_password(&server.config()).as_deref());
         server.mirror_settings(&server.config());
         server.replication.refresh_gate(&server.config());
         server
@@ -239,6 +247,11 @@ impl Server {
             .configure(cfg.slowlog_log_slower_than, cfg.slowlog_max_len);
         self.latency.set_threshold(cfg.latency_monitor_threshold);
         self.command_stats.set_tracking(cfg.latency_tracking);
+        self.acl.set_pubsub_default(
+            cfg.acl_pubsub_default == crate::config::AclPubsubDefault::AllChannels,
+        );
+        self.acl
+            .set_log_max(usize::try_from(cfg.acllog_max_len).unwrap_or(usize::MAX));
         self.notify_flags.store(
             strata_commands::notify::published(cfg.notify_keyspace_events),
             Ordering::Relaxed,
@@ -313,9 +326,106 @@ impl Server {
         self.maxclients.load(Ordering::Relaxed) as usize
     }
 
-    /// Whether new connections must AUTH.
+    /// Whether new connections must AUTH (the default user has a password, or is off).
     pub fn needs_auth(&self) -> bool {
-        self.requirepass.read().is_some()
+        self.acl.auth_required()
+    }
+
+    /// Creates the ACL users at start-up: the configuration's `user` lines, or the `aclfile`
+    /// (Redis refuses both at once). The error is what Redis logs before exiting.
+    pub fn load_users(&self) -> Result<(), String> {
+        let cfg = self.config();
+        if cfg.aclfile.is_some() && !cfg.users.is_empty() {
+            return Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into());
+        }
+        let lines: Vec<Vec<Bytes>> = cfg
+            .users
+            .iter()
+            .map(|l| {
+                l.iter()
+                    .map(|w| Bytes::from(w.clone().into_bytes()))
+                    .collect()
+            })
+            .collect();
+        self.acl
+            .load_configured(&lines)
+            .map_err(|e| format!("{e}\nCritical error while loading ACLs. Exiting."))?;
+        drop(cfg);
+        if self.config().aclfile.is_some() {
+            self.load_acl_file(0)
+                .map_err(|e| format!("Aborting Redis startup because of ACL errors: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// ACL LOAD: the users of the `aclfile` replace the current ones, whose clients are
+    /// disconnected (client `self_id`, the caller, once its reply is written).
+    pub fn load_acl_file(&self, self_id: u64) -> Result<(), String> {
+        let Some(file) = self.config().aclfile.clone() else {
+            return Err(strata_commands::errors::ACL_NO_FILE.into());
+        };
+        let text = std::fs::read(&file).map_err(|e| {
+            format!(
+                "Error loading ACLs, opening file '{file}': {}",
+                crate::config::os_error_text(&e)
+            )
+        })?;
+        let fresh = self.acl.parse_file(&text, &file)?;
+        for name in self.acl.replace_all(fresh) {
+            let filter = KillFilter {
+                user: Some(name),
+                skip_me: false,
+                ..KillFilter::default()
+            };
+            self.registry.kill(&filter, self_id);
+        }
+        Ok(())
+    }
+
+    /// After ACL SETUSER: the subscribed clients of `user` subscribed to a channel or pattern
+    /// its new rules no longer allow are disconnected (Redis's `ACLKillPubsubClientsIfNeeded`);
+    /// `self_id` (the caller) closes after its reply.
+    pub fn kill_revoked_subscribers(&self, user: &[u8], self_id: u64) {
+        let Some(u) = self.acl.get(user) else { return };
+        let rules = u.rules();
+        for id in self.registry.subscribers_of_user(user) {
+            let revoked = [
+                (ChannelKind::Channel, false),
+                (ChannelKind::Shard, false),
+                (ChannelKind::Pattern, true),
+            ]
+            .into_iter()
+            .any(|(kind, pattern)| {
+                self.pubsub
+                    .subscribed(id, kind)
+                    .iter()
+                    .any(|ch| !rules.channel_allowed(ch, pattern))
+            });
+            if revoked {
+                let filter = KillFilter {
+                    id: Some(id),
+                    skip_me: false,
+                    ..KillFilter::default()
+                };
+                self.registry.kill(&filter, self_id);
+            }
+        }
+    }
+
+    /// ACL SAVE: writes every user to the `aclfile`, through a temporary file renamed over it.
+    pub fn save_acl_file(&self) -> Result<(), String> {
+        let Some(file) = self.config().aclfile.clone() else {
+            return Err(strata_commands::errors::ACL_NO_FILE.into());
+        };
+        let temp = format!("{file}.tmp-{}-{}", std::process::id(), strata::now_ms());
+        let written = std::fs::write(&temp, self.acl.file_text())
+            .and_then(|()| std::fs::rename(&temp, &file));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&temp);
+            warning!("Writing ACL file for ACL SAVE: {e}");
+            return Err(strata_commands::errors::ACL_SAVE_FAILED.into());
+        }
+        Ok(())
     }
 
     /// Whether a background save is running.
@@ -434,7 +544,13 @@ impl Server {
         *self.live.write() = settings;
         self.maxclients.store(cfg.maxclients, Ordering::Relaxed);
         self.timeout_secs.store(cfg.timeout, Ordering::Relaxed);
-        *self.requirepass.write() = cfg.requirepass.clone().map(String::into_bytes);
+        let pass = config_password(&cfg);
+        let mut last = self.requirepass.write();
+        if *last != pass {
+            self.acl.set_default_password(pass.as_deref());
+            *last = pass;
+        }
+        drop(last);
         log::set_level(cfg.loglevel.name());
         self.mirror_settings(&cfg);
         self.replication.refresh_gate(&cfg);
@@ -600,6 +716,14 @@ fn live_settings(cfg: &Config) -> LiveSettings {
     }
 }
 
+/// `requirepass` as the default user's password: None (no password) when empty.
+fn config_password(cfg: &Config) -> Option<Vec<u8>> {
+    cfg.requirepass
+        .clone()
+        .filter(|p| !p.is_empty())
+        .map(String::into_bytes)
+}
+
 /// The storage sync policy for an `appendfsync` setting.
 pub fn sync_policy(a: AppendFsync) -> strata::SyncPolicy {
     match a {
@@ -641,6 +765,27 @@ impl ServerApi for ClientApi<'_> {
         self.server.requirepass.read().clone()
     }
 
+    fn acl(&self) -> &Arc<strata_commands::acl::Users> {
+        &self.server.acl
+    }
+
+    fn acl_load(&self) -> Result<(), String> {
+        self.server
+            .load_acl_file(self.client.id)
+            .map_err(|e| match e.starts_with("ERR ") {
+                true => e,
+                false => format!("ERR {e}"),
+            })
+    }
+
+    fn acl_save(&self) -> Result<(), String> {
+        self.server.save_acl_file()
+    }
+
+    fn acl_user_changed(&self, user: &[u8]) {
+        self.server.kill_revoked_subscribers(user, self.client.id)
+    }
+
     fn config_get(&self, patterns: &[&[u8]]) -> Vec<(String, String)> {
         self.server.config().get(patterns)
     }
@@ -652,6 +797,24 @@ impl ServerApi for ClientApi<'_> {
     }
 
     fn config_rewrite(&self) -> Result<(), String> {
+        // The users are written as `user` lines when they have no `aclfile` of their own.
+        let users: Vec<Vec<String>> = self
+            .server
+            .acl
+            .all()
+            .iter()
+            .map(|u| {
+                vec![
+                    String::from_utf8_lossy(u.name()).into_owned(),
+                    u.rules().describe(),
+                ]
+            })
+            .collect();
+        let mut cfg = self.server.config_mut();
+        if cfg.aclfile.is_none() {
+            cfg.users = users;
+        }
+        drop(cfg);
         self.server.config().rewrite()
     }
 
@@ -680,6 +843,9 @@ impl ServerApi for ClientApi<'_> {
         c.resp
             .store(session.protocol.version() as u8, Ordering::Relaxed);
         *c.name.lock() = session.name.clone();
+        if *c.user.lock() != *session.user.name() {
+            *c.user.lock() = session.user.name().clone();
+        }
         c.no_evict.store(session.no_evict, Ordering::Relaxed);
         c.set_multi(session);
     }

@@ -823,6 +823,10 @@ impl Vm {
             self.redis.raw_set("call", packing(&self.lua, call)?)?;
             self.redis.raw_set("pcall", packing(&self.lua, pcall)?)?;
             self.redis.raw_set("setresp", setresp)?;
+            let acl_check = scope.create_function(|_, args: mlua::Variadic<Value>| {
+                acl_check_cmd(&ctx.borrow(), &args)
+            })?;
+            self.redis.raw_set("acl_check_cmd", acl_check)?;
             match &call_args {
                 // Lua 5.1's xpcall passes no arguments: bind them in a closure first.
                 Some((keys, args)) => {
@@ -947,6 +951,9 @@ fn redis_call(
     if spec.has(crate::command::NOSCRIPT) {
         return fail(errors::SCRIPT_NOT_ALLOWED.into());
     }
+    if let Err(text) = crate::acl::check_in_script(&mut ctx.borrow_mut(), spec, &argv) {
+        return fail(text);
+    }
     // PUBLISH and SPUBLISH count as writes for read-only scripts (the may_replicate flag).
     if read_only
         && spec
@@ -974,6 +981,36 @@ fn redis_call(
         return fail(error_text(e));
     }
     convert::frame_to_lua(lua, &frame, resp3)
+}
+
+/// `redis.acl_check_cmd(command, args...)`: whether the script's user may run the call.
+fn acl_check_cmd(ctx: &Ctx<'_>, args: &[Value]) -> mlua::Result<bool> {
+    let raise = |text: &str| Err(mlua::Error::external(CallError(text.to_string())));
+    if args.is_empty() {
+        return raise(errors::SCRIPT_NO_ARGS);
+    }
+    let mut argv = Vec::with_capacity(args.len());
+    for v in args {
+        argv.push(match v {
+            Value::String(s) => Bytes::copy_from_slice(&s.as_bytes()),
+            Value::Integer(n) => Bytes::from(libs::format_g(*n as f64, 17)),
+            Value::Number(x) => Bytes::from(libs::format_g(*x, 17)),
+            _ => return raise(errors::SCRIPT_BAD_ARG),
+        });
+    }
+    let row = table::lookup(&argv[0])
+        .filter(|s| !s.name.contains('|'))
+        .and_then(
+            |spec| match argv.len() >= 2 && crate::registry::is_container(spec.name) {
+                true => table::lookup(&[spec.name.as_bytes(), b"|", &argv[1]].concat()),
+                false => Some(spec),
+            },
+        );
+    let Some(row) = row else {
+        return raise(errors::SCRIPT_ACL_CHECK_INVALID);
+    };
+    let user = &ctx.session.user;
+    Ok(user.unrestricted() || user.rules().check(row, &argv).is_ok())
 }
 
 /// An error text in the form scripts see it, "CODE message" (Redis's rule for command errors and

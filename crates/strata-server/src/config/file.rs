@@ -89,6 +89,22 @@ impl Config {
                 continue;
             };
             let name = String::from_utf8_lossy(name);
+            // `user <name> <rules...>`: an ACL user, created once the configuration is read.
+            if name.eq_ignore_ascii_case("user") && !rest.is_empty() {
+                let words = rest
+                    .iter()
+                    .map(|w| String::from_utf8(w.clone()))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|_| fail("argument must be valid UTF-8"))?;
+                if next.users.iter().any(|u| u.first() == words.first()) {
+                    return Err(fail(&format!(
+                        "Error in user declaration '{}': Duplicate user found. A user can only be defined once in config files",
+                        words[0]
+                    )));
+                }
+                next.users.push(words);
+                continue;
+            }
             let Some((row, _)) = lookup(&name) else {
                 // Directives Redis ignores, with the argument count it expects.
                 if DEPRECATED
@@ -162,6 +178,7 @@ impl Config {
         }
         let mut has_signature = false;
         let mut at_lines: Vec<Vec<usize>> = vec![Vec::new(); DIRECTIVES.len()];
+        let mut user_lines = Vec::new();
         for (index, line) in lines.iter().enumerate() {
             let line = trim(line.as_deref().unwrap_or_default(), b" \t\r\n");
             if line.is_empty() || line[0] == b'#' {
@@ -169,6 +186,13 @@ impl Config {
                 continue;
             }
             let name = split_args(line).and_then(|argv| argv.into_iter().next());
+            if name
+                .as_deref()
+                .is_some_and(|n| n.eq_ignore_ascii_case(b"user"))
+            {
+                user_lines.push(index);
+                continue;
+            }
             if let Some((row, _)) = name.and_then(|n| lookup(&String::from_utf8_lossy(&n))) {
                 at_lines[row].push(index);
             }
@@ -188,6 +212,20 @@ impl Config {
                     // More lines than before (`save`): keep them together.
                     (None, Some(&last)) => inserted[last].push(new_line),
                     (None, None) => appended.push(new_line),
+                }
+            }
+            for &index in reuse {
+                lines[index] = None;
+            }
+        }
+        // The ACL users, as `user` lines (unless they live in an `aclfile`, as Redis does).
+        if self.aclfile.is_none() {
+            let mut reuse = user_lines.iter();
+            for words in &self.users {
+                let line = format!("user {}", words.join(" "));
+                match reuse.next() {
+                    Some(&index) => lines[index] = Some(line.into_bytes()),
+                    None => appended.push(line),
                 }
             }
             for &index in reuse {
@@ -291,7 +329,7 @@ fn trim<'a>(mut bytes: &'a [u8], strip: &[u8]) -> &'a [u8] {
 }
 
 /// An I/O error's message without Rust's " (os error N)" suffix, like C's `strerror`.
-fn os_error_text(e: &io::Error) -> String {
+pub(crate) fn os_error_text(e: &io::Error) -> String {
     let text = e.to_string();
     match text.find(" (os error ") {
         Some(cut) => text[..cut].to_string(),

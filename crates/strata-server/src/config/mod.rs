@@ -12,6 +12,7 @@
 //! always runs in the foreground). Reading and rewriting the file is `file.rs`'s.
 
 mod file;
+pub(crate) use file::os_error_text;
 mod kinds;
 mod settings;
 mod special;
@@ -27,7 +28,7 @@ use strata::glob::glob_match;
 
 use kinds::{Kind, Value};
 use settings::Allowed;
-pub use settings::{AppendFsync, Compression, Settings};
+pub use settings::{AclPubsubDefault, AppendFsync, Compression, Settings};
 use table::{lookup, Access, Home, DIRECTIVES};
 
 /// The current value of every directive, plus the file they were read from. Derefs to the
@@ -41,6 +42,9 @@ pub struct Config {
     /// The configuration file given on the command line (made absolute, like Redis does), which
     /// `CONFIG REWRITE` updates; `None` when the server was started without one.
     pub config_file: Option<PathBuf>,
+    /// The `user <name> <rules...>` lines of the configuration, in order: the ACL users
+    /// created at start-up.
+    pub users: Vec<Vec<String>>,
 }
 
 impl Deref for Config {
@@ -58,6 +62,7 @@ impl Default for Config {
             settings: Settings::default(),
             inert: vec![None; DIRECTIVES.len()],
             config_file: None,
+            users: Vec::new(),
         };
         for (row, d) in DIRECTIVES.iter().enumerate() {
             let value = d

@@ -194,6 +194,14 @@ choices! {
 }
 
 choices! {
+    /// The channels a new ACL user gets (`acl-pubsub-default`).
+    pub enum AclPubsubDefault {
+        AllChannels = "allchannels",
+        ResetChannels = "resetchannels",
+    }
+}
+
+choices! {
     /// How much the server logs (`loglevel`).
     pub enum LogLevel {
         Debug = "debug",
@@ -318,6 +326,12 @@ pub struct Settings {
     /// `enable-protected-configs`: whether CONFIG SET may change protected directives
     /// (`dbfilename`, `dir`).
     pub enable_protected_configs: Allowed,
+    /// `aclfile`: where ACL LOAD and ACL SAVE read and write the users, if anywhere.
+    pub aclfile: Option<String>,
+    /// `acl-pubsub-default`: whether new users may use every channel.
+    pub acl_pubsub_default: AclPubsubDefault,
+    /// `acllog-max-len`: the most entries ACL LOG keeps.
+    pub acllog_max_len: u64,
 }
 
 impl Settings {

@@ -6,7 +6,9 @@
 //! like Redis does; docs/differences.md lists them). A directive is spelled once, here.
 
 use super::kinds::{Kind, Value, GB, MB};
-use super::settings::{Allowed, AppendFsync, Compression, LogLevel, Setting, Settings};
+use super::settings::{
+    AclPubsubDefault, Allowed, AppendFsync, Compression, LogLevel, Setting, Settings,
+};
 use super::special::Special;
 
 /// One row of the directive table.
@@ -114,7 +116,6 @@ const MAXMEMORY_POLICY: &[&str] = &[
     "noeviction",
 ];
 const OOM_SCORE_ADJ: &[&str] = &["no", "yes", "relative", "absolute"];
-const ACL_PUBSUB_DEFAULT: &[&str] = &["allchannels", "resetchannels"];
 const SANITIZE_DUMP_PAYLOAD: &[&str] = &["no", "yes", "clients"];
 const CLUSTER_PREFERRED_ENDPOINT_TYPE: &[&str] = &["ip", "hostname", "unknown-endpoint"];
 const PROPAGATION_ERROR_BEHAVIOR: &[&str] = &["ignore", "panic", "panic-on-replicas"];
@@ -214,7 +215,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("latency-tracking", &[], Bool, "yes", Mutable, field!(latency_tracking)),
     row("aof-disable-auto-gc", &[], Bool, "no", Mutable, INERT),
     row("replica-ignore-disk-write-errors", &[], Bool, "no", Mutable, INERT),
-    row("aclfile", &[], Str(any), "", Immutable, INERT),
+    row("aclfile", &[], Str(any), "", Immutable, field!(aclfile)),
     row("unixsocket", &[], Str(any), "", Immutable, INERT),
     row("pidfile", &[], Str(any), "", Immutable, INERT),
     row("replica-announce-ip", &["slave-announce-ip"], Str(any), "", Mutable, INERT),
@@ -237,7 +238,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("repl-diskless-load", &[], Enum(REPL_DISKLESS_LOAD), "disabled", Mutable, INERT),
     row("maxmemory-policy", &[], Enum(MAXMEMORY_POLICY), "noeviction", Mutable, INERT),
     row("oom-score-adj", &[], Enum(OOM_SCORE_ADJ), "no", Mutable, INERT),
-    row("acl-pubsub-default", &[], Enum(ACL_PUBSUB_DEFAULT), "resetchannels", Mutable, INERT),
+    row("acl-pubsub-default", &[], Enum(AclPubsubDefault::NAMES), "resetchannels", Mutable, field!(acl_pubsub_default)),
     row("sanitize-dump-payload", &[], Enum(SANITIZE_DUMP_PAYLOAD), "no", Mutable, INERT),
 
     row("enable-debug-command", &[], Enum(Allowed::NAMES), "no", Immutable, INERT),
@@ -278,7 +279,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("socket-mark-id", &[], Int { min: 0, max: UINT_MAX }, "0", Immutable, INERT),
     row("active-defrag-max-scan-fields", &[], Int { min: 1, max: LONG_MAX }, "1000", Mutable, INERT),
     row("slowlog-max-len", &[], Int { min: 0, max: LONG_MAX }, "128", Mutable, field!(slowlog_max_len)),
-    row("acllog-max-len", &[], Int { min: 0, max: LONG_MAX }, "128", Mutable, INERT),
+    row("acllog-max-len", &[], Int { min: 0, max: LONG_MAX }, "128", Mutable, field!(acllog_max_len)),
     row("cluster-node-timeout", &[], Int { min: 0, max: LONG_MAX }, "15000", Mutable, INERT),
     row("slowlog-log-slower-than", &[], Int { min: -1, max: LONG_MAX }, "10000", Mutable, field!(slowlog_log_slower_than)),
     row("latency-monitor-threshold", &[], Int { min: 0, max: LONG_MAX }, "0", Mutable, field!(latency_monitor_threshold)),

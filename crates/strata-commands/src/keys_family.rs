@@ -2,6 +2,7 @@
 //! iteration and OBJECT. They work on keys of every type.
 
 use bytes::Bytes;
+use strata::rdb::Restored;
 use strata::{ExpireCondition, KeyType, Ttl};
 use strata_resp::Frame;
 
@@ -319,6 +320,45 @@ pub static COMMANDS: &[CommandSpec] = &[
             complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
             summary: "Duplicates the value of a key under another name.",
             syntax: "source destination [DB destination-db] [REPLACE]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "dump",
+        arity: Arity::Exactly(2),
+        flags: Flags(READONLY),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::KEYSPACE),
+        handler: Handler::Reply(dump),
+        docs: Docs {
+            group: "generic",
+            since: "2.6.0",
+            complexity: "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).",
+            summary: "Return a serialized version of the value stored at the specified key.",
+            syntax: "key",
+            tips: &["nondeterministic_output"],
+        },
+    },
+    CommandSpec {
+        name: "restore",
+        arity: Arity::AtLeast(4),
+        // NO_TOUCH: the handler sets the key's access time itself (IDLETIME).
+        flags: Flags(WRITE | DENYOOM | NO_TOUCH),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(OW | UPDATE, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::KEYSPACE | acl::DANGEROUS),
+        handler: Handler::Reply(restore),
+        docs: Docs {
+            group: "generic",
+            since: "2.6.0",
+            complexity: "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
+            summary: "Create a key using the provided serialized value, previously obtained using DUMP.",
+            syntax: "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]",
             tips: &[],
         },
     },
@@ -819,6 +859,80 @@ fn copy(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
         ctx.notify_in(dst_db, crate::notify::GENERIC, "copy_to", dst);
     }
     Ok(Frame::Integer(done as i64))
+}
+
+/// DUMP key: the value in Redis 7.0's serialization (see `strata::rdb`), nil for a missing key.
+fn dump(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::new(argv).key()?;
+    if ctx.session.db.key_type(key)? == Some(KeyType::Stream) {
+        return Err(Failure::text(errors::DUMP_STREAM));
+    }
+    let payload = ctx.session.db.dump_payload(key)?;
+    Ok(Frame::bulk_or_null(payload.map(Bytes::from)))
+}
+
+/// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f], checked in Redis's order
+/// (options, existing key, TTL, trailer, value). FREQ is accepted and ignored: Strata keeps no
+/// LFU counters, as Redis ignores it under an LRU policy.
+fn restore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, ttl, payload) = (a.key()?, a.value()?, a.value()?);
+    let (mut replace, mut absttl) = (false, false);
+    let (mut idle, mut freq): (Option<i64>, Option<i64>) = (None, None);
+    while !a.is_done() {
+        if a.opt("REPLACE") {
+            replace = true;
+        } else if a.opt("ABSTTL") {
+            absttl = true;
+        } else if a.remaining() >= 2 && freq.is_none() && a.opt("IDLETIME") {
+            let n = a.int()?;
+            if n < 0 {
+                return Err(Failure::text(errors::INVALID_IDLETIME));
+            }
+            idle = Some(n);
+        } else if a.remaining() >= 2 && idle.is_none() && a.opt("FREQ") {
+            let n = a.int()?;
+            if !(0..=255).contains(&n) {
+                return Err(Failure::text(errors::INVALID_FREQ));
+            }
+            freq = Some(n);
+        } else {
+            return Err(syntax());
+        }
+    }
+    let db = &ctx.session.db;
+    if !replace && db.exists(key)? {
+        return Err(Failure::text(errors::BUSYKEY));
+    }
+    let ttl = crate::args::int(ttl)?;
+    if ttl < 0 {
+        return Err(Failure::text(errors::INVALID_TTL));
+    }
+    let value =
+        strata::rdb::payload::open(payload).map_err(|_| Failure::text(errors::DUMP_PAYLOAD))?;
+    let expire_at = match ttl {
+        0 => None,
+        t if absttl => Some(t as u64),
+        t => Some((t as u64).saturating_add(strata::now_ms())),
+    };
+    let opts = strata::rdb::RestoreOptions { replace, expire_at };
+    match db.restore_payload(key, value, opts)? {
+        Restored::Busy => Err(Failure::text(errors::BUSYKEY)),
+        Restored::Expired { deleted } => {
+            if deleted {
+                ctx.notify(crate::notify::GENERIC, "del", key);
+            }
+            Ok(Frame::ok())
+        }
+        Restored::Written(_) => {
+            match idle {
+                Some(secs) => db.set_idle_time(key, secs as u64),
+                None => db.note_access(db.index(), key),
+            }
+            ctx.notify(crate::notify::GENERIC, "restore", key);
+            Ok(Frame::ok())
+        }
+    }
 }
 
 fn move_key(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {

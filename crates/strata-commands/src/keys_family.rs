@@ -908,15 +908,14 @@ fn restore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     if ttl < 0 {
         return Err(Failure::text(errors::INVALID_TTL));
     }
-    let value =
-        strata::rdb::payload::open(payload).map_err(|_| Failure::text(errors::DUMP_PAYLOAD))?;
+    strata::rdb::payload::open(payload).map_err(|_| Failure::text(errors::DUMP_PAYLOAD))?;
     let expire_at = match ttl {
         0 => None,
         t if absttl => Some(t as u64),
         t => Some((t as u64).saturating_add(strata::now_ms())),
     };
     let opts = strata::rdb::RestoreOptions { replace, expire_at };
-    match db.restore_payload(key, value, opts)? {
+    match db.restore_payload(key, payload, opts)? {
         Restored::Busy => Err(Failure::text(errors::BUSYKEY)),
         Restored::Expired { deleted } => {
             if deleted {
@@ -1154,5 +1153,90 @@ mod tests {
             h.run(&["SCAN", "0", "TYPE", "list"]),
             Frame::Array(vec![Frame::bulk("0"), Frame::Array(vec![Frame::bulk("l")])])
         );
+    }
+
+    fn payload(h: &mut Harness, key: &str) -> Vec<u8> {
+        match h.run(&["DUMP", key]) {
+            Frame::Bulk(b) => b.to_vec(),
+            other => panic!("DUMP {key} answered {other:?}"),
+        }
+    }
+
+    #[test]
+    fn dump_and_restore_round_trip_every_type() {
+        let mut h = Harness::new();
+        h.run(&["SET", "s", "12345"]);
+        h.run(&["RPUSH", "l", "a", "1", "-300"]);
+        h.run(&["SADD", "st", "x", "y"]);
+        h.run(&["HSET", "hs", "f", "v"]);
+        h.run(&["ZADD", "z", "1.5", "m", "-inf", "n"]);
+        for (key, read) in [
+            ("s", vec!["GET"]),
+            ("l", vec!["LRANGE", "0", "-1"]),
+            ("st", vec!["SMEMBERS"]),
+            ("hs", vec!["HGETALL"]),
+            ("z", vec!["ZRANGE", "0", "-1", "WITHSCORES"]),
+        ] {
+            let p = payload(&mut h, key);
+            let copy = format!("{key}-copy");
+            let reply = h.run_bytes(&[b"RESTORE", copy.as_bytes(), b"0", &p]);
+            assert_eq!(reply, Frame::ok(), "{key}");
+            let mut original = vec![read[0], key];
+            original.extend(&read[1..]);
+            let mut restored = vec![read[0], copy.as_str()];
+            restored.extend(&read[1..]);
+            assert_eq!(h.run(&original), h.run(&restored), "{key}");
+        }
+        assert_eq!(h.run(&["DUMP", "nokey"]), Frame::Null);
+    }
+
+    #[test]
+    fn restore_checks_in_redis_order_and_keeps_the_old_value_on_failure() {
+        let mut h = Harness::new();
+        h.run(&["SET", "k", "old"]);
+        let good = payload(&mut h, "k");
+        let restore = |h: &mut Harness, args: &[&[u8]]| {
+            let mut argv: Vec<&[u8]> = vec![b"RESTORE"];
+            argv.extend_from_slice(args);
+            match h.run_bytes(&argv) {
+                Frame::Error(e) => String::from_utf8_lossy(&e).into_owned(),
+                other if other == Frame::ok() => "OK".to_string(),
+                other => format!("{other:?}"),
+            }
+        };
+        assert_eq!(restore(&mut h, &[b"k", b"-1", b"junk"]), errors::BUSYKEY);
+        assert_eq!(
+            restore(&mut h, &[b"n", b"-1", b"junk"]),
+            errors::INVALID_TTL
+        );
+        assert_eq!(
+            restore(&mut h, &[b"n", b"0", b"junk"]),
+            errors::DUMP_PAYLOAD
+        );
+        assert_eq!(
+            restore(&mut h, &[b"n", b"0", &good, b"FREQ", b"256"]),
+            errors::INVALID_FREQ
+        );
+        assert_eq!(
+            restore(&mut h, &[b"n", b"0", &good, b"IDLETIME", b"-1"]),
+            errors::INVALID_IDLETIME
+        );
+        assert_eq!(
+            restore(
+                &mut h,
+                &[b"n", b"0", &good, b"IDLETIME", b"1", b"FREQ", b"1"]
+            ),
+            errors::SYNTAX
+        );
+        let empty_list = strata::rdb::payload::seal(vec![1, 0]);
+        assert_eq!(
+            restore(&mut h, &[b"k", b"0", &empty_list, b"REPLACE"]),
+            errors::BAD_DATA_FORMAT
+        );
+        assert_eq!(h.run(&["GET", "k"]), Frame::bulk("old"));
+        h.run(&["SET", "k", "new"]);
+        assert_eq!(restore(&mut h, &[b"k", b"100000", &good, b"REPLACE"]), "OK");
+        assert_eq!(h.run(&["GET", "k"]), Frame::bulk("old"));
+        assert!(matches!(h.run(&["PTTL", "k"]), Frame::Integer(t) if t > 99_000));
     }
 }

@@ -25,7 +25,7 @@ fn signed(v: u64, bits: u32) -> i64 {
     ((v << shift) as i64) >> shift
 }
 
-fn take<'a>(blob: &'a [u8], at: usize, n: usize) -> Result<&'a [u8]> {
+fn take(blob: &[u8], at: usize, n: usize) -> Result<&[u8]> {
     at.checked_add(n)
         .and_then(|end| blob.get(at..end))
         .ok_or_else(|| bad("compact entry past the end of its blob"))

@@ -154,7 +154,7 @@ impl<R: Read> Reader<R> {
     }
 
     /// Reads a length (an encoded-string code where a length belongs is an error).
-    pub fn len(&mut self) -> Result<u64> {
+    pub fn length(&mut self) -> Result<u64> {
         match self.len_prefix()? {
             Len::Plain(n) => Ok(n),
             Len::Encoded(_) => Err(bad("encoded value where a length belongs")),
@@ -177,8 +177,8 @@ impl<R: Read> Reader<R> {
                 Ok(i32::from_le_bytes(b).to_string().into_bytes())
             }
             Len::Encoded(ENC_LZF) => {
-                let compressed = self.len()?;
-                let plain = self.len()?;
+                let compressed = self.length()?;
+                let plain = self.length()?;
                 let plain = usize::try_from(plain).map_err(|_| bad("length out of range"))?;
                 if plain == 0 {
                     return Err(bad("empty compressed string"));
@@ -300,7 +300,7 @@ mod tests {
         ] {
             let mut out = Vec::new();
             put_len(&mut out, n);
-            assert_eq!(Reader::new(out.as_slice()).len().ok(), Some(n));
+            assert_eq!(Reader::new(out.as_slice()).length().ok(), Some(n));
         }
     }
 

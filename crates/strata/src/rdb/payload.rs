@@ -18,9 +18,10 @@ pub fn seal(mut value: Vec<u8>) -> Vec<u8> {
     value
 }
 
-/// The value inside a DUMP payload, once its version (at most [`RDB_VERSION`]) and checksum are
-/// right; [`crate::Error::BadRdb`] otherwise (Redis: "DUMP payload version or checksum are
-/// wrong").
+/// Checks a DUMP payload's version (at most [`RDB_VERSION`]) and checksum, and returns the value
+/// it holds; [`crate::Error::BadRdb`] otherwise (Redis: "DUMP payload version or checksum are
+/// wrong"). Redis decodes the value from the whole payload, trailer included (a value that runs
+/// into the trailer's bytes is read, not refused): [`crate::Db::restore_payload`] does the same.
 pub fn open(payload: &[u8]) -> Result<&[u8]> {
     let Some(body_len) = payload.len().checked_sub(10) else {
         return Err(bad("payload shorter than its trailer"));

@@ -109,21 +109,22 @@ impl Db {
         Ok(write_value(self, key, &mut out)?.map(|_| payload::seal(out)))
     }
 
-    /// RESTORE: writes `key` from `value`, a DUMP payload's type byte and body (see
-    /// [`super::payload::open`] for the trailer). The value is decoded completely before
-    /// anything is written, then the old key (with REPLACE) and the new value with its expiry
-    /// are written in one atomic batch. A malformed value is [`crate::Error::BadRdb`].
+    /// RESTORE: writes `key` from `payload`, a DUMP payload whose trailer the caller has checked
+    /// with [`super::payload::open`]; the value is read from the whole payload, as Redis reads
+    /// it. The value is decoded completely before anything is written, then the old key (with
+    /// REPLACE) and the new value with its expiry are written in one atomic batch. A malformed
+    /// value is [`crate::Error::BadRdb`].
     pub fn restore_payload(
         &self,
         key: &[u8],
-        value: &[u8],
+        payload: &[u8],
         opts: RestoreOptions,
     ) -> Result<Restored> {
         let _scope = self.hold([(self.index(), key)], true);
         if !opts.replace && self.exists(key)? {
             return Ok(Restored::Busy);
         }
-        let mut r = Reader::new(value);
+        let mut r = Reader::new(payload);
         let t = r.u8()?;
         let mut elements = Vec::new();
         let kind = read_value(t, &mut r, &mut |e| {
@@ -141,5 +142,68 @@ impl Db {
         }
         self.apply(&batch)?;
         Ok(Restored::Written(kind))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rdb::payload;
+
+    fn db() -> (tempfile::TempDir, Db) {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let db = Db::open(dir.path()).expect("open");
+        (dir, db)
+    }
+
+    #[test]
+    fn a_large_collection_round_trips_through_plain_encodings() -> Result<()> {
+        let (_dir, db) = db();
+        let members: Vec<Vec<u8>> = (0..1000).map(|i| format!("m{i}").into_bytes()).collect();
+        let refs: Vec<&[u8]> = members.iter().map(|m| m.as_slice()).collect();
+        db.rpush(b"l", &refs)?;
+        let scored: Vec<(f64, &[u8])> = refs
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (i as f64 / 3.0, *m))
+            .collect();
+        db.zadd(b"z", &scored, Default::default())?;
+        for key in [&b"l"[..], b"z"] {
+            let p = db.dump_payload(key)?.expect("a payload");
+            let value = payload::open(&p)?;
+            assert!(!value.is_empty());
+            let opts = RestoreOptions::default();
+            assert!(matches!(
+                db.restore_payload(b"copy", &p, opts)?,
+                Restored::Written(_)
+            ));
+            assert_eq!(db.dump_payload(b"copy")?, Some(p));
+            db.del(&[b"copy"])?;
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_payload_that_fails_to_decode_leaves_the_key_as_it_was() -> Result<()> {
+        let (_dir, db) = db();
+        db.rpush(b"k", &[b"keep"])?;
+        // A hash of two fields whose second value is cut short.
+        let bad = payload::seal(b"\x04\x02\x01f\x01v\x01g\x30w".to_vec());
+        let opts = RestoreOptions {
+            replace: true,
+            expire_at: None,
+        };
+        assert!(matches!(
+            db.restore_payload(b"k", &bad, opts),
+            Err(crate::Error::BadRdb(_))
+        ));
+        assert_eq!(db.lrange(b"k", 0, -1)?, vec![b"keep".to_vec()]);
+        let busy = db.restore_payload(
+            b"k",
+            &payload::seal(b"\x00\x01x".to_vec()),
+            RestoreOptions::default(),
+        )?;
+        assert_eq!(busy, Restored::Busy);
+        Ok(())
     }
 }

@@ -129,14 +129,14 @@ pub fn read_value<R: Read>(t: u8, r: &mut Reader<R>, sink: Sink<'_>) -> Result<K
             1
         }
         LIST | SET => {
-            let n = r.len()?;
+            let n = r.length()?;
             for _ in 0..n {
                 sink(Element::Item(r.string()?))?;
             }
             n
         }
         ZSET | ZSET_2 => {
-            let n = r.len()?;
+            let n = r.length()?;
             for _ in 0..n {
                 let member = r.string()?;
                 let score = if t == ZSET_2 {
@@ -152,7 +152,7 @@ pub fn read_value<R: Read>(t: u8, r: &mut Reader<R>, sink: Sink<'_>) -> Result<K
             n
         }
         HASH => {
-            let n = r.len()?;
+            let n = r.length()?;
             for _ in 0..n {
                 let field = r.string()?;
                 let value = r.string()?;
@@ -161,11 +161,11 @@ pub fn read_value<R: Read>(t: u8, r: &mut Reader<R>, sink: Sink<'_>) -> Result<K
             n
         }
         LIST_QUICKLIST | LIST_QUICKLIST_2 => {
-            let nodes = r.len()?;
+            let nodes = r.length()?;
             let mut n = 0;
             for _ in 0..nodes {
                 let container = if t == LIST_QUICKLIST_2 {
-                    r.len()?
+                    r.length()?
                 } else {
                     CONTAINER_PACKED
                 };

@@ -3,12 +3,14 @@
 //! [`compact`] walks the compact blobs inside values (ziplist, listpack, intset, zipmap),
 //! [`value`] decodes and encodes whole values by type byte, [`payload`] is the DUMP trailer
 //! (version and [`crc64`]), and `restore` applies them to a [`crate::Db`]
-//! ([`crate::Db::dump_payload`], [`crate::Db::restore_payload`]). Nothing here knows RESP or
+//! ([`crate::Db::dump_payload`], [`crate::Db::restore_payload`]); [`file`] loads a whole RDB
+//! file. Nothing here knows RESP or
 //! command syntax; Strata's own export format is [`crate::dump`], not this.
 
 pub mod compact;
 pub mod crc64;
 pub mod encoding;
+pub mod file;
 mod lzf;
 pub mod payload;
 mod restore;

@@ -125,10 +125,10 @@ pub enum Command {
         /// The dump file to write.
         file: PathBuf,
     },
-    /// Load a dump file (`-` for stdin) into the directory, creating it if missing; keys of the
-    /// same name are replaced.
+    /// Load a dump file or a Redis RDB file (`-` for stdin) into the directory, creating it if
+    /// missing; keys of the same name are replaced.
     Import {
-        /// The dump file to read.
+        /// The dump file or RDB file (recognised by its REDIS signature) to read.
         file: PathBuf,
     },
     /// Write a consistent copy of the directory to DEST (which must not exist).

@@ -1,10 +1,11 @@
 //! `export` and `import`: moving every key between directories through the portable dump format
-//! (`strata::dump`, documented in docs/format.md). Both stream: export writes through a buffer to
-//! a temporary file renamed into place when complete; import reads through a byte counter that
-//! drives the progress bar.
+//! (`strata::dump`, documented in docs/format.md), and importing Redis RDB files
+//! (`strata::rdb::file`, recognised by their `REDIS` signature). Both stream: export writes
+//! through a buffer to a temporary file renamed into place when complete; import reads through a
+//! byte counter that drives the progress bar.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read};
+use std::io::{BufRead, BufReader, BufWriter, Read};
 use std::path::Path;
 
 use indicatif::ProgressBar;
@@ -62,14 +63,60 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-/// `import FILE` (`-` for stdin).
+/// Whether the buffered input starts with an RDB file's signature.
+fn is_rdb(input: &mut impl BufRead) -> std::io::Result<bool> {
+    Ok(input.fill_buf()?.starts_with(b"REDIS"))
+}
+
+/// Loads an RDB file (already opened, with its progress bar) and reports what it did.
+fn import_rdb(db: &strata::Db, input: impl Read, bar: &ProgressBar, as_json: bool) -> Outcome {
+    let started = std::time::Instant::now();
+    let s = strata::rdb::file::import(db, input, |_, _| {});
+    bar.finish_and_clear();
+    let s = s?;
+    db.flush()?;
+    let secs = started.elapsed().as_secs_f64();
+    if as_json {
+        print_json(&json!({
+            "format": "rdb",
+            "rdb_version": s.version,
+            "imported": s.keys,
+            "skipped_expired": s.expired,
+            "functions_skipped": s.functions_skipped,
+            "checksum_verified": s.checksum_verified,
+            "seconds": secs,
+        }));
+    } else {
+        eprintln!(
+            "imported {} keys from an RDB file (version {}) in {secs:.1}s ({} already expired, skipped; checksum {})",
+            s.keys,
+            s.version,
+            s.expired,
+            if s.checksum_verified { "verified" } else { "absent" }
+        );
+        if s.functions_skipped > 0 {
+            eprintln!(
+                "skipped {} function libraries (Redis functions are not loaded)",
+                s.functions_skipped
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `import FILE` (`-` for stdin): a Strata dump, or a Redis RDB file.
 pub fn import(db: &strata::Db, file: &Path, as_json: bool) -> Outcome {
     let summary = if file == Path::new("-") {
         let bar = progress::counter("bytes read");
+        let mut inner = BufReader::with_capacity(1 << 20, std::io::stdin().lock());
+        let rdb = is_rdb(&mut inner)?;
         let input = Counting {
-            inner: BufReader::with_capacity(1 << 20, std::io::stdin().lock()),
+            inner,
             bar: bar.clone(),
         };
+        if rdb {
+            return import_rdb(db, input, &bar, as_json);
+        }
         let s = strata::dump::import(db, input, |_| {});
         bar.finish_and_clear();
         s?
@@ -78,10 +125,15 @@ pub fn import(db: &strata::Db, file: &Path, as_json: bool) -> Outcome {
             .map_err(|e| Failure::new(OTHER, format!("cannot open {}: {e}", file.display())))?;
         let total = f.metadata().map(|m| m.len()).unwrap_or(0);
         let bar = progress::bytes(total, "importing");
+        let mut inner = BufReader::with_capacity(1 << 20, f);
+        let rdb = is_rdb(&mut inner)?;
         let input = Counting {
-            inner: BufReader::with_capacity(1 << 20, f),
+            inner,
             bar: bar.clone(),
         };
+        if rdb {
+            return import_rdb(db, input, &bar, as_json);
+        }
         let s = strata::dump::import(db, input, |_| {});
         bar.finish_and_clear();
         s?

@@ -272,6 +272,7 @@ pub fn from_db(e: strata::Error) -> Frame {
         | strata::Error::ReadOnly
         | strata::Error::Io(_)
         | strata::Error::BadDump(_)) => err(format!("ERR {e}")),
+        strata::Error::BadRdb(_) => err(BAD_DATA_FORMAT),
         strata::Error::Corrupt(m) => err(format!("ERR corrupt data: {m}")),
         strata::Error::DiskFull => err(DISK_FULL),
         strata::Error::Storage(m) if m.contains("No space left on device") => err(DISK_FULL),
@@ -289,6 +290,23 @@ pub fn from_db(e: strata::Error) -> Frame {
         }),
     }
 }
+
+// ----- DUMP / RESTORE -----
+
+/// RESTORE onto an existing key without REPLACE.
+pub const BUSYKEY: &str = "BUSYKEY Target key name already exists.";
+/// A RESTORE payload whose trailer (RDB version, CRC-64) is wrong.
+pub const DUMP_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
+/// A RESTORE payload whose value does not decode.
+pub const BAD_DATA_FORMAT: &str = "ERR Bad data format";
+/// RESTORE with a negative TTL.
+pub const INVALID_TTL: &str = "ERR Invalid TTL value, must be >= 0";
+/// RESTORE with a negative IDLETIME.
+pub const INVALID_IDLETIME: &str = "ERR Invalid IDLETIME value, must be >= 0";
+/// RESTORE with a FREQ outside 0..=255.
+pub const INVALID_FREQ: &str = "ERR Invalid FREQ value, must be >= 0 and <= 255";
+/// DUMP of a stream (not serialized yet, see docs/differences.md).
+pub const DUMP_STREAM: &str = "ERR DUMP of a stream is not supported by Strata yet";
 
 // ----- HyperLogLog -----
 

@@ -2,6 +2,7 @@
 //! iteration and OBJECT. They work on keys of every type.
 
 use bytes::Bytes;
+use strata::rdb::Restored;
 use strata::{ExpireCondition, KeyType, Ttl};
 use strata_resp::Frame;
 
@@ -319,6 +320,45 @@ pub static COMMANDS: &[CommandSpec] = &[
             complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
             summary: "Duplicates the value of a key under another name.",
             syntax: "source destination [DB destination-db] [REPLACE]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "dump",
+        arity: Arity::Exactly(2),
+        flags: Flags(READONLY),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(RO | ACCESS, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::KEYSPACE),
+        handler: Handler::Reply(dump),
+        docs: Docs {
+            group: "generic",
+            since: "2.6.0",
+            complexity: "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).",
+            summary: "Return a serialized version of the value stored at the specified key.",
+            syntax: "key",
+            tips: &["nondeterministic_output"],
+        },
+    },
+    CommandSpec {
+        name: "restore",
+        arity: Arity::AtLeast(4),
+        // NO_TOUCH: the handler sets the key's access time itself (IDLETIME).
+        flags: Flags(WRITE | DENYOOM | NO_TOUCH),
+        keys: Keys::Range(Range::new(1, 1, 1)),
+        key_specs: &[
+            KeySpec::range(OW | UPDATE, 1, 0, 1, 0),
+        ],
+        acl: Acl(acl::KEYSPACE | acl::DANGEROUS),
+        handler: Handler::Reply(restore),
+        docs: Docs {
+            group: "generic",
+            since: "2.6.0",
+            complexity: "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
+            summary: "Create a key using the provided serialized value, previously obtained using DUMP.",
+            syntax: "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]",
             tips: &[],
         },
     },
@@ -821,6 +861,79 @@ fn copy(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     Ok(Frame::Integer(done as i64))
 }
 
+/// DUMP key: the value in Redis 7.0's serialization (see `strata::rdb`), nil for a missing key.
+fn dump(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let key = Args::new(argv).key()?;
+    if ctx.session.db.key_type(key)? == Some(KeyType::Stream) {
+        return Err(Failure::text(errors::DUMP_STREAM));
+    }
+    let payload = ctx.session.db.dump_payload(key)?;
+    Ok(Frame::bulk_or_null(payload.map(Bytes::from)))
+}
+
+/// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f], checked in Redis's order
+/// (options, existing key, TTL, trailer, value). FREQ is accepted and ignored: Strata keeps no
+/// LFU counters, as Redis ignores it under an LRU policy.
+fn restore(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut a = Args::new(argv);
+    let (key, ttl, payload) = (a.key()?, a.value()?, a.value()?);
+    let (mut replace, mut absttl) = (false, false);
+    let (mut idle, mut freq): (Option<i64>, Option<i64>) = (None, None);
+    while !a.is_done() {
+        if a.opt("REPLACE") {
+            replace = true;
+        } else if a.opt("ABSTTL") {
+            absttl = true;
+        } else if a.remaining() >= 2 && freq.is_none() && a.opt("IDLETIME") {
+            let n = a.int()?;
+            if n < 0 {
+                return Err(Failure::text(errors::INVALID_IDLETIME));
+            }
+            idle = Some(n);
+        } else if a.remaining() >= 2 && idle.is_none() && a.opt("FREQ") {
+            let n = a.int()?;
+            if !(0..=255).contains(&n) {
+                return Err(Failure::text(errors::INVALID_FREQ));
+            }
+            freq = Some(n);
+        } else {
+            return Err(syntax());
+        }
+    }
+    let db = &ctx.session.db;
+    if !replace && db.exists(key)? {
+        return Err(Failure::text(errors::BUSYKEY));
+    }
+    let ttl = crate::args::int(ttl)?;
+    if ttl < 0 {
+        return Err(Failure::text(errors::INVALID_TTL));
+    }
+    strata::rdb::payload::open(payload).map_err(|_| Failure::text(errors::DUMP_PAYLOAD))?;
+    let expire_at = match ttl {
+        0 => None,
+        t if absttl => Some(t as u64),
+        t => Some((t as u64).saturating_add(strata::now_ms())),
+    };
+    let opts = strata::rdb::RestoreOptions { replace, expire_at };
+    match db.restore_payload(key, payload, opts)? {
+        Restored::Busy => Err(Failure::text(errors::BUSYKEY)),
+        Restored::Expired { deleted } => {
+            if deleted {
+                ctx.notify(crate::notify::GENERIC, "del", key);
+            }
+            Ok(Frame::ok())
+        }
+        Restored::Written(_) => {
+            match idle {
+                Some(secs) => db.set_idle_time(key, secs as u64),
+                None => db.note_access(db.index(), key),
+            }
+            ctx.notify(crate::notify::GENERIC, "restore", key);
+            Ok(Frame::ok())
+        }
+    }
+}
+
 fn move_key(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     let mut a = Args::new(argv);
     let (key, n) = (a.key()?, a.int()?);
@@ -1040,5 +1153,90 @@ mod tests {
             h.run(&["SCAN", "0", "TYPE", "list"]),
             Frame::Array(vec![Frame::bulk("0"), Frame::Array(vec![Frame::bulk("l")])])
         );
+    }
+
+    fn payload(h: &mut Harness, key: &str) -> Vec<u8> {
+        match h.run(&["DUMP", key]) {
+            Frame::Bulk(b) => b.to_vec(),
+            other => panic!("DUMP {key} answered {other:?}"),
+        }
+    }
+
+    #[test]
+    fn dump_and_restore_round_trip_every_type() {
+        let mut h = Harness::new();
+        h.run(&["SET", "s", "12345"]);
+        h.run(&["RPUSH", "l", "a", "1", "-300"]);
+        h.run(&["SADD", "st", "x", "y"]);
+        h.run(&["HSET", "hs", "f", "v"]);
+        h.run(&["ZADD", "z", "1.5", "m", "-inf", "n"]);
+        for (key, read) in [
+            ("s", vec!["GET"]),
+            ("l", vec!["LRANGE", "0", "-1"]),
+            ("st", vec!["SMEMBERS"]),
+            ("hs", vec!["HGETALL"]),
+            ("z", vec!["ZRANGE", "0", "-1", "WITHSCORES"]),
+        ] {
+            let p = payload(&mut h, key);
+            let copy = format!("{key}-copy");
+            let reply = h.run_bytes(&[b"RESTORE", copy.as_bytes(), b"0", &p]);
+            assert_eq!(reply, Frame::ok(), "{key}");
+            let mut original = vec![read[0], key];
+            original.extend(&read[1..]);
+            let mut restored = vec![read[0], copy.as_str()];
+            restored.extend(&read[1..]);
+            assert_eq!(h.run(&original), h.run(&restored), "{key}");
+        }
+        assert_eq!(h.run(&["DUMP", "nokey"]), Frame::Null);
+    }
+
+    #[test]
+    fn restore_checks_in_redis_order_and_keeps_the_old_value_on_failure() {
+        let mut h = Harness::new();
+        h.run(&["SET", "k", "old"]);
+        let good = payload(&mut h, "k");
+        let restore = |h: &mut Harness, args: &[&[u8]]| {
+            let mut argv: Vec<&[u8]> = vec![b"RESTORE"];
+            argv.extend_from_slice(args);
+            match h.run_bytes(&argv) {
+                Frame::Error(e) => String::from_utf8_lossy(&e).into_owned(),
+                other if other == Frame::ok() => "OK".to_string(),
+                other => format!("{other:?}"),
+            }
+        };
+        assert_eq!(restore(&mut h, &[b"k", b"-1", b"junk"]), errors::BUSYKEY);
+        assert_eq!(
+            restore(&mut h, &[b"n", b"-1", b"junk"]),
+            errors::INVALID_TTL
+        );
+        assert_eq!(
+            restore(&mut h, &[b"n", b"0", b"junk"]),
+            errors::DUMP_PAYLOAD
+        );
+        assert_eq!(
+            restore(&mut h, &[b"n", b"0", &good, b"FREQ", b"256"]),
+            errors::INVALID_FREQ
+        );
+        assert_eq!(
+            restore(&mut h, &[b"n", b"0", &good, b"IDLETIME", b"-1"]),
+            errors::INVALID_IDLETIME
+        );
+        assert_eq!(
+            restore(
+                &mut h,
+                &[b"n", b"0", &good, b"IDLETIME", b"1", b"FREQ", b"1"]
+            ),
+            errors::SYNTAX
+        );
+        let empty_list = strata::rdb::payload::seal(vec![1, 0]);
+        assert_eq!(
+            restore(&mut h, &[b"k", b"0", &empty_list, b"REPLACE"]),
+            errors::BAD_DATA_FORMAT
+        );
+        assert_eq!(h.run(&["GET", "k"]), Frame::bulk("old"));
+        h.run(&["SET", "k", "new"]);
+        assert_eq!(restore(&mut h, &[b"k", b"100000", &good, b"REPLACE"]), "OK");
+        assert_eq!(h.run(&["GET", "k"]), Frame::bulk("old"));
+        assert!(matches!(h.run(&["PTTL", "k"]), Frame::Integer(t) if t > 99_000));
     }
 }

@@ -111,17 +111,27 @@ impl Harness {
         self.outcome(words).into_reply()
     }
 
+    /// Runs one command given as binary arguments; its reply.
+    pub fn run_bytes(&mut self, words: &[&[u8]]) -> Frame {
+        let argv: Vec<Bytes> = words.iter().map(|w| Bytes::copy_from_slice(w)).collect();
+        self.execute(&argv).into_reply()
+    }
+
     /// Runs one command; what it asks of the connection.
     pub fn outcome(&mut self, words: &[&str]) -> crate::Outcome {
         let argv: Vec<Bytes> = words
             .iter()
             .map(|w| Bytes::copy_from_slice(w.as_bytes()))
             .collect();
+        self.execute(&argv)
+    }
+
+    fn execute(&mut self, argv: &[Bytes]) -> crate::Outcome {
         let mut ctx = crate::Ctx {
             session: &mut self.session,
             server: &self.server,
         };
-        crate::execute(&mut ctx, &argv)
+        crate::execute(&mut ctx, argv)
     }
 
     /// Runs one command that must fail; the error text (panics on any other reply).

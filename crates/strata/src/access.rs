@@ -49,6 +49,11 @@ impl AccessClock {
         }
     }
 
+    /// Makes `key` of physical database `phys` read as last accessed at `at` (seconds).
+    pub(crate) fn set(&self, phys: u8, key: &[u8], at: u32) {
+        self.times[slot(phys, key)].store(at.max(1), Ordering::Relaxed);
+    }
+
     /// When `key` of physical database `phys` was last accessed (seconds).
     pub(crate) fn last_access(&self, phys: u8, key: &[u8]) -> u32 {
         match self.times[slot(phys, key)].load(Ordering::Relaxed) {
@@ -72,6 +77,14 @@ impl Db {
             let phys = self.phys_of(logical);
             self.inner.access.touch(phys, key, now_secs());
         }
+    }
+
+    /// Makes `key` read as idle for `secs` seconds (RESTORE's IDLETIME).
+    pub fn set_idle_time(&self, key: &[u8], secs: u64) {
+        let secs = u32::try_from(secs).unwrap_or(u32::MAX);
+        self.inner
+            .access
+            .set(self.phys(), key, now_secs().saturating_sub(secs));
     }
 
     /// OBJECT IDLETIME: seconds since `key` was last accessed, `None` if it does not exist.

@@ -40,6 +40,9 @@ pub enum Error {
     Io(String),
     /// A dump file is malformed, truncated or damaged.
     BadDump(String),
+    /// A value in Redis's RDB serialization (a DUMP payload, an RDB file) is malformed: a length
+    /// past the end, an unknown type or encoding, an empty collection, a bad checksum, ...
+    BadRdb(String),
     /// A record read from disk does not decode.
     Corrupt(String),
     /// A write was refused because the data directory's disk is (nearly) full; nothing was
@@ -73,6 +76,7 @@ impl fmt::Display for Error {
             Error::ReadOnly => f.write_str("the data directory is open read-only"),
             Error::Io(m) => write!(f, "I/O error: {m}"),
             Error::BadDump(m) => write!(f, "bad dump file: {m}"),
+            Error::BadRdb(m) => write!(f, "bad RDB data: {m}"),
             Error::Corrupt(m) => write!(f, "corrupt record: {m}"),
             Error::DiskFull => f.write_str("No space left on device"),
             Error::Storage(m) => write!(f, "storage error: {m}"),

@@ -106,3 +106,40 @@ pub fn any_record(data: &[u8]) {
         meta_value(v);
     }
 }
+
+/// Decodes `data` as a DUMP payload (trailer), as a value (type byte and body, read the way
+/// RESTORE reads it) and as each compact blob (listpack, ziplist, intset, zipmap). Any of them
+/// may refuse the bytes; none may panic. A value that decodes must encode back to a blob that
+/// decodes to the same elements.
+pub fn rdb_value(data: &[u8]) {
+    use crate::rdb::{compact, encoding::Reader, payload, value};
+    let _ = payload::open(data);
+    let mut r = Reader::new(data);
+    if let Ok(t) = r.u8() {
+        let _ = value::read_value(t, &mut r, &mut |_| Ok(()));
+    }
+    let mut entries: Vec<Vec<u8>> = Vec::new();
+    let mut keep = |v: Vec<u8>| {
+        entries.push(v);
+        Ok(())
+    };
+    let decoded = compact::listpack_each(data, &mut keep).is_ok();
+    if decoded {
+        let mut lp = compact::Listpack::new();
+        for e in &entries {
+            lp.push(e);
+        }
+        let blob = lp.finish();
+        let mut again = Vec::new();
+        let ok = compact::listpack_each(&blob, &mut |v| {
+            again.push(v);
+            Ok(())
+        });
+        assert!(ok.is_ok(), "a re-encoded listpack does not decode");
+        assert_eq!(again, entries, "a re-encoded listpack decodes differently");
+    }
+    let mut skip = |_v: Vec<u8>| Ok(());
+    let _ = compact::ziplist_each(data, &mut skip);
+    let _ = compact::intset_each(data, &mut skip);
+    let _ = compact::zipmap_each(data, &mut skip);
+}

@@ -91,6 +91,7 @@ pub mod meta;
 pub mod num;
 mod pending;
 mod pf;
+pub mod rdb;
 pub mod replication;
 mod set;
 mod sort;

@@ -164,3 +164,75 @@ fn hyperloglog_operations_survive_mutated_values() {
         fuzzing::hll_value(&input);
     }
 }
+
+/// A valid RDB value (type byte and body) or compact blob, as Redis or Strata writes them.
+fn valid_rdb(rng: &mut Rng) -> Vec<u8> {
+    use strata::rdb::compact::Listpack;
+    use strata::rdb::encoding::{put_len, put_string};
+    let mut lp = Listpack::new();
+    let n = 1 + rng.below(6);
+    let words: Vec<Vec<u8>> = (0..n)
+        .map(|_| match rng.below(3) {
+            0 => {
+                let shift = rng.below(64);
+                (rng.next() as i64 >> shift).to_string().into_bytes()
+            }
+            1 => {
+                let len = rng.below(70);
+                rng.bytes(len)
+            }
+            _ => b"1.5".to_vec(),
+        })
+        .collect();
+    for w in &words {
+        lp.push(w);
+    }
+    let blob = lp.finish();
+    let mut out = Vec::new();
+    match rng.below(5) {
+        0 => return blob,
+        1 => {
+            out.push(0);
+            put_string(&mut out, &words[0]);
+        }
+        2 => {
+            out.push([16, 17][rng.below(2)]);
+            put_len(&mut out, blob.len() as u64);
+            out.extend_from_slice(&blob);
+        }
+        3 => {
+            out.push(18);
+            put_len(&mut out, 1);
+            put_len(&mut out, 2);
+            put_len(&mut out, blob.len() as u64);
+            out.extend_from_slice(&blob);
+        }
+        _ => {
+            out.push([1, 2, 4][rng.below(3)]);
+            put_len(&mut out, words.len() as u64);
+            for w in &words {
+                put_string(&mut out, w);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn rdb_decoders_survive_random_and_mutated_values() {
+    let mut rng = Rng(0x5EED_0005);
+    for _ in 0..iterations() / 4 {
+        let input = match rng.below(4) {
+            0 => {
+                let n = rng.below(40);
+                rng.bytes(n)
+            }
+            1 => valid_rdb(&mut rng),
+            _ => {
+                let v = valid_rdb(&mut rng);
+                mutate(&mut rng, v)
+            }
+        };
+        fuzzing::rdb_value(&input);
+    }
+}

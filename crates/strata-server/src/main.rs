@@ -151,7 +151,9 @@ fn run(config: Config) -> i32 {
     }
 
     if config.memory_tier == config::MemoryTier::WriteBack && config.replicaof.is_some() {
-        return fatal("replicaof cannot be used with memory-tier write-back yet (docs/differences.md)");
+        return fatal(
+            "replicaof cannot be used with memory-tier write-back yet (docs/differences.md)",
+        );
     }
     let opts = strata::Options {
         databases: config.databases,

@@ -8,12 +8,12 @@
 //! This module knows nothing of RocksDB beyond the write-batch operations of `pending.rs`.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use crate::pending::{BatchOp, Pending};
 
@@ -44,73 +44,110 @@ const ENTRY_OVERHEAD: usize = 64;
 /// A point write: `Some(value)` a put, `None` a delete.
 pub(crate) type Point = Option<Vec<u8>>;
 
-/// The first three bytes of a key (Strata's keys start `[db][slot]`) and its length up to
-/// three, as one number that orders keys as their bytes do (a shorter key that the longer one
-/// starts with comes first).
-fn prefix(key: &[u8]) -> u32 {
-    let b = |i: usize| u32::from(key.get(i).copied().unwrap_or(0));
-    (b(0) << 24) | (b(1) << 16) | (b(2) << 8) | key.len().min(3) as u32
-}
-
-fn prefix_bound(b: Bound<&[u8]>) -> Bound<u32> {
-    match b {
-        Bound::Included(k) | Bound::Excluded(k) => Bound::Included(prefix(k)),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
-/// Point writes in key order, as a map of small maps by [`prefix`]: a lookup among a million
-/// keys compares a few numbers and then a few keys of one slot, instead of some twenty long
-/// keys that share their first bytes, each behind a pointer.
+/// Point writes: a hash map from key to write, which is all that writes and point reads touch,
+/// and the keys in order for walks, brought up to date only when a walk needs them. A write to a
+/// key the layer already holds costs one hash lookup; a new key is also queued for the order
+/// (its bytes shared, not copied). An ordered map was measured first: with a million keys that
+/// share their first bytes (a large hash's fields), its lookups were a quarter of a write's CPU.
 #[derive(Default)]
 pub(crate) struct Points {
-    by_prefix: BTreeMap<u32, BTreeMap<Vec<u8>, Point>>,
+    map: HashMap<Arc<[u8]>, Point>,
+    order: Mutex<Order>,
+}
+
+/// The keys of [`Points`] in order, and those added since it was last brought up to date.
+#[derive(Default)]
+struct Order {
+    sorted: BTreeSet<Arc<[u8]>>,
+    added: Vec<Arc<[u8]>>,
+}
+
+impl Order {
+    fn catch_up(&mut self) {
+        if self.added.is_empty() {
+            return;
+        }
+        self.added.sort_unstable();
+        for k in self.added.drain(..) {
+            self.sorted.insert(k);
+        }
+    }
 }
 
 impl Points {
     fn get(&self, key: &[u8]) -> Option<&Point> {
-        self.by_prefix.get(&prefix(key))?.get(key)
+        self.map.get(key)
     }
 
     fn get_mut(&mut self, key: &[u8]) -> Option<&mut Point> {
-        self.by_prefix.get_mut(&prefix(key))?.get_mut(key)
+        self.map.get_mut(key)
     }
 
-    fn insert(&mut self, key: Vec<u8>, point: Point) {
-        self.by_prefix
-            .entry(prefix(&key))
-            .or_default()
-            .insert(key, point);
-    }
-
-    fn remove(&mut self, key: &[u8]) -> Option<Point> {
-        let p = prefix(key);
-        let inner = self.by_prefix.get_mut(&p)?;
-        let out = inner.remove(key);
-        if inner.is_empty() {
-            self.by_prefix.remove(&p);
-        }
-        out
+    fn insert(&mut self, key: &[u8], point: Point) {
+        let key: Arc<[u8]> = Arc::from(key);
+        self.order.get_mut().added.push(key.clone());
+        self.map.insert(key, point);
     }
 
     fn contains_key(&self, key: &[u8]) -> bool {
-        self.get(key).is_some()
+        self.map.contains_key(key)
     }
 
-    /// The points in `from..to`, in key order.
-    fn range<'a>(
-        &'a self,
-        from: Bound<&'a [u8]>,
-        to: Bound<&'a [u8]>,
-    ) -> impl DoubleEndedIterator<Item = (&'a Vec<u8>, &'a Point)> + 'a {
-        self.by_prefix
-            .range((prefix_bound(from), prefix_bound(to)))
-            .flat_map(move |(_, inner)| inner.range::<[u8], _>((from, to)))
+    fn is_empty(&self) -> bool {
+        self.map.is_empty()
     }
 
-    /// Every point, in key order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Vec<u8>, &Point)> {
-        self.by_prefix.values().flatten()
+    /// Removes every point in `from..to`; returns the bytes they were charged.
+    fn remove_range(&mut self, from: &[u8], to: &[u8]) -> usize {
+        let order = self.order.get_mut();
+        order.catch_up();
+        let inside: Vec<Arc<[u8]>> = order
+            .sorted
+            .range::<[u8], _>((Bound::Included(from), Bound::Excluded(to)))
+            .cloned()
+            .collect();
+        let mut freed = 0;
+        for k in inside {
+            order.sorted.remove(&k);
+            if let Some(v) = self.map.remove(&k) {
+                freed += charge(&k, v.as_deref());
+            }
+        }
+        freed
+    }
+
+    /// The first put from `start` in the walk's direction that `ok` accepts, stopping at the
+    /// first key `stop` rejects.
+    fn first_put(
+        &self,
+        start: Bound<&[u8]>,
+        forward: bool,
+        ok: &dyn Fn(&[u8]) -> bool,
+        stop: &dyn Fn(&[u8]) -> bool,
+    ) -> Option<(Vec<u8>, Vec<u8>)> {
+        let mut order = self.order.lock();
+        order.catch_up();
+        let mut look = |k: &Arc<[u8]>| -> Option<Option<(Vec<u8>, Vec<u8>)>> {
+            if stop(k) {
+                return Some(None);
+            }
+            match self.map.get(k) {
+                Some(Some(v)) if ok(k) => Some(Some((k.to_vec(), v.clone()))),
+                _ => None,
+            }
+        };
+        if forward {
+            let range = order.sorted.range::<[u8], _>((start, Bound::Unbounded));
+            range.into_iter().find_map(&mut look).flatten()
+        } else {
+            let range = order.sorted.range::<[u8], _>((Bound::Unbounded, start));
+            range.rev().find_map(&mut look).flatten()
+        }
+    }
+
+    /// Every point, in no particular order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &Point)> {
+        self.map.iter().map(|(k, v)| (&**k, v))
     }
 }
 
@@ -140,17 +177,11 @@ impl Family {
 
     /// Records the deletion of `from..to` (non-empty); returns the bytes it freed.
     fn delete_range(&mut self, from: &[u8], to: &[u8]) -> usize {
-        let inside: Vec<Vec<u8>> = self
-            .points
-            .range(Bound::Included(from), Bound::Excluded(to))
-            .map(|(k, _)| k.clone())
-            .collect();
-        let mut freed = 0;
-        for k in inside {
-            if let Some(v) = self.points.remove(&k) {
-                freed += charge(&k, v.as_deref());
-            }
-        }
+        let freed = if self.points.is_empty() {
+            0
+        } else {
+            self.points.remove_range(from, to)
+        };
         let (mut from, mut to) = (from.to_vec(), to.to_vec());
         // A range starting before `from` that reaches it joins in.
         if let Some((f, t)) = self
@@ -220,7 +251,7 @@ impl Layer {
                 *old = value.map(<[u8]>::to_vec);
             }
             None => {
-                f.points.insert(key.to_vec(), value.map(<[u8]>::to_vec));
+                f.points.insert(key, value.map(<[u8]>::to_vec));
                 self.bytes += added;
             }
         }
@@ -281,16 +312,10 @@ impl Layer {
         ok: &dyn Fn(&[u8]) -> bool,
         stop: &dyn Fn(&[u8]) -> bool,
     ) -> Option<(Vec<u8>, Vec<u8>)> {
-        let f = self.families.get(&cf)?;
-        for (k, v) in f.points.range(from, Bound::Unbounded) {
-            if stop(k) {
-                return None;
-            }
-            if let (Some(v), true) = (v, ok(k)) {
-                return Some((k.clone(), v.clone()));
-            }
-        }
-        None
+        self.families
+            .get(&cf)?
+            .points
+            .first_put(from, true, ok, stop)
     }
 
     /// The last put of family `cf` before `to` that `ok` accepts, stopping at the first key
@@ -302,16 +327,10 @@ impl Layer {
         ok: &dyn Fn(&[u8]) -> bool,
         stop: &dyn Fn(&[u8]) -> bool,
     ) -> Option<(Vec<u8>, Vec<u8>)> {
-        let f = self.families.get(&cf)?;
-        for (k, v) in f.points.range(Bound::Unbounded, to).rev() {
-            if stop(k) {
-                return None;
-            }
-            if let (Some(v), true) = (v, ok(k)) {
-                return Some((k.clone(), v.clone()));
-            }
-        }
-        None
+        self.families
+            .get(&cf)?
+            .points
+            .first_put(to, false, ok, stop)
     }
 }
 
@@ -476,7 +495,7 @@ mod tests {
     #[test]
     fn deleted_ranges_merge_when_they_overlap_or_touch() {
         let mut f = super::Family::default();
-        f.points.insert(b"c1".to_vec(), Some(b"v".to_vec()));
+        f.points.insert(b"c1", Some(b"v".to_vec()));
         f.delete_range(b"b", b"d");
         f.delete_range(b"c", b"f");
         f.delete_range(b"a", b"b");
@@ -519,7 +538,11 @@ mod tests {
                     0 => {
                         let (a, b) = (rng.key(), rng.key());
                         let (from, to) = if a <= b { (a, b) } else { (b, a) };
-                        top.apply(&BatchOp::DeleteRange { cf: 1, from: &from, to: &to });
+                        top.apply(&BatchOp::DeleteRange {
+                            cf: 1,
+                            from: &from,
+                            to: &to,
+                        });
                         model.retain(|k, _| k < &from || k >= &to);
                     }
                     1..=3 => {
@@ -530,7 +553,11 @@ mod tests {
                     _ => {
                         let k = rng.key();
                         let v = format!("v{step}").into_bytes();
-                        top.apply(&BatchOp::Put { cf: 1, key: &k, value: &v });
+                        top.apply(&BatchOp::Put {
+                            cf: 1,
+                            key: &k,
+                            value: &v,
+                        });
                         model.insert(k, v);
                     }
                 }
@@ -544,7 +571,11 @@ mod tests {
                 let only = |x: &[u8]| x == k.as_slice();
                 let past = |x: &[u8]| x > k.as_slice();
                 let got = stack.put_after(1, Bound::Included(&k), &only, &past);
-                assert_eq!(got.map(|(_, v)| v).as_ref(), model.get(&k), "seed {seed} key {k:?}");
+                assert_eq!(
+                    got.map(|(_, v)| v).as_ref(),
+                    model.get(&k),
+                    "seed {seed} key {k:?}"
+                );
             }
             let all = |_: &[u8]| true;
             let none = |_: &[u8]| false;

@@ -254,19 +254,13 @@ impl Merge {
 
     fn find_put(&mut self, from: Bound<&[u8]>) {
         self.next_put = if self.forward {
-            self.layers.put_after(
-                self.cf,
-                from,
-                &|k| self.in_bounds(k),
-                &|k| self.past_end(k),
-            )
+            self.layers
+                .put_after(self.cf, from, &|k| self.in_bounds(k), &|k| self.past_end(k))
         } else {
-            self.layers.put_before(
-                self.cf,
-                from,
-                &|k| self.in_bounds(k),
-                &|k| self.before_start(k),
-            )
+            self.layers
+                .put_before(self.cf, from, &|k| self.in_bounds(k), &|k| {
+                    self.before_start(k)
+                })
         };
     }
 
@@ -274,9 +268,7 @@ impl Merge {
     fn settle(&self, db: &mut RawIter<'_>) {
         loop {
             let mask = match db.key() {
-                Some(k) if db.valid() && self.in_bounds(k) => {
-                    self.layers.mask(self.cf, k)
-                }
+                Some(k) if db.valid() && self.in_bounds(k) => self.layers.mask(self.cf, k),
                 _ => return,
             };
             match (mask, self.forward) {
@@ -342,14 +334,14 @@ impl<'a> StorageIter<'a> {
         bounds: IterBounds,
     ) -> StorageIter<'a> {
         let merge = layers.touching(cf).map(|layers| Merge {
-                layers,
-                cf,
-                bounds,
-                prefix: None,
-                forward: true,
-                next_put: None,
-                current: Current::None,
-            });
+            layers,
+            cf,
+            bounds,
+            prefix: None,
+            forward: true,
+            next_put: None,
+            current: Current::None,
+        });
         StorageIter { db, merge }
     }
 

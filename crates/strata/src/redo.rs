@@ -40,6 +40,12 @@ pub(crate) struct RedoLog {
     /// The open segment. Held while the buffer is written out, so records reach the file in the
     /// order they were appended.
     segment: Mutex<Segment>,
+    /// The next segment, made ahead of [`RedoLog::rotate`] so that creating it (and syncing
+    /// the directory) happens outside the caller's lock.
+    next: Mutex<Option<Segment>>,
+    /// The segment [`RedoLog::rotate`] ended, until its records are synced: every sync syncs
+    /// it first (held while syncing, so no caller returns before the sync is done).
+    ended: Mutex<Option<Segment>>,
 }
 
 /// What replaying the log found.
@@ -85,7 +91,11 @@ impl RedoLog {
             bytes: 0,
             cut: false,
         };
-        let numbers = if dir.is_dir() { segments(dir)? } else { Vec::new() };
+        let numbers = if dir.is_dir() {
+            segments(dir)?
+        } else {
+            Vec::new()
+        };
         let mut last = 0;
         for &n in &numbers {
             last = n;
@@ -128,6 +138,8 @@ impl RedoLog {
             dir: dir.to_path_buf(),
             buf: Mutex::new(Vec::with_capacity(1 << 16)),
             segment: Mutex::new(segment),
+            next: Mutex::new(None),
+            ended: Mutex::new(None),
         };
         Ok((Some(log), found))
     }
@@ -161,21 +173,50 @@ impl RedoLog {
 
     /// Writes out and syncs every record appended so far.
     pub(crate) fn sync(&self) -> Result<()> {
+        self.sync_ended()?;
         let seg = self.segment.lock();
         self.write_out_locked(&seg)?;
         seg.file.sync_data().map_err(|e| io("cannot sync", e))
     }
 
-    /// Ends the current segment (written out and synced) and starts the next; returns the
+    /// Syncs the segment the last [`RedoLog::rotate`] ended, if not done yet.
+    pub(crate) fn sync_ended(&self) -> Result<()> {
+        let mut ended = self.ended.lock();
+        if let Some(seg) = ended.as_ref() {
+            seg.file.sync_data().map_err(|e| io("cannot sync", e))?;
+            *ended = None;
+        }
+        Ok(())
+    }
+
+    /// Creates the segment [`RedoLog::rotate`] will start (a no-op if it exists).
+    pub(crate) fn prepare_next(&self) -> Result<()> {
+        let number = self.segment.lock().number + 1;
+        let mut next = self.next.lock();
+        if next.as_ref().is_none_or(|n| n.number != number) {
+            *next = Some(Segment::create(&self.dir, number)?);
+        }
+        Ok(())
+    }
+
+    /// Ends the current segment (its records written out, not yet synced: the next
+    /// [`RedoLog::sync`] or [`RedoLog::sync_ended`] does it) and starts the next; returns the
     /// number of the one ended. The caller holds off appends while this runs, so every record
     /// appended before the call is in the ended segment or an older one.
     pub(crate) fn rotate(&self) -> Result<u64> {
+        // An earlier ended segment not synced yet is synced first (one pending at a time).
+        self.sync_ended()?;
         let mut seg = self.segment.lock();
         self.write_out_locked(&seg)?;
-        seg.file.sync_data().map_err(|e| io("cannot sync", e))?;
-        let ended = seg.number;
-        *seg = Segment::create(&self.dir, ended + 1)?;
-        Ok(ended)
+        let number = seg.number + 1;
+        let next = match self.next.lock().take() {
+            Some(n) if n.number == number => n,
+            _ => Segment::create(&self.dir, number)?,
+        };
+        let ended = std::mem::replace(&mut *seg, next);
+        let n = ended.number;
+        *self.ended.lock() = Some(ended);
+        Ok(n)
     }
 
     /// Deletes the segments numbered `through` and below (their writes are in RocksDB).
@@ -224,7 +265,9 @@ mod tests {
 
     type R = std::result::Result<(), Box<dyn std::error::Error>>;
 
-    fn replay(dir: &std::path::Path) -> crate::error::Result<(Option<RedoLog>, Vec<Vec<u8>>, bool)> {
+    fn replay(
+        dir: &std::path::Path,
+    ) -> crate::error::Result<(Option<RedoLog>, Vec<Vec<u8>>, bool)> {
         let mut seen = Vec::new();
         let (log, found) = RedoLog::open(dir, false, |p| {
             seen.push(p.to_vec());
@@ -242,12 +285,17 @@ mod tests {
         log.append(b"one");
         log.append(b"two");
         log.write_out()?;
+        log.prepare_next()?;
         let ended = log.rotate()?;
+        log.sync_ended()?;
         log.append(b"three");
         log.sync()?;
         drop(log);
         let (log, seen, cut) = replay(dir.path())?;
-        assert_eq!(seen, vec![b"one".to_vec(), b"two".to_vec(), b"three".to_vec()]);
+        assert_eq!(
+            seen,
+            vec![b"one".to_vec(), b"two".to_vec(), b"three".to_vec()]
+        );
         assert!(!cut);
         log.ok_or("no log")?.drop_through(ended)?;
         let (_, seen, _) = replay(dir.path())?;
@@ -271,7 +319,10 @@ mod tests {
             .find(|p| std::fs::metadata(p).map(|m| m.len() > 0).unwrap_or(false))
             .ok_or("no segment")?;
         let len = std::fs::metadata(&seg)?.len();
-        std::fs::OpenOptions::new().write(true).open(&seg)?.set_len(len - 1)?;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&seg)?
+            .set_len(len - 1)?;
         let (log, seen, cut) = replay(dir.path())?;
         assert!(cut);
         assert_eq!(seen, vec![b"kept".to_vec()]);

@@ -21,8 +21,8 @@ use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::hot::{HotCache, HotFamily};
 use crate::keys;
-use crate::meta;
 use crate::layer::{Lookup, Source, Stack};
+use crate::meta;
 use crate::pending::{self, BatchOp, IterBounds, Pending, StorageIter};
 use crate::tier::{Families, Found, Tier};
 

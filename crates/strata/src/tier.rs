@@ -231,6 +231,8 @@ impl Tier {
         let Some(log) = &self.log else {
             return then();
         };
+        // The next segment is made before writers are held off.
+        log.prepare_next()?;
         let (frozen, ended) = {
             let mut layers = self.layers.write();
             if layers.active.read().is_empty() {
@@ -244,6 +246,10 @@ impl Tier {
             *self.dirty_since.lock() = None;
             (frozen, ended)
         };
+        // Writers go on; the records of the frozen layer reach the disk before anything
+        // relies on them (a sync of the ended segment, also for `appendfsync always`: a sync
+        // of the log syncs only the current segment).
+        log.sync_ended()?;
         let written = {
             let layer = frozen.read();
             write_layer(db, families, &layer)?
@@ -350,7 +356,10 @@ fn write_layer(db: &DB, families: &Families, layer: &Layer) -> Result<usize> {
     // Metadata first (the family named "meta"), then the rest.
     let mut order: Vec<(u32, &crate::layer::Family)> = layer.families().collect();
     order.sort_by_key(|(cf, _)| {
-        let name = families.iter().find(|(i, _)| i == cf).map(|(_, n)| n.as_str());
+        let name = families
+            .iter()
+            .find(|(i, _)| i == cf)
+            .map(|(_, n)| n.as_str());
         u8::from(name != Some(crate::storage::CF_META))
     });
     for (cf, fam) in order {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -371,7 +372,10 @@ class Server:
             raise FileNotFoundError(
                 f"strata-server not found at {binary}: build it with "
                 "`cargo build --release -p strata-server` or set STRATA_SERVER")
-        return [binary, *conf, *common, *directive_args(self.directives)]
+        # STRATA_SERVER_ARGS: extra arguments for every Strata the tests start (e.g. to run the
+        # whole suite with `--memory-tier write-back`); the test's own directives come after.
+        extra = shlex.split(os.environ.get("STRATA_SERVER_ARGS", ""))
+        return [binary, *conf, *common, *extra, *directive_args(self.directives)]
 
     def start(self, new_port: bool = True) -> "Server":
         """Start (or restart) on the same data dir; waits until PING is answered."""

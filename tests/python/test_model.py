@@ -12,6 +12,8 @@ import os
 import random
 import time
 
+import pytest
+
 from harness import RespConn, RespError, parse_reply
 
 STEPS = int(os.environ.get("STRATA_MODEL_STEPS", "3000"))
@@ -157,9 +159,15 @@ def dump(conn: RespConn) -> dict:
     return out
 
 
-def test_random_commands_match_redis_and_survive_restarts(start_strata, redis_server):
+@pytest.mark.parametrize("tier", [
+    {},
+    # The write-back tier with a tiny dirty limit: checkpoints run all through the sequence,
+    # so reads meet records in the tier's two layers and in RocksDB at once.
+    {"memory_tier": "write-back", "memory_tier_dirty_size": "64kb"},
+], ids=["write-through", "write-back"])
+def test_random_commands_match_redis_and_survive_restarts(start_strata, redis_server, tier):
     rng = random.Random(SEED)
-    strata = start_strata(appendfsync="everysec")
+    strata = start_strata(appendfsync="everysec", **tier)
     ref = redis_server.conn()
     print(f"model seed {SEED}, {PHASES} phases of {STEPS} steps")
     for phase in range(PHASES):

@@ -277,6 +277,26 @@ fn persistence_section(server: &Server, out: &mut String) {
         if server.db.disk_full() { "err" } else { "ok" }
     );
     field!(out, "strata_appendfsync", "{appendfsync}");
+    let tier = server.db.tier_figures();
+    let tier_name = if tier.is_some() {
+        "write-back"
+    } else {
+        "write-through"
+    };
+    field!(out, "strata_memory_tier", "{tier_name}");
+    if let Some([active, frozen, checkpoints, written, last_ms, replayed]) = tier {
+        field!(out, "strata_tier_dirty_bytes", "{active}");
+        field!(out, "strata_tier_checkpointing_bytes", "{frozen}");
+        field!(out, "strata_tier_checkpoints", "{checkpoints}");
+        field!(out, "strata_tier_checkpointed_bytes", "{written}");
+        field!(
+            out,
+            "strata_tier_last_checkpoint_time",
+            "{}",
+            last_ms / 1000
+        );
+        field!(out, "strata_tier_replayed_records", "{replayed}");
+    }
 }
 
 fn stats_section(server: &Server, out: &mut String) {

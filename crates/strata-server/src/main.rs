@@ -152,6 +152,11 @@ fn run(config: Config) -> i32 {
         return fatal("Failed listening on port (tcp), aborting.");
     }
 
+    if config.memory_tier == config::MemoryTier::WriteBack && config.replicaof.is_some() {
+        return fatal(
+            "replicaof cannot be used with memory-tier write-back yet (docs/differences.md)",
+        );
+    }
     let opts = strata::Options {
         databases: config.databases,
         sync: server::sync_policy(config.appendfsync),
@@ -168,6 +173,8 @@ fn run(config: Config) -> i32 {
         // Each connection flushes the WAL buffer once per batch of commands, before replying.
         batch_wal_writes: true,
         hot_cache_size: usize::try_from(config.hot_cache_size).unwrap_or(usize::MAX),
+        write_back: (config.memory_tier == config::MemoryTier::WriteBack)
+            .then(|| usize::try_from(config.memory_tier_dirty_size).unwrap_or(usize::MAX)),
         min_free_disk: config.min_free_disk,
         // The write-ahead log is the replication backlog.
         wal_size_limit_mb: config.repl_backlog_size.div_ceil(1 << 20),

@@ -51,6 +51,13 @@ pub struct Options {
     /// memory, so reads of hot keys skip RocksDB
     /// (0, the default, disables the cache).
     pub hot_cache_size: usize,
+    /// The write-back memory tier: with `Some(limit)`, writes are applied in memory and appended
+    /// to Strata's own redo log (group-committed per the sync policy), and a background
+    /// checkpoint writes them to RocksDB in large batches once the tier holds `limit` bytes (or
+    /// a minute after the oldest); a restart replays the log. `None` (the default): every write
+    /// goes to RocksDB and its log as it is made. A directory last opened with the tier is
+    /// read correctly either way (its log is replayed at open).
+    pub write_back: Option<usize>,
     /// Open without writing anything: reads work, every write fails with [`Error::ReadOnly`].
     /// Several read-only handles, and one read-only handle next to a running server, may share a
     /// directory; what they see is the directory as of the moment they opened it. Off by default.
@@ -87,6 +94,7 @@ impl Default for Options {
             max_string_len: 512 << 20,
             batch_wal_writes: false,
             hot_cache_size: 0,
+            write_back: None,
             read_only: false,
             create_if_missing: true,
             min_free_disk: 256 << 20,
@@ -215,6 +223,7 @@ impl Db {
                 wal_ttl_seconds: opts.wal_ttl_seconds,
                 wal_size_limit_mb: opts.wal_size_limit_mb,
                 hot_cache_size: opts.hot_cache_size,
+                write_back: opts.write_back,
             },
         )?;
         let map = load_db_map(&storage)?;
@@ -478,6 +487,18 @@ impl Db {
     /// Whether writes are refused because free disk space is below `Options::min_free_disk`.
     pub fn disk_full(&self) -> bool {
         self.inner.storage.disk_full()
+    }
+
+    /// Whether writes go through the write-back memory tier (see `Options::write_back`).
+    pub fn write_back(&self) -> bool {
+        self.inner.storage.write_back()
+    }
+
+    /// The write-back tier's figures for INFO, if it is on: bytes held (taking writes, being
+    /// checkpointed), checkpoints done, bytes they wrote, when the last ended (Unix ms), records
+    /// replayed from the redo log at open.
+    pub fn tier_figures(&self) -> Option<[u64; 6]> {
+        self.inner.storage.tier_figures()
     }
 
     /// Writes the buffered WAL records to the log file (see `Options::batch_wal_writes`).

@@ -3,19 +3,18 @@
 //! cut keeps all of them or none, and other threads see them all at once. While a scope is open,
 //! [`Pending`] keeps its writes twice: as the concatenated records of the write batches the data
 //! model built (what the commit writes), and as an index by column family and key (point writes
-//! and range deletions), through which every read of that thread goes first — point reads here,
-//! iterators through [`StorageIter`], which merges the index with a RocksDB iterator in both
-//! directions — so the scope sees its own writes. `storage.rs` opens, reads and commits scopes;
-//! this module knows RocksDB's write-batch encoding and iterators, and nothing of the data model.
+//! and range deletions: a [`Layer`]), through which every read of that thread goes first — point
+//! reads in `storage.rs`, iterators through [`StorageIter`], which merges a stack of layers (the
+//! scope's, and the write-back tier's) with a RocksDB iterator in both directions — so the scope
+//! sees its own writes. `storage.rs` opens, reads and commits scopes; this module knows RocksDB's
+//! write-batch encoding and iterators, and nothing of the data model.
 
-use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
-use std::rc::Rc;
 
 use rocksdb::DBRawIteratorWithThreadMode;
 
 use crate::error::{Error, Result};
+use crate::layer::{Layer, Lookup, Mask, Stack};
 
 /// A RocksDB raw iterator over a plain `DB`.
 pub(crate) type RawIter<'a> = DBRawIteratorWithThreadMode<'a, rocksdb::DB>;
@@ -146,92 +145,10 @@ pub(crate) fn decode_batch(data: &[u8]) -> Result<(u32, Vec<BatchOp<'_>>)> {
     Ok((count, ops))
 }
 
-/// What a scope's writes say about one key.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Lookup<'a> {
-    /// The scope wrote this value.
-    Value(&'a [u8]),
-    /// The scope deleted the key (or a range holding it).
-    Deleted,
-    /// The scope did not touch the key: read the database.
-    Untouched,
-}
-
-/// Whether a scope's writes hide a database entry from an iterator.
-enum Mask {
-    /// Not touched by the scope.
-    Visible,
-    /// Written or deleted by the scope (an iterator takes the scope's entry instead).
-    Point,
-    /// In a range the scope deleted: `from..to`.
-    Range(Vec<u8>, Vec<u8>),
-}
-
-/// A scope's writes to one column family.
-#[derive(Default)]
-struct Family {
-    /// Point writes, latest per key: `Some(value)` a put, `None` a delete.
-    points: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
-    /// Ranges deleted, `from` → `to` (`from..to`), kept disjoint: overlapping and touching
-    /// ranges are merged, so a lookup is one search however many ranges a scope deletes. Point
-    /// writes made after a range deletion are in `points`.
-    ranges: BTreeMap<Vec<u8>, Vec<u8>>,
-}
-
-impl Family {
-    /// The deleted range holding `key`, as `(from, to)`.
-    fn range_of(&self, key: &[u8]) -> Option<(&[u8], &[u8])> {
-        let (from, to) = self
-            .ranges
-            .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
-            .next_back()?;
-        (key < to.as_slice()).then_some((from.as_slice(), to.as_slice()))
-    }
-
-    /// Records the deletion of `from..to` (non-empty).
-    fn delete_range(&mut self, from: &[u8], to: &[u8]) {
-        let inside: Vec<Vec<u8>> = self
-            .points
-            .range::<[u8], _>((Bound::Included(from), Bound::Excluded(to)))
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in inside {
-            self.points.remove(&k);
-        }
-        let (mut from, mut to) = (from.to_vec(), to.to_vec());
-        // A range starting before `from` that reaches it joins in.
-        if let Some((f, t)) = self
-            .ranges
-            .range::<[u8], _>((Bound::Unbounded, Bound::Included(from.as_slice())))
-            .next_back()
-        {
-            if t.as_slice() >= from.as_slice() {
-                from = f.clone();
-                to = to.max(t.clone());
-            }
-        }
-        // So do those starting inside `from..=to`.
-        let joined: Vec<Vec<u8>> = self
-            .ranges
-            .range::<[u8], _>((
-                Bound::Included(from.as_slice()),
-                Bound::Included(to.as_slice()),
-            ))
-            .map(|(f, _)| f.clone())
-            .collect();
-        for f in joined {
-            if let Some(t) = self.ranges.remove(&f) {
-                to = to.max(t);
-            }
-        }
-        self.ranges.insert(from, to);
-    }
-}
-
 /// The writes of an open atomic scope.
 #[derive(Default)]
 pub(crate) struct Pending {
-    families: HashMap<u32, Family>,
+    layer: Layer,
     /// The records of every batch written in the scope, in order (after a header slot).
     records: Vec<u8>,
     count: u32,
@@ -241,22 +158,8 @@ impl Pending {
     /// Takes in a write batch's encoding: indexes its operations and keeps its records.
     pub(crate) fn add(&mut self, data: &[u8]) -> Result<()> {
         let (count, ops) = decode_batch(data)?;
-        for op in ops {
-            match op {
-                BatchOp::Put { cf, key, value } => {
-                    let f = self.families.entry(cf).or_default();
-                    f.points.insert(key.to_vec(), Some(value.to_vec()));
-                }
-                BatchOp::Delete { cf, key } => {
-                    let f = self.families.entry(cf).or_default();
-                    f.points.insert(key.to_vec(), None);
-                }
-                BatchOp::DeleteRange { cf, from, to } => {
-                    if from < to {
-                        self.families.entry(cf).or_default().delete_range(from, to);
-                    }
-                }
-            }
+        for op in &ops {
+            self.layer.apply(op);
         }
         if self.records.is_empty() {
             self.records.resize(HEADER, 0);
@@ -283,77 +186,14 @@ impl Pending {
         self.records
     }
 
+    /// The scope's writes, indexed by family and key.
+    pub(crate) fn layer(&self) -> &Layer {
+        &self.layer
+    }
+
     /// What the scope wrote at `key` of family `cf`.
     pub(crate) fn lookup(&self, cf: u32, key: &[u8]) -> Lookup<'_> {
-        let Some(f) = self.families.get(&cf) else {
-            return Lookup::Untouched;
-        };
-        match f.points.get(key) {
-            Some(Some(v)) => Lookup::Value(v),
-            Some(None) => Lookup::Deleted,
-            None if f.range_of(key).is_some() => Lookup::Deleted,
-            None => Lookup::Untouched,
-        }
-    }
-
-    /// Whether the scope wrote anything to family `cf`.
-    pub(crate) fn touches(&self, cf: u32) -> bool {
-        self.families.contains_key(&cf)
-    }
-
-    fn mask(&self, cf: u32, key: &[u8]) -> Mask {
-        let Some(f) = self.families.get(&cf) else {
-            return Mask::Visible;
-        };
-        if f.points.contains_key(key) {
-            return Mask::Point;
-        }
-        match f.range_of(key) {
-            Some((from, to)) => Mask::Range(from.to_vec(), to.to_vec()),
-            None => Mask::Visible,
-        }
-    }
-
-    /// The first put of family `cf` after `from` (in key order) that `ok` accepts, stopping at
-    /// the first key `stop` rejects.
-    fn put_after(
-        &self,
-        cf: u32,
-        from: Bound<&[u8]>,
-        ok: impl Fn(&[u8]) -> bool,
-        stop: impl Fn(&[u8]) -> bool,
-    ) -> Option<(Vec<u8>, Vec<u8>)> {
-        let f = self.families.get(&cf)?;
-        for (k, v) in f.points.range::<[u8], _>((from, Bound::Unbounded)) {
-            if stop(k) {
-                return None;
-            }
-            if let (Some(v), true) = (v, ok(k)) {
-                return Some((k.clone(), v.clone()));
-            }
-        }
-        None
-    }
-
-    /// The last put of family `cf` before `to` that `ok` accepts, stopping at the first key
-    /// `stop` rejects.
-    fn put_before(
-        &self,
-        cf: u32,
-        to: Bound<&[u8]>,
-        ok: impl Fn(&[u8]) -> bool,
-        stop: impl Fn(&[u8]) -> bool,
-    ) -> Option<(Vec<u8>, Vec<u8>)> {
-        let f = self.families.get(&cf)?;
-        for (k, v) in f.points.range::<[u8], _>((Bound::Unbounded, to)).rev() {
-            if stop(k) {
-                return None;
-            }
-            if let (Some(v), true) = (v, ok(k)) {
-                return Some((k.clone(), v.clone()));
-            }
-        }
-        None
+        self.layer.lookup(cf, key)
     }
 }
 
@@ -373,12 +213,12 @@ pub(crate) struct IterBounds {
 enum Current {
     None,
     Db,
-    Pending,
+    Layer,
 }
 
 /// A RocksDB iterator merged with the writes of this thread's open scope.
 struct Merge {
-    pending: Rc<RefCell<Pending>>,
+    layers: Stack,
     cf: u32,
     bounds: IterBounds,
     /// The prefix of the last seek target, when iterating in prefix mode.
@@ -413,16 +253,14 @@ impl Merge {
     }
 
     fn find_put(&mut self, from: Bound<&[u8]>) {
-        let pending = self.pending.borrow();
         self.next_put = if self.forward {
-            pending.put_after(self.cf, from, |k| self.in_bounds(k), |k| self.past_end(k))
+            self.layers
+                .put_after(self.cf, from, &|k| self.in_bounds(k), &|k| self.past_end(k))
         } else {
-            pending.put_before(
-                self.cf,
-                from,
-                |k| self.in_bounds(k),
-                |k| self.before_start(k),
-            )
+            self.layers
+                .put_before(self.cf, from, &|k| self.in_bounds(k), &|k| {
+                    self.before_start(k)
+                })
         };
     }
 
@@ -430,9 +268,7 @@ impl Merge {
     fn settle(&self, db: &mut RawIter<'_>) {
         loop {
             let mask = match db.key() {
-                Some(k) if db.valid() && self.in_bounds(k) => {
-                    self.pending.borrow().mask(self.cf, k)
-                }
+                Some(k) if db.valid() && self.in_bounds(k) => self.layers.mask(self.cf, k),
                 _ => return,
             };
             match (mask, self.forward) {
@@ -460,12 +296,12 @@ impl Merge {
         self.current = match (self.db_key(db), put) {
             (None, None) => Current::None,
             (Some(_), None) => Current::Db,
-            (None, Some(_)) => Current::Pending,
+            (None, Some(_)) => Current::Layer,
             (Some(d), Some(p)) => {
                 if (d < p) == self.forward {
                     Current::Db
                 } else {
-                    Current::Pending
+                    Current::Layer
                 }
             }
         };
@@ -480,10 +316,11 @@ impl Merge {
 }
 
 /// An iterator over one column family as this thread sees it: the database, overlaid with the
-/// writes of the thread's open scope if it has written to that family when the iterator is made
-/// (a plain RocksDB iterator otherwise). The subset of `DBRawIterator` that Strata uses. Unlike
-/// the database side, which is a snapshot, the scope's side is read live at each step, so code
-/// that iterates in a scope collects its writes and writes after the walk (as it all does).
+/// layers of writes not in it yet that wrote to that family when the iterator is made (the
+/// thread's open scope, the write-back tier's; a plain RocksDB iterator when none did). The
+/// subset of `DBRawIterator` that Strata uses. Unlike the database side, which is a snapshot,
+/// the layers are read live at each step, so code that iterates in a scope collects its writes
+/// and writes after the walk (as it all does).
 pub(crate) struct StorageIter<'a> {
     db: RawIter<'a>,
     merge: Option<Merge>,
@@ -492,21 +329,19 @@ pub(crate) struct StorageIter<'a> {
 impl<'a> StorageIter<'a> {
     pub(crate) fn new(
         db: RawIter<'a>,
-        pending: Option<Rc<RefCell<Pending>>>,
+        layers: Stack,
         cf: u32,
         bounds: IterBounds,
     ) -> StorageIter<'a> {
-        let merge = pending
-            .filter(|p| p.borrow().touches(cf))
-            .map(|pending| Merge {
-                pending,
-                cf,
-                bounds,
-                prefix: None,
-                forward: true,
-                next_put: None,
-                current: Current::None,
-            });
+        let merge = layers.touching(cf).map(|layers| Merge {
+            layers,
+            cf,
+            bounds,
+            prefix: None,
+            forward: true,
+            next_put: None,
+            current: Current::None,
+        });
         StorageIter { db, merge }
     }
 
@@ -607,7 +442,7 @@ impl<'a> StorageIter<'a> {
             Some(m) => match m.current {
                 Current::None => None,
                 Current::Db => self.db.key(),
-                Current::Pending => m.next_put.as_ref().map(|(k, _)| k.as_slice()),
+                Current::Layer => m.next_put.as_ref().map(|(k, _)| k.as_slice()),
             },
         }
     }
@@ -618,7 +453,7 @@ impl<'a> StorageIter<'a> {
             Some(m) => match m.current {
                 Current::None => None,
                 Current::Db => self.db.value(),
-                Current::Pending => m.next_put.as_ref().map(|(_, v)| v.as_slice()),
+                Current::Layer => m.next_put.as_ref().map(|(_, v)| v.as_slice()),
             },
         }
     }
@@ -632,7 +467,7 @@ fn current_key(m: &Merge, db: &RawIter<'_>) -> Option<Vec<u8>> {
     match m.current {
         Current::None => None,
         Current::Db => db.key().map(<[u8]>::to_vec),
-        Current::Pending => m.next_put.as_ref().map(|(k, _)| k.clone()),
+        Current::Layer => m.next_put.as_ref().map(|(k, _)| k.clone()),
     }
 }
 
@@ -663,6 +498,7 @@ mod tests {
             wal_ttl_seconds: 0,
             wal_size_limit_mb: 0,
             hot_cache_size: 1 << 20,
+            write_back: None,
         };
         Storage::open(dir, &opts)
     }
@@ -760,33 +596,6 @@ mod tests {
         );
         assert_eq!(WriteBatch::from_data(&data).len(), 3);
         Ok(())
-    }
-
-    #[test]
-    fn deleted_ranges_merge_when_they_overlap_or_touch() {
-        let mut f = super::Family::default();
-        f.points.insert(b"c1".to_vec(), Some(b"v".to_vec()));
-        f.delete_range(b"b", b"d");
-        f.delete_range(b"c", b"f");
-        f.delete_range(b"a", b"b");
-        f.delete_range(b"x", b"z");
-        f.delete_range(b"e", b"e5");
-        let ranges: Vec<(&[u8], &[u8])> = f
-            .ranges
-            .iter()
-            .map(|(a, b)| (a.as_slice(), b.as_slice()))
-            .collect();
-        assert_eq!(ranges, vec![(&b"a"[..], &b"f"[..]), (&b"x"[..], &b"z"[..])]);
-        assert!(
-            f.points.is_empty(),
-            "a point inside a deleted range is gone"
-        );
-        assert_eq!(f.range_of(b"a"), Some((&b"a"[..], &b"f"[..])));
-        assert_eq!(f.range_of(b"e9"), Some((&b"a"[..], &b"f"[..])));
-        assert_eq!(f.range_of(b"f"), None);
-        assert_eq!(f.range_of(b"w"), None);
-        assert_eq!(f.range_of(b"y"), Some((&b"x"[..], &b"z"[..])));
-        assert_eq!(f.range_of(b"0"), None);
     }
 
     /// What an iteration within bounds must visit, from a model of the family's contents.

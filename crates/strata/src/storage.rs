@@ -21,8 +21,10 @@ use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::hot::{HotCache, HotFamily};
 use crate::keys;
+use crate::layer::{Lookup, Source, Stack};
 use crate::meta;
-use crate::pending::{self, BatchOp, IterBounds, Lookup, Pending, StorageIter};
+use crate::pending::{self, BatchOp, IterBounds, Pending, StorageIter};
+use crate::tier::{Families, Found, Tier};
 
 /// Column family holding one metadata record per user key.
 pub const CF_META: &str = "meta";
@@ -130,6 +132,9 @@ pub struct StorageOptions {
     pub wal_size_limit_mb: u64,
     /// Bytes of recently written `meta` and `data` records kept in memory (see `hot.rs`); 0: none.
     pub hot_cache_size: usize,
+    /// With `Some(limit)`, writes go to the write-back tier (`tier.rs`), which checkpoints them
+    /// to RocksDB once it holds `limit` bytes; with `None`, straight to RocksDB.
+    pub write_back: Option<usize>,
 }
 
 /// An open data directory.
@@ -158,6 +163,12 @@ pub struct Storage {
     /// Recently written records of `meta` and of `data` (hash fields, set members, list items,
     /// zset scores), two families sharing one budget (see `hot.rs`).
     hot: HotCache,
+    /// The write-back tier, when writes go through one (or a redo log was found at open).
+    tier: Option<Arc<Tier>>,
+    /// The tier's checkpointer thread.
+    checkpointer: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Every column family, by write-batch id and name (what a checkpoint writes and flushes).
+    families: Families,
     /// Per physical database: a count of the committed writes that changed its `meta` records
     /// (see [`Storage::meta_generation`]).
     meta_generations: Box<[AtomicU64]>,
@@ -315,7 +326,21 @@ impl Storage {
         let db = Arc::new(opened.map_err(|e| open_error(path, e))?);
         let _ = handle.set(Arc::downgrade(&db));
         let cf_ids = learn_cf_ids(&db)?;
-        let storage = Storage {
+        let families: Families = std::iter::once((0, "default".to_string()))
+            .chain(
+                [CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE]
+                    .iter()
+                    .zip(cf_ids)
+                    .map(|(n, id)| (id, n.to_string())),
+            )
+            .collect();
+        let tier = if opts.write_back.is_some() || Tier::has_log(path) {
+            let limit = opts.write_back.unwrap_or(usize::MAX);
+            Some(Arc::new(Tier::open(path, opts.read_only, limit)?))
+        } else {
+            None
+        };
+        let mut storage = Storage {
             db,
             read_only: opts.read_only,
             sync: AtomicU8::new(opts.sync.to_u8()),
@@ -330,10 +355,14 @@ impl Storage {
             synced: AtomicU64::new(0),
             sync_lock: parking_lot::Mutex::new(()),
             hot: HotCache::new(opts.hot_cache_size),
+            tier,
+            checkpointer: parking_lot::Mutex::new(None),
+            families,
             meta_generations: (0..256).map(|_| AtomicU64::new(0)).collect(),
         };
         storage.check_disk();
         storage.check_format(path, writable)?;
+        storage.start_tier(opts.write_back.is_some())?;
         Ok(storage)
     }
 
@@ -352,6 +381,60 @@ impl Storage {
                 "data directory has on-disk format {v:?}; this build reads format {FORMAT_VERSION}"
             ))),
         }
+    }
+
+    /// Starts the write-back tier's checkpointer; or, when a redo log was found in a directory
+    /// now opened without the tier, writes what it held to RocksDB and goes on without it.
+    fn start_tier(&mut self, write_back: bool) -> Result<()> {
+        let Some(tier) = self.tier.clone() else {
+            return Ok(());
+        };
+        if self.read_only {
+            return Ok(());
+        }
+        if !write_back {
+            tier.checkpoint(&self.db, &self.families, || Ok(()))?;
+            self.tier = None;
+            return Ok(());
+        }
+        let handle = Tier::spawn_checkpointer(tier, self.db.clone(), self.families.clone())?;
+        *self.checkpointer.lock() = Some(handle);
+        Ok(())
+    }
+
+    /// Whether writes go through the write-back tier.
+    pub fn write_back(&self) -> bool {
+        self.tier.is_some()
+    }
+
+    /// The write-back tier's figures, for INFO: bytes held (active, being checkpointed),
+    /// checkpoints done, bytes they wrote, when the last ended (ms), records replayed at open.
+    pub fn tier_figures(&self) -> Option<[u64; 6]> {
+        let t = self.tier.as_ref()?;
+        let (active, frozen) = t.dirty_bytes();
+        Some([
+            active as u64,
+            frozen as u64,
+            t.stats.checkpoints.load(Ordering::Relaxed),
+            t.stats.checkpointed_bytes.load(Ordering::Relaxed),
+            t.stats.last_checkpoint_ms.load(Ordering::Relaxed),
+            t.stats.replayed_records.load(Ordering::Relaxed),
+        ])
+    }
+
+    /// The layers of writes not in RocksDB yet, newest first: this thread's open scope, then
+    /// the write-back tier's.
+    fn layers(&self, with_scope: bool) -> Stack {
+        let mut stack = Stack::default();
+        if with_scope {
+            if let Some(p) = self.pending() {
+                stack.push(Source::Scope(p));
+            }
+        }
+        if let Some(t) = &self.tier {
+            t.stack_onto(&mut stack);
+        }
+        stack
     }
 
     pub(crate) fn cf(&self, name: &str) -> &ColumnFamily {
@@ -415,17 +498,44 @@ impl Storage {
 
     fn write_now(&self, batch: WriteBatch) -> Result<()> {
         self.guard_disk(batch.size_in_bytes() as u64)?;
+        if let Some(tier) = &self.tier {
+            return self.write_back_now(tier, &batch);
+        }
         let mut wo = WriteOptions::default();
         // With batched log writes, `always` syncs once per batch of commands instead
         // ([`Storage::flush_wal_buffer`], before their replies leave).
         wo.set_sync(self.sync_policy() == SyncPolicy::Always && !self.batch_wal_writes);
-        let (remember, changed) = self.forget_hot(&batch)?;
+        let (_, ops) = pending::decode_batch(batch.data())?;
+        let (small, changed) = self.forget_hot(&batch, &ops);
+        let remember = small.then(|| batch.data().to_vec());
+        drop(ops);
         self.db.write_opt(batch, &wo)?;
         self.writes.fetch_add(1, Ordering::Release);
         // After the write is visible, so a count that read the old generation is never kept.
         self.bump_meta_generations(&changed);
         if let Some(data) = remember {
-            self.remember_hot(&data)?;
+            self.remember_hot(&pending::decode_batch(&data)?.1);
+        }
+        Ok(())
+    }
+
+    /// [`Storage::write_now`] through the write-back tier: logged and applied in memory; with
+    /// unbatched log writes the record reaches the operating system (and with `always` the
+    /// disk) before this returns, as RocksDB's own log would.
+    fn write_back_now(&self, tier: &Tier, batch: &WriteBatch) -> Result<()> {
+        let (_, ops) = pending::decode_batch(batch.data())?;
+        let (small, changed) = self.forget_hot(batch, &ops);
+        tier.write(batch.data(), &ops)?;
+        self.writes.fetch_add(1, Ordering::Release);
+        self.bump_meta_generations(&changed);
+        if small {
+            self.remember_hot(&ops);
+        }
+        if !self.batch_wal_writes {
+            match self.sync_policy() {
+                SyncPolicy::Always => tier.sync()?,
+                _ => tier.write_out()?,
+            }
         }
         Ok(())
     }
@@ -462,9 +572,9 @@ impl Storage {
 
     /// Before `batch` is applied: forgets the cached records it deletes (every record of a
     /// family it deletes a range of), and those it writes when it is too large to be cached.
-    /// Returns a copy of the batch to fill the cache from once it is applied, if it is small,
-    /// and the physical databases whose metadata records it changes.
-    fn forget_hot(&self, batch: &WriteBatch) -> Result<(Option<Vec<u8>>, DbSet)> {
+    /// Returns whether the batch is small enough to fill the cache from once it is applied, and
+    /// the physical databases whose metadata records it changes.
+    fn forget_hot(&self, batch: &WriteBatch, ops: &[BatchOp<'_>]) -> (bool, DbSet) {
         let hot = self.hot.enabled();
         // A batch with more records, or more bytes, than the cache could take is not copied
         // (a 512 MB string would otherwise be copied once more only to be found too large).
@@ -474,9 +584,8 @@ impl Storage {
             && batch.size_in_bytes() <= largest.saturating_mul(HOT_BATCH_MAX);
         let meta = self.cf_ids[0];
         let mut changed = DbSet::default();
-        let (_, ops) = pending::decode_batch(batch.data())?;
         for op in ops {
-            match op {
+            match *op {
                 BatchOp::Put { cf, key, .. } => {
                     if cf == meta {
                         changed.add(key.first().copied().unwrap_or(0));
@@ -505,16 +614,15 @@ impl Storage {
                 }
             }
         }
-        Ok((small.then(|| batch.data().to_vec()), changed))
+        (small, changed)
     }
 
     /// After a batch was applied: caches the records it wrote (see `hot.rs` for why this is
     /// safe: its writer holds the keys' locks). The operations are replayed in order, as RocksDB
     /// applied them: a transaction may write a record and then delete it.
-    fn remember_hot(&self, data: &[u8]) -> Result<()> {
-        let (_, ops) = pending::decode_batch(data)?;
+    fn remember_hot(&self, ops: &[BatchOp<'_>]) {
         for op in ops {
-            match op {
+            match *op {
                 BatchOp::Put { cf, key, value } => {
                     if let Some(c) = self.hot(cf) {
                         c.put(key, value);
@@ -532,7 +640,6 @@ impl Storage {
                 }
             }
         }
-        Ok(())
     }
 
     /// Forgets every cached record (FLUSHDB, FLUSHALL, SWAPDB, a replica's full copy).
@@ -687,7 +794,10 @@ impl Storage {
     /// collected since the last flush). A no-op unless `batch_wal_writes` is on.
     pub fn flush_wal_buffer(&self) -> Result<()> {
         if self.batch_wal_writes && !self.read_only {
-            self.db.flush_wal(false)?;
+            match &self.tier {
+                Some(t) => t.write_out()?,
+                None => self.db.flush_wal(false)?,
+            }
         }
         Ok(())
     }
@@ -709,7 +819,10 @@ impl Storage {
         }
         // Every write counted so far has its record in the log buffer: the sync covers them.
         let covered = self.writes.load(Ordering::Acquire);
-        self.db.flush_wal(true)?;
+        match &self.tier {
+            Some(t) => t.sync()?,
+            None => self.db.flush_wal(true)?,
+        }
         self.synced.fetch_max(covered, Ordering::AcqRel);
         Ok(())
     }
@@ -788,6 +901,19 @@ impl Storage {
             },
             None => f,
         };
+        if let Some(t) = &self.tier {
+            // The closure runs at most once; it goes to the tier and comes back if unused.
+            let mut f = Some(f);
+            match t.lookup(id, key, |v| f.take().map(|f| f(v))) {
+                Found::Value(Some(v)) => return Ok(Some(v)),
+                Found::Value(None) | Found::Deleted => return Ok(None),
+                Found::Untouched => {}
+            }
+            let Some(f) = f else {
+                return Ok(None);
+            };
+            return Ok(self.db.get_pinned_cf(self.cf(cf), key)?.map(|v| f(&v)));
+        }
         Ok(self.db.get_pinned_cf(self.cf(cf), key)?.map(|v| f(&v)))
     }
 
@@ -847,7 +973,14 @@ impl Storage {
         let mut ro = ReadOptions::default();
         ro.set_iterate_lower_bound(lower.clone());
         ro.set_iterate_upper_bound(upper.clone());
-        let mut it = self.db.raw_iterator_cf_opt(self.cf(cf), ro);
+        let raw = self.db.raw_iterator_cf_opt(self.cf(cf), ro);
+        // Committed records: RocksDB's under the write-back tier's, never the open scope's.
+        let bounds = IterBounds {
+            lower: Some(lower.clone()),
+            upper: Some(upper.clone()),
+            prefix_len: None,
+        };
+        let mut it = StorageIter::new(raw, self.layers(false), self.cf_id(cf), bounds);
         if reverse {
             it.seek_for_prev(&upper);
         } else {
@@ -924,10 +1057,20 @@ impl Storage {
                     Lookup::Untouched => {}
                 }
             }
-            let cached = hot.and_then(|c| c.with(k, |v| known(i, Some(v))));
-            if cached.is_none() {
-                misses.push(i);
+            if hot.and_then(|c| c.with(k, |v| known(i, Some(v)))).is_some() {
+                continue;
             }
+            if let Some(t) = &self.tier {
+                match t.lookup(id, k, |v| known(i, Some(v))) {
+                    Found::Value(()) => continue,
+                    Found::Deleted => {
+                        known(i, None);
+                        continue;
+                    }
+                    Found::Untouched => {}
+                }
+            }
+            misses.push(i);
         }
         misses
     }
@@ -952,11 +1095,14 @@ impl Storage {
             upper: opts.upper,
             prefix_len,
         };
-        StorageIter::new(raw, self.pending(), self.cf_id(cf), bounds)
+        StorageIter::new(raw, self.layers(true), self.cf_id(cf), bounds)
     }
 
     /// fsyncs the write-ahead log.
     pub fn sync_wal(&self) -> Result<()> {
+        if let Some(t) = &self.tier {
+            t.sync()?;
+        }
         self.db.flush_wal(true)?;
         Ok(())
     }
@@ -965,6 +1111,9 @@ impl Storage {
     pub fn flush_all(&self) -> Result<()> {
         if self.read_only {
             return Ok(());
+        }
+        if let Some(t) = &self.tier {
+            t.checkpoint(&self.db, &self.families, || Ok(()))?;
         }
         self.db.flush_wal(true)?;
         for cf in [CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE] {
@@ -978,9 +1127,16 @@ impl Storage {
         if self.read_only {
             return Err(Error::ReadOnly);
         }
-        let cp = rocksdb::checkpoint::Checkpoint::new(&self.db)?;
-        cp.create_checkpoint(dest)?;
-        Ok(())
+        let copy = || -> Result<()> {
+            let cp = rocksdb::checkpoint::Checkpoint::new(&self.db)?;
+            cp.create_checkpoint(dest)?;
+            Ok(())
+        };
+        match &self.tier {
+            // RocksDB as of one checkpoint: everything the tier took before it, nothing after.
+            Some(t) => t.checkpoint(&self.db, &self.families, copy),
+            None => copy(),
+        }
     }
 
     /// Compacts every family fully (reclaims space of deleted and expired records now).
@@ -1005,6 +1161,19 @@ impl Storage {
                     .flatten()
             })
             .sum()
+    }
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        if let Some(t) = &self.tier {
+            t.stop();
+            if let Some(handle) = self.checkpointer.lock().take() {
+                let _ = handle.join();
+            }
+            // Whatever the sync policy, records still in memory reach the operating system.
+            let _ = t.write_out();
+        }
     }
 }
 

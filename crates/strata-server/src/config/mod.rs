@@ -28,7 +28,7 @@ use strata::glob::glob_match;
 
 use kinds::{Kind, Value};
 use settings::Allowed;
-pub use settings::{AclPubsubDefault, AppendFsync, Compression, Settings};
+pub use settings::{AclPubsubDefault, AppendFsync, Compression, MemoryTier, Settings};
 use table::{lookup, Access, Home, DIRECTIVES};
 
 /// The current value of every directive, plus the file they were read from. Derefs to the

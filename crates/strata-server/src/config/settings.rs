@@ -222,6 +222,16 @@ choices! {
 }
 
 choices! {
+    /// Where writes go first, from the `memory-tier` directive (docs/architecture.md).
+    pub enum MemoryTier {
+        /// Straight to RocksDB and its log, one write batch per command.
+        WriteThrough = "write-through",
+        /// To the in-memory write-back tier and Strata's redo log; checkpointed to RocksDB.
+        WriteBack = "write-back",
+    }
+}
+
+choices! {
     /// RocksDB block compression, from the `compression` directive.
     pub enum Compression {
         None = "none",
@@ -290,6 +300,10 @@ pub struct Settings {
     /// `hot-cache-size`: bytes of recently written records (metadata, string values, collection
     /// fields) kept in memory for reads, 0 = off (docs/architecture.md, "Hot-record cache").
     pub hot_cache_size: u64,
+    /// `memory-tier`: where writes go first.
+    pub memory_tier: MemoryTier,
+    /// `memory-tier-dirty-size`: bytes the write-back tier holds before a checkpoint starts.
+    pub memory_tier_dirty_size: u64,
     /// `write-buffer-size`: RocksDB's memtable size, in bytes.
     pub write_buffer_size: u64,
     /// `min-free-disk`: writes are refused (`-MISCONF`) while the data directory's filesystem

@@ -894,6 +894,8 @@ fn every_redis_7_0_parameter_is_known_and_only_strata_adds_others() {
             "block-cache-size",
             "compression",
             "hot-cache-size",
+            "memory-tier",
+            "memory-tier-dirty-size",
             "min-free-disk",
             "write-buffer-size",
         ])

@@ -1,0 +1,600 @@
+//! Writes held in memory over the database. A [`Layer`] keeps, per column family, the latest
+//! point write of each key (a value or a deletion) and the key ranges deleted, kept disjoint; it
+//! takes write batches in their RocksDB encoding, in order. Two writers keep layers: an atomic
+//! scope (`pending.rs`) until it commits, and the write-back tier (`tier.rs`) until its
+//! checkpoint reaches RocksDB. Reads go through a [`Stack`] of layers, top first: the first layer
+//! that names a key (a point write, or a deleted range holding it) decides it, and the database
+//! answers the rest. The merged iterator of `pending.rs` walks a stack over a RocksDB iterator.
+//! This module knows nothing of RocksDB beyond the write-batch operations of `pending.rs`.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Bound;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::pending::{BatchOp, Pending};
+
+/// What a layer says about one key.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Lookup<'a> {
+    /// The layer holds this value.
+    Value(&'a [u8]),
+    /// The layer deleted the key (or a range holding it).
+    Deleted,
+    /// The layer did not touch the key: read the layers below, then the database.
+    Untouched,
+}
+
+/// Whether a layer hides a lower entry from an iterator.
+pub(crate) enum Mask {
+    /// Not touched by the layer.
+    Visible,
+    /// Written or deleted by the layer (an iterator takes the layer's entry instead).
+    Point,
+    /// In a range the layer deleted: `from..to`.
+    Range(Vec<u8>, Vec<u8>),
+}
+
+/// Bytes a point write is charged beyond its key and value (map node, vectors).
+const ENTRY_OVERHEAD: usize = 64;
+
+/// A point write: `Some(value)` a put, `None` a delete.
+pub(crate) type Point = Option<Vec<u8>>;
+
+/// Point writes: a hash map from key to write, which is all that writes and point reads touch,
+/// and the keys in order for walks, brought up to date only when a walk needs them. A write to a
+/// key the layer already holds costs one hash lookup; a new key is also queued for the order
+/// (its bytes shared, not copied). An ordered map was measured first: with a million keys that
+/// share their first bytes (a large hash's fields), its lookups were a quarter of a write's CPU.
+#[derive(Default)]
+pub(crate) struct Points {
+    map: HashMap<Arc<[u8]>, Point>,
+    order: Mutex<Order>,
+}
+
+/// The keys of [`Points`] in order, and those added since it was last brought up to date.
+#[derive(Default)]
+struct Order {
+    sorted: BTreeSet<Arc<[u8]>>,
+    added: Vec<Arc<[u8]>>,
+}
+
+impl Order {
+    fn catch_up(&mut self) {
+        if self.added.is_empty() {
+            return;
+        }
+        self.added.sort_unstable();
+        for k in self.added.drain(..) {
+            self.sorted.insert(k);
+        }
+    }
+}
+
+impl Points {
+    fn get(&self, key: &[u8]) -> Option<&Point> {
+        self.map.get(key)
+    }
+
+    fn get_mut(&mut self, key: &[u8]) -> Option<&mut Point> {
+        self.map.get_mut(key)
+    }
+
+    fn insert(&mut self, key: &[u8], point: Point) {
+        let key: Arc<[u8]> = Arc::from(key);
+        self.order.get_mut().added.push(key.clone());
+        self.map.insert(key, point);
+    }
+
+    fn contains_key(&self, key: &[u8]) -> bool {
+        self.map.contains_key(key)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Removes every point in `from..to`; returns the bytes they were charged.
+    fn remove_range(&mut self, from: &[u8], to: &[u8]) -> usize {
+        let order = self.order.get_mut();
+        order.catch_up();
+        let inside: Vec<Arc<[u8]>> = order
+            .sorted
+            .range::<[u8], _>((Bound::Included(from), Bound::Excluded(to)))
+            .cloned()
+            .collect();
+        let mut freed = 0;
+        for k in inside {
+            order.sorted.remove(&k);
+            if let Some(v) = self.map.remove(&k) {
+                freed += charge(&k, v.as_deref());
+            }
+        }
+        freed
+    }
+
+    /// The first put from `start` in the walk's direction that `ok` accepts, stopping at the
+    /// first key `stop` rejects.
+    fn first_put(
+        &self,
+        start: Bound<&[u8]>,
+        forward: bool,
+        ok: &dyn Fn(&[u8]) -> bool,
+        stop: &dyn Fn(&[u8]) -> bool,
+    ) -> Option<(Vec<u8>, Vec<u8>)> {
+        let mut order = self.order.lock();
+        order.catch_up();
+        let mut look = |k: &Arc<[u8]>| -> Option<Option<(Vec<u8>, Vec<u8>)>> {
+            if stop(k) {
+                return Some(None);
+            }
+            match self.map.get(k) {
+                Some(Some(v)) if ok(k) => Some(Some((k.to_vec(), v.clone()))),
+                _ => None,
+            }
+        };
+        if forward {
+            let range = order.sorted.range::<[u8], _>((start, Bound::Unbounded));
+            range.into_iter().find_map(&mut look).flatten()
+        } else {
+            let range = order.sorted.range::<[u8], _>((Bound::Unbounded, start));
+            range.rev().find_map(&mut look).flatten()
+        }
+    }
+
+    /// Every point, in no particular order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &Point)> {
+        self.map.iter().map(|(k, v)| (&**k, v))
+    }
+}
+
+/// A layer's writes to one column family.
+#[derive(Default)]
+pub(crate) struct Family {
+    /// Point writes, latest per key.
+    pub(crate) points: Points,
+    /// Ranges deleted, `from` → `to` (`from..to`), kept disjoint: overlapping and touching
+    /// ranges are merged, so a lookup is one search however many ranges a layer deletes. Point
+    /// writes made after a range deletion are in `points` (those made before it are dropped).
+    pub(crate) ranges: BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+impl Family {
+    /// The deleted range holding `key`, as `(from, to)`.
+    fn range_of(&self, key: &[u8]) -> Option<(&[u8], &[u8])> {
+        if self.ranges.is_empty() {
+            return None;
+        }
+        let (from, to) = self
+            .ranges
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
+            .next_back()?;
+        (key < to.as_slice()).then_some((from.as_slice(), to.as_slice()))
+    }
+
+    /// Records the deletion of `from..to` (non-empty); returns the bytes it freed.
+    fn delete_range(&mut self, from: &[u8], to: &[u8]) -> usize {
+        let freed = if self.points.is_empty() {
+            0
+        } else {
+            self.points.remove_range(from, to)
+        };
+        let (mut from, mut to) = (from.to_vec(), to.to_vec());
+        // A range starting before `from` that reaches it joins in.
+        if let Some((f, t)) = self
+            .ranges
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(from.as_slice())))
+            .next_back()
+        {
+            if t.as_slice() >= from.as_slice() {
+                from = f.clone();
+                to = to.max(t.clone());
+            }
+        }
+        // So do those starting inside `from..=to`.
+        let joined: Vec<Vec<u8>> = self
+            .ranges
+            .range::<[u8], _>((
+                Bound::Included(from.as_slice()),
+                Bound::Included(to.as_slice()),
+            ))
+            .map(|(f, _)| f.clone())
+            .collect();
+        for f in joined {
+            if let Some(t) = self.ranges.remove(&f) {
+                to = to.max(t);
+            }
+        }
+        self.ranges.insert(from, to);
+        freed
+    }
+}
+
+fn charge(key: &[u8], value: Option<&[u8]>) -> usize {
+    key.len() + value.map_or(0, <[u8]>::len) + ENTRY_OVERHEAD
+}
+
+/// Writes to every column family, latest per key.
+#[derive(Default)]
+pub(crate) struct Layer {
+    families: HashMap<u32, Family>,
+    /// About how many bytes the layer holds.
+    bytes: usize,
+}
+
+impl Layer {
+    /// Takes in one write-batch operation (after every earlier one).
+    pub(crate) fn apply(&mut self, op: &BatchOp<'_>) {
+        match *op {
+            BatchOp::Put { cf, key, value } => self.point(cf, key, Some(value)),
+            BatchOp::Delete { cf, key } => self.point(cf, key, None),
+            BatchOp::DeleteRange { cf, from, to } => {
+                if from < to {
+                    let f = self.families.entry(cf).or_default();
+                    let freed = f.delete_range(from, to);
+                    self.bytes = self.bytes.saturating_sub(freed) + from.len() + to.len();
+                }
+            }
+        }
+    }
+
+    fn point(&mut self, cf: u32, key: &[u8], value: Option<&[u8]>) {
+        let f = self.families.entry(cf).or_default();
+        let added = charge(key, value);
+        // Replacing keeps the map's key: only the value is new.
+        match f.points.get_mut(key) {
+            Some(old) => {
+                self.bytes = self.bytes.saturating_sub(charge(key, old.as_deref())) + added;
+                *old = value.map(<[u8]>::to_vec);
+            }
+            None => {
+                f.points.insert(key, value.map(<[u8]>::to_vec));
+                self.bytes += added;
+            }
+        }
+    }
+
+    /// Whether the layer holds no write.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.families.is_empty()
+    }
+
+    /// About how many bytes of memory the layer's writes take.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The families written, by column family id.
+    pub(crate) fn families(&self) -> impl Iterator<Item = (u32, &Family)> {
+        self.families.iter().map(|(cf, f)| (*cf, f))
+    }
+
+    /// What the layer holds at `key` of family `cf`.
+    pub(crate) fn lookup(&self, cf: u32, key: &[u8]) -> Lookup<'_> {
+        let Some(f) = self.families.get(&cf) else {
+            return Lookup::Untouched;
+        };
+        match f.points.get(key) {
+            Some(Some(v)) => Lookup::Value(v),
+            Some(None) => Lookup::Deleted,
+            None if f.range_of(key).is_some() => Lookup::Deleted,
+            None => Lookup::Untouched,
+        }
+    }
+
+    /// Whether the layer wrote anything to family `cf`.
+    pub(crate) fn touches(&self, cf: u32) -> bool {
+        self.families.contains_key(&cf)
+    }
+
+    pub(crate) fn mask(&self, cf: u32, key: &[u8]) -> Mask {
+        let Some(f) = self.families.get(&cf) else {
+            return Mask::Visible;
+        };
+        if f.points.contains_key(key) {
+            return Mask::Point;
+        }
+        match f.range_of(key) {
+            Some((from, to)) => Mask::Range(from.to_vec(), to.to_vec()),
+            None => Mask::Visible,
+        }
+    }
+
+    /// The first put of family `cf` after `from` (in key order) that `ok` accepts, stopping at
+    /// the first key `stop` rejects.
+    fn put_after(
+        &self,
+        cf: u32,
+        from: Bound<&[u8]>,
+        ok: &dyn Fn(&[u8]) -> bool,
+        stop: &dyn Fn(&[u8]) -> bool,
+    ) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.families
+            .get(&cf)?
+            .points
+            .first_put(from, true, ok, stop)
+    }
+
+    /// The last put of family `cf` before `to` that `ok` accepts, stopping at the first key
+    /// `stop` rejects.
+    fn put_before(
+        &self,
+        cf: u32,
+        to: Bound<&[u8]>,
+        ok: &dyn Fn(&[u8]) -> bool,
+        stop: &dyn Fn(&[u8]) -> bool,
+    ) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.families
+            .get(&cf)?
+            .points
+            .first_put(to, false, ok, stop)
+    }
+}
+
+/// One layer of a [`Stack`], read live at each step.
+#[derive(Clone)]
+pub(crate) enum Source {
+    /// This thread's open atomic scope.
+    Scope(Rc<RefCell<Pending>>),
+    /// A layer of the write-back tier (shared between threads).
+    Shared(Arc<RwLock<Layer>>),
+}
+
+impl Source {
+    fn with<T>(&self, f: impl FnOnce(&Layer) -> T) -> T {
+        match self {
+            Source::Scope(p) => f(p.borrow().layer()),
+            Source::Shared(l) => f(&l.read()),
+        }
+    }
+}
+
+/// Layers over the database, top (newest) first.
+#[derive(Clone, Default)]
+pub(crate) struct Stack {
+    sources: Vec<Source>,
+}
+
+impl Stack {
+    pub(crate) fn push(&mut self, source: Source) {
+        self.sources.push(source);
+    }
+
+    /// Keeps only the layers that wrote to family `cf`; `None` when none did.
+    pub(crate) fn touching(mut self, cf: u32) -> Option<Stack> {
+        self.sources.retain(|s| s.with(|l| l.touches(cf)));
+        (!self.sources.is_empty()).then_some(self)
+    }
+
+    /// How the top layer naming `key` hides it (`Visible` when none does).
+    pub(crate) fn mask(&self, cf: u32, key: &[u8]) -> Mask {
+        self.mask_above(self.sources.len(), cf, key)
+    }
+
+    fn mask_above(&self, n: usize, cf: u32, key: &[u8]) -> Mask {
+        for s in &self.sources[..n] {
+            let m = s.with(|l| l.mask(cf, key));
+            if !matches!(m, Mask::Visible) {
+                return m;
+            }
+        }
+        Mask::Visible
+    }
+
+    /// The first put visible through the stack after `from` that `ok` accepts, stopping at the
+    /// first key `stop` rejects: each layer's next put that no layer above hides, the least.
+    pub(crate) fn put_after(
+        &self,
+        cf: u32,
+        from: Bound<&[u8]>,
+        ok: &dyn Fn(&[u8]) -> bool,
+        stop: &dyn Fn(&[u8]) -> bool,
+    ) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.next_put(cf, from, ok, stop, true)
+    }
+
+    /// As [`Stack::put_after`], going backward from `to`.
+    pub(crate) fn put_before(
+        &self,
+        cf: u32,
+        to: Bound<&[u8]>,
+        ok: &dyn Fn(&[u8]) -> bool,
+        stop: &dyn Fn(&[u8]) -> bool,
+    ) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.next_put(cf, to, ok, stop, false)
+    }
+
+    fn next_put(
+        &self,
+        cf: u32,
+        start: Bound<&[u8]>,
+        ok: &dyn Fn(&[u8]) -> bool,
+        stop: &dyn Fn(&[u8]) -> bool,
+        forward: bool,
+    ) -> Option<(Vec<u8>, Vec<u8>)> {
+        let mut best: Option<(Vec<u8>, Vec<u8>)> = None;
+        for (i, s) in self.sources.iter().enumerate() {
+            let mut at: Bound<Vec<u8>> = owned(start);
+            loop {
+                let beyond = |k: &[u8]| {
+                    stop(k)
+                        || best
+                            .as_ref()
+                            .is_some_and(|(b, _)| if forward { k >= b } else { k <= b })
+                };
+                let found = s.with(|l| {
+                    if forward {
+                        l.put_after(cf, borrowed(&at), ok, &beyond)
+                    } else {
+                        l.put_before(cf, borrowed(&at), ok, &beyond)
+                    }
+                });
+                let Some((k, v)) = found else {
+                    break;
+                };
+                match (self.mask_above(i, cf, &k), forward) {
+                    (Mask::Visible, _) => {
+                        best = Some((k, v));
+                        break;
+                    }
+                    (Mask::Point, _) => at = Bound::Excluded(k),
+                    (Mask::Range(_, to), true) => at = Bound::Included(to),
+                    (Mask::Range(from, _), false) => at = Bound::Excluded(from),
+                }
+            }
+        }
+        best
+    }
+}
+
+fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+fn borrowed(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::ops::Bound;
+    use std::sync::Arc;
+
+    use parking_lot::RwLock;
+
+    use super::{Layer, Source, Stack};
+    use crate::pending::BatchOp;
+
+    /// xorshift64*: deterministic test randomness.
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+        }
+        fn key(&mut self) -> Vec<u8> {
+            let len = 1 + self.below(3) as usize;
+            (0..len).map(|_| b'a' + self.below(5) as u8).collect()
+        }
+    }
+
+    #[test]
+    fn deleted_ranges_merge_when_they_overlap_or_touch() {
+        let mut f = super::Family::default();
+        f.points.insert(b"c1", Some(b"v".to_vec()));
+        f.delete_range(b"b", b"d");
+        f.delete_range(b"c", b"f");
+        f.delete_range(b"a", b"b");
+        f.delete_range(b"x", b"z");
+        f.delete_range(b"e", b"e5");
+        let ranges: Vec<(&[u8], &[u8])> = f
+            .ranges
+            .iter()
+            .map(|(a, b)| (a.as_slice(), b.as_slice()))
+            .collect();
+        assert_eq!(ranges, vec![(&b"a"[..], &b"f"[..]), (&b"x"[..], &b"z"[..])]);
+        assert!(
+            f.points.iter().next().is_none(),
+            "a point inside a deleted range is gone"
+        );
+        assert_eq!(f.range_of(b"a"), Some((&b"a"[..], &b"f"[..])));
+        assert_eq!(f.range_of(b"e9"), Some((&b"a"[..], &b"f"[..])));
+        assert_eq!(f.range_of(b"f"), None);
+        assert_eq!(f.range_of(b"w"), None);
+        assert_eq!(f.range_of(b"y"), Some((&b"x"[..], &b"z"[..])));
+        assert_eq!(f.range_of(b"0"), None);
+    }
+
+    /// Applies random writes to a plain map (the model) and to the top of a stack of layers;
+    /// every few steps a new layer is pushed on top. Then every key, and every walk in both
+    /// directions, must read the same through the stack as in the model.
+    #[test]
+    fn a_stack_of_layers_reads_as_the_writes_applied_in_order() {
+        for seed in 1..40u64 {
+            let mut rng = Rng(seed * 7919);
+            let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+            let mut layers: Vec<Arc<RwLock<Layer>>> = vec![Arc::default()];
+            for step in 0..200 {
+                if step % 50 == 49 {
+                    layers.push(Arc::default());
+                }
+                let Some(top) = layers.last() else { return };
+                let mut top = top.write();
+                match rng.below(10) {
+                    0 => {
+                        let (a, b) = (rng.key(), rng.key());
+                        let (from, to) = if a <= b { (a, b) } else { (b, a) };
+                        top.apply(&BatchOp::DeleteRange {
+                            cf: 1,
+                            from: &from,
+                            to: &to,
+                        });
+                        model.retain(|k, _| k < &from || k >= &to);
+                    }
+                    1..=3 => {
+                        let k = rng.key();
+                        top.apply(&BatchOp::Delete { cf: 1, key: &k });
+                        model.remove(&k);
+                    }
+                    _ => {
+                        let k = rng.key();
+                        let v = format!("v{step}").into_bytes();
+                        top.apply(&BatchOp::Put {
+                            cf: 1,
+                            key: &k,
+                            value: &v,
+                        });
+                        model.insert(k, v);
+                    }
+                }
+            }
+            let mut stack = Stack::default();
+            for l in layers.iter().rev() {
+                stack.push(Source::Shared(l.clone()));
+            }
+            for _ in 0..100 {
+                let k = rng.key();
+                let only = |x: &[u8]| x == k.as_slice();
+                let past = |x: &[u8]| x > k.as_slice();
+                let got = stack.put_after(1, Bound::Included(&k), &only, &past);
+                assert_eq!(
+                    got.map(|(_, v)| v).as_ref(),
+                    model.get(&k),
+                    "seed {seed} key {k:?}"
+                );
+            }
+            let all = |_: &[u8]| true;
+            let none = |_: &[u8]| false;
+            let mut walked = Vec::new();
+            let mut at: Bound<Vec<u8>> = Bound::Unbounded;
+            while let Some((k, v)) = stack.put_after(1, super::borrowed(&at), &all, &none) {
+                at = Bound::Excluded(k.clone());
+                walked.push((k, v));
+            }
+            let expect: Vec<(Vec<u8>, Vec<u8>)> = model.clone().into_iter().collect();
+            assert_eq!(walked, expect, "seed {seed} forward");
+            let mut back = Vec::new();
+            let mut at: Bound<Vec<u8>> = Bound::Unbounded;
+            while let Some((k, v)) = stack.put_before(1, super::borrowed(&at), &all, &none) {
+                at = Bound::Excluded(k.clone());
+                back.push((k, v));
+            }
+            back.reverse();
+            assert_eq!(back, expect, "seed {seed} backward");
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! The write-back tier's redo log: every write batch the tier takes, appended in the order the
+//! tier applied them, so that a restart rebuilds the writes that had not reached RocksDB yet.
+//! The log is a directory (`redo/` in the data directory) of segment files numbered from 1;
+//! each record is `[length: u32 LE][CRC-32 of the payload: u32 LE][payload]`, the payload a write
+//! batch in RocksDB's encoding (the same bytes RocksDB's own log would hold; docs/format.md).
+//! Records are collected in memory ([`RedoLog::append`]) and handed to the operating system
+//! in one write per batch of commands ([`RedoLog::write_out`]); [`RedoLog::sync`] makes them
+//! durable. A checkpoint starts a new segment ([`RedoLog::rotate`]) and, once everything before
+//! it is in RocksDB, deletes the older ones ([`RedoLog::drop_through`]). Knows files and
+//! records, nothing of what a batch means.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+
+/// Bytes before a record's payload.
+const RECORD_HEADER: usize = 8;
+/// A record longer than this is taken for a torn or corrupt length.
+const MAX_RECORD: usize = 1 << 31;
+
+fn io(what: &str, e: std::io::Error) -> Error {
+    Error::Storage(format!("redo log: {what}: {e}"))
+}
+
+/// The segment being appended to.
+struct Segment {
+    number: u64,
+    file: File,
+}
+
+/// An open redo log.
+pub(crate) struct RedoLog {
+    dir: PathBuf,
+    /// Records appended and not written out yet.
+    buf: Mutex<Vec<u8>>,
+    /// The open segment. Held while the buffer is written out, so records reach the file in the
+    /// order they were appended.
+    segment: Mutex<Segment>,
+    /// The next segment, made ahead of [`RedoLog::rotate`] so that creating it (and syncing
+    /// the directory) happens outside the caller's lock.
+    next: Mutex<Option<Segment>>,
+    /// The segment [`RedoLog::rotate`] ended, until its records are synced: every sync syncs
+    /// it first (held while syncing, so no caller returns before the sync is done).
+    ended: Mutex<Option<Segment>>,
+}
+
+/// What replaying the log found.
+pub(crate) struct Replayed {
+    /// Records read, in order.
+    pub records: usize,
+    /// Bytes of the records read.
+    pub bytes: u64,
+    /// Whether a torn or corrupt record ended the replay early (the log was cut there).
+    pub cut: bool,
+}
+
+fn segment_path(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:012}.log"))
+}
+
+/// The segment numbers in `dir`, oldest first.
+fn segments(dir: &Path) -> Result<Vec<u64>> {
+    let mut out: Vec<u64> = std::fs::read_dir(dir)
+        .map_err(|e| io("cannot list", e))?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".log")?.parse().ok())
+        .collect();
+    out.sort_unstable();
+    Ok(out)
+}
+
+impl RedoLog {
+    /// Opens the log in `dir` (creating it): calls `apply` with every intact record's payload,
+    /// oldest first, and cuts the log at the first torn or corrupt record (what follows it is
+    /// dropped: a prefix of the writes survives, as with RocksDB's point-in-time recovery).
+    /// Appends then go to a new segment. A read-only open reads and changes nothing on disk.
+    pub(crate) fn open(
+        dir: &Path,
+        read_only: bool,
+        mut apply: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<(Option<RedoLog>, Replayed)> {
+        if !read_only {
+            std::fs::create_dir_all(dir).map_err(|e| io("cannot create", e))?;
+        }
+        let mut found = Replayed {
+            records: 0,
+            bytes: 0,
+            cut: false,
+        };
+        let numbers = if dir.is_dir() {
+            segments(dir)?
+        } else {
+            Vec::new()
+        };
+        let mut last = 0;
+        for &n in &numbers {
+            last = n;
+            let path = segment_path(dir, n);
+            if found.cut {
+                if !read_only {
+                    std::fs::remove_file(&path).map_err(|e| io("cannot remove", e))?;
+                }
+                continue;
+            }
+            let mut data = Vec::new();
+            File::open(&path)
+                .and_then(|mut f| f.read_to_end(&mut data))
+                .map_err(|e| io("cannot read", e))?;
+            let mut at = 0;
+            while at < data.len() {
+                let Some(payload) = record_at(&data, at) else {
+                    found.cut = true;
+                    break;
+                };
+                apply(payload)?;
+                found.records += 1;
+                found.bytes += payload.len() as u64;
+                at += RECORD_HEADER + payload.len();
+            }
+            if found.cut && !read_only {
+                let f = OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .map_err(|e| io("cannot open", e))?;
+                f.set_len(at as u64).map_err(|e| io("cannot cut", e))?;
+                f.sync_all().map_err(|e| io("cannot sync", e))?;
+            }
+        }
+        if read_only {
+            return Ok((None, found));
+        }
+        let segment = Segment::create(dir, last + 1)?;
+        let log = RedoLog {
+            dir: dir.to_path_buf(),
+            buf: Mutex::new(Vec::with_capacity(1 << 16)),
+            segment: Mutex::new(segment),
+            next: Mutex::new(None),
+            ended: Mutex::new(None),
+        };
+        Ok((Some(log), found))
+    }
+
+    /// Appends one record (to memory; [`RedoLog::write_out`] hands it to the file).
+    pub(crate) fn append(&self, payload: &[u8]) {
+        let mut buf = self.buf.lock();
+        buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        buf.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+        buf.extend_from_slice(payload);
+    }
+
+    /// Hands every record appended so far to the operating system (one write).
+    pub(crate) fn write_out(&self) -> Result<()> {
+        let seg = self.segment.lock();
+        self.write_out_locked(&seg)
+    }
+
+    fn write_out_locked(&self, seg: &Segment) -> Result<()> {
+        let data = {
+            let mut buf = self.buf.lock();
+            if buf.is_empty() {
+                return Ok(());
+            }
+            std::mem::replace(&mut *buf, Vec::with_capacity(1 << 16))
+        };
+        (&seg.file)
+            .write_all(&data)
+            .map_err(|e| io("cannot write", e))
+    }
+
+    /// Writes out and syncs every record appended so far.
+    pub(crate) fn sync(&self) -> Result<()> {
+        self.sync_ended()?;
+        let seg = self.segment.lock();
+        self.write_out_locked(&seg)?;
+        seg.file.sync_data().map_err(|e| io("cannot sync", e))
+    }
+
+    /// Syncs the segment the last [`RedoLog::rotate`] ended, if not done yet.
+    pub(crate) fn sync_ended(&self) -> Result<()> {
+        let mut ended = self.ended.lock();
+        if let Some(seg) = ended.as_ref() {
+            seg.file.sync_data().map_err(|e| io("cannot sync", e))?;
+            *ended = None;
+        }
+        Ok(())
+    }
+
+    /// Creates the segment [`RedoLog::rotate`] will start (a no-op if it exists).
+    pub(crate) fn prepare_next(&self) -> Result<()> {
+        let number = self.segment.lock().number + 1;
+        let mut next = self.next.lock();
+        if next.as_ref().is_none_or(|n| n.number != number) {
+            *next = Some(Segment::create(&self.dir, number)?);
+        }
+        Ok(())
+    }
+
+    /// Ends the current segment (its records written out, not yet synced: the next
+    /// [`RedoLog::sync`] or [`RedoLog::sync_ended`] does it) and starts the next; returns the
+    /// number of the one ended. The caller holds off appends while this runs, so every record
+    /// appended before the call is in the ended segment or an older one.
+    pub(crate) fn rotate(&self) -> Result<u64> {
+        // An earlier ended segment not synced yet is synced first (one pending at a time).
+        self.sync_ended()?;
+        let mut seg = self.segment.lock();
+        self.write_out_locked(&seg)?;
+        let number = seg.number + 1;
+        let next = match self.next.lock().take() {
+            Some(n) if n.number == number => n,
+            _ => Segment::create(&self.dir, number)?,
+        };
+        let ended = std::mem::replace(&mut *seg, next);
+        let n = ended.number;
+        *self.ended.lock() = Some(ended);
+        Ok(n)
+    }
+
+    /// Deletes the segments numbered `through` and below (their writes are in RocksDB).
+    pub(crate) fn drop_through(&self, through: u64) -> Result<()> {
+        for n in segments(&self.dir)? {
+            if n <= through {
+                std::fs::remove_file(segment_path(&self.dir, n))
+                    .map_err(|e| io("cannot remove", e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Segment {
+    fn create(dir: &Path, number: u64) -> Result<Segment> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(segment_path(dir, number))
+            .map_err(|e| io("cannot create a segment", e))?;
+        // The new file's name must survive a power cut as well as its records.
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| io("cannot sync the directory", e))?;
+        Ok(Segment { number, file })
+    }
+}
+
+/// The payload of the record at `at`, if it is whole and its checksum matches.
+fn record_at(data: &[u8], at: usize) -> Option<&[u8]> {
+    let header = data.get(at..at.checked_add(RECORD_HEADER)?)?;
+    let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as usize;
+    let crc = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
+    if len > MAX_RECORD {
+        return None;
+    }
+    let start = at + RECORD_HEADER;
+    let payload = data.get(start..start.checked_add(len)?)?;
+    (crc32fast::hash(payload) == crc).then_some(payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RedoLog;
+
+    type R = std::result::Result<(), Box<dyn std::error::Error>>;
+
+    fn replay(
+        dir: &std::path::Path,
+    ) -> crate::error::Result<(Option<RedoLog>, Vec<Vec<u8>>, bool)> {
+        let mut seen = Vec::new();
+        let (log, found) = RedoLog::open(dir, false, |p| {
+            seen.push(p.to_vec());
+            Ok(())
+        })?;
+        Ok((log, seen, found.cut))
+    }
+
+    #[test]
+    fn records_come_back_in_order_across_segments_and_dropped_segments_stay_gone() -> R {
+        let dir = tempfile::tempdir()?;
+        let (log, seen, _) = replay(dir.path())?;
+        let log = log.ok_or("no log")?;
+        assert!(seen.is_empty());
+        log.append(b"one");
+        log.append(b"two");
+        log.write_out()?;
+        log.prepare_next()?;
+        let ended = log.rotate()?;
+        log.sync_ended()?;
+        log.append(b"three");
+        log.sync()?;
+        drop(log);
+        let (log, seen, cut) = replay(dir.path())?;
+        assert_eq!(
+            seen,
+            vec![b"one".to_vec(), b"two".to_vec(), b"three".to_vec()]
+        );
+        assert!(!cut);
+        log.ok_or("no log")?.drop_through(ended)?;
+        let (_, seen, _) = replay(dir.path())?;
+        assert_eq!(seen, vec![b"three".to_vec()]);
+        Ok(())
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_and_what_came_before_it_survives() -> R {
+        let dir = tempfile::tempdir()?;
+        let (log, _, _) = replay(dir.path())?;
+        let log = log.ok_or("no log")?;
+        log.append(b"kept");
+        log.append(b"torn away");
+        log.sync()?;
+        drop(log);
+        // Tear the last record: drop its last byte, as a power cut mid-write would.
+        let seg = std::fs::read_dir(dir.path())?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| std::fs::metadata(p).map(|m| m.len() > 0).unwrap_or(false))
+            .ok_or("no segment")?;
+        let len = std::fs::metadata(&seg)?.len();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&seg)?
+            .set_len(len - 1)?;
+        let (log, seen, cut) = replay(dir.path())?;
+        assert!(cut);
+        assert_eq!(seen, vec![b"kept".to_vec()]);
+        // The cut is permanent: appends after it replay after "kept".
+        let log = log.ok_or("no log")?;
+        log.append(b"later");
+        log.sync()?;
+        drop(log);
+        let (_, seen, cut) = replay(dir.path())?;
+        assert!(!cut);
+        assert_eq!(seen, vec![b"kept".to_vec(), b"later".to_vec()]);
+        Ok(())
+    }
+
+    #[test]
+    fn a_flipped_byte_ends_the_replay_at_that_record() -> R {
+        let dir = tempfile::tempdir()?;
+        let (log, _, _) = replay(dir.path())?;
+        let log = log.ok_or("no log")?;
+        log.append(b"first");
+        log.append(b"second");
+        log.append(b"third");
+        log.sync()?;
+        drop(log);
+        let seg = std::fs::read_dir(dir.path())?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| std::fs::metadata(p).map(|m| m.len() > 0).unwrap_or(false))
+            .ok_or("no segment")?;
+        let mut bytes = std::fs::read(&seg)?;
+        // The second record's payload starts after 8 + 5 + 8 bytes.
+        bytes[8 + 5 + 8] ^= 0x20;
+        std::fs::write(&seg, &bytes)?;
+        let (_, seen, cut) = replay(dir.path())?;
+        assert!(cut);
+        assert_eq!(seen, vec![b"first".to_vec()]);
+        Ok(())
+    }
+}

@@ -1,0 +1,377 @@
+//! The write-back tier (`memory-tier write-back`): write batches are applied to an in-memory
+//! [`Layer`] and appended to the redo log (`redo.rs`) instead of being written to RocksDB one by
+//! one; a checkpoint later writes what the layer holds to RocksDB in large batches with RocksDB's
+//! own log off, flushes RocksDB's memtables, and deletes the redo segments it covered. Hot
+//! records rewritten many times between checkpoints reach RocksDB once.
+//!
+//! Two layers at most: `active`, which writes go to, and `frozen`, the one a checkpoint is
+//! writing out (readers see both, `active` first, until the checkpoint has flushed). A write
+//! appends its record to the log and applies it to `active` under `active`'s lock, so the log's
+//! order is the order in which the layer took the writes; a checkpoint swaps the layers and ends
+//! the log segment under the lock of the pair, so a segment never holds a record of a later
+//! layer. Restart replays the log into `active`. Writers wait while `active` holds more than
+//! twice the dirty limit and a checkpoint is still running. Owns the layers and the
+//! checkpointer thread; `storage.rs` decides when a read or a write goes through here.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+use rocksdb::{WriteBatch, WriteOptions, DB};
+
+use crate::error::{Error, Result};
+use crate::layer::{Layer, Lookup, Source, Stack};
+use crate::pending::{self, BatchOp};
+use crate::redo::RedoLog;
+
+/// A checkpoint runs at least this often while the tier holds writes, so that a restart
+/// replays at most this much time of writes even when they are few.
+const MAX_DIRTY_AGE: Duration = Duration::from_secs(60);
+/// Bytes of records per RocksDB write batch a checkpoint writes.
+const CHECKPOINT_BATCH: usize = 4 << 20;
+
+/// The two layers.
+struct Layers {
+    active: Arc<RwLock<Layer>>,
+    frozen: Option<Arc<RwLock<Layer>>>,
+}
+
+/// Figures for INFO.
+#[derive(Default)]
+pub(crate) struct TierStats {
+    pub checkpoints: AtomicU64,
+    pub checkpointed_bytes: AtomicU64,
+    pub last_checkpoint_ms: AtomicU64,
+    pub replayed_records: AtomicU64,
+}
+
+/// The write-back tier of one data directory.
+pub(crate) struct Tier {
+    layers: RwLock<Layers>,
+    log: Option<RedoLog>,
+    /// A checkpoint starts once `active` holds this many bytes.
+    dirty_limit: usize,
+    /// Held for the whole of a checkpoint (one at a time; a backup holds it to see RocksDB as of
+    /// one checkpoint).
+    checkpointing: Mutex<()>,
+    /// When `active` took its first write since the last swap (`None`: empty).
+    dirty_since: Mutex<Option<Instant>>,
+    /// Wakes the checkpointer (`true`: a checkpoint is wanted now), and writers waiting for room.
+    wake: Mutex<bool>,
+    woken: Condvar,
+    stop: AtomicBool,
+    pub(crate) stats: TierStats,
+}
+
+/// The column families a checkpoint writes: (id in write batches, name).
+pub(crate) type Families = Vec<(u32, String)>;
+
+impl Tier {
+    /// Opens the tier of the data directory at `dir`: replays its redo log (`dir/redo`) into
+    /// the active layer. A read-only tier takes no writes.
+    pub(crate) fn open(dir: &Path, read_only: bool, dirty_limit: usize) -> Result<Tier> {
+        let mut active = Layer::default();
+        let (log, replayed) = RedoLog::open(&dir.join("redo"), read_only, |payload| {
+            let (_, ops) = pending::decode_batch(payload)?;
+            for op in &ops {
+                active.apply(op);
+            }
+            Ok(())
+        })?;
+        let dirty = !active.is_empty();
+        let tier = Tier {
+            layers: RwLock::new(Layers {
+                active: Arc::new(RwLock::new(active)),
+                frozen: None,
+            }),
+            log,
+            dirty_limit: dirty_limit.max(64 << 10),
+            checkpointing: Mutex::new(()),
+            dirty_since: Mutex::new(dirty.then(Instant::now)),
+            wake: Mutex::new(dirty),
+            woken: Condvar::new(),
+            stop: AtomicBool::new(false),
+            stats: TierStats::default(),
+        };
+        tier.stats
+            .replayed_records
+            .store(replayed.records as u64, Ordering::Relaxed);
+        Ok(tier)
+    }
+
+    /// Whether a redo log with records exists in the data directory at `dir` (a directory last
+    /// opened with the write-back tier, whose log must be replayed whatever the tier is now).
+    pub(crate) fn has_log(dir: &Path) -> bool {
+        std::fs::read_dir(dir.join("redo")).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.metadata().is_ok_and(|m| m.len() > 0))
+        })
+    }
+
+    /// Takes one write batch (its encoding and decoded operations): logged, then applied.
+    pub(crate) fn write(&self, data: &[u8], ops: &[BatchOp<'_>]) -> Result<()> {
+        let Some(log) = &self.log else {
+            return Err(Error::ReadOnly);
+        };
+        self.wait_for_room();
+        let bytes = {
+            let layers = self.layers.read();
+            let mut active = layers.active.write();
+            log.append(data);
+            for op in ops {
+                active.apply(op);
+            }
+            active.bytes()
+        };
+        {
+            let mut since = self.dirty_since.lock();
+            if since.is_none() {
+                *since = Some(Instant::now());
+            }
+        }
+        if bytes >= self.dirty_limit {
+            self.request_checkpoint();
+        }
+        Ok(())
+    }
+
+    /// Waits while the active layer is over twice the limit and a checkpoint is running (the
+    /// disk is behind the writes: writers slow to its pace instead of filling memory).
+    fn wait_for_room(&self) {
+        loop {
+            let full = {
+                let layers = self.layers.read();
+                layers.frozen.is_some() && layers.active.read().bytes() > 2 * self.dirty_limit
+            };
+            if !full {
+                return;
+            }
+            let mut wake = self.wake.lock();
+            self.woken.wait_for(&mut wake, Duration::from_millis(10));
+        }
+    }
+
+    fn request_checkpoint(&self) {
+        let mut wake = self.wake.lock();
+        if !*wake {
+            *wake = true;
+            self.woken.notify_all();
+        }
+    }
+
+    /// What the tier holds at `key` of family `cf`, `f` seeing the value.
+    pub(crate) fn lookup<T>(&self, cf: u32, key: &[u8], f: impl FnOnce(&[u8]) -> T) -> Found<T> {
+        let layers = self.layers.read();
+        let mut f = Some(f);
+        let tiers = std::iter::once(&layers.active).chain(layers.frozen.as_ref());
+        for layer in tiers {
+            match layer.read().lookup(cf, key) {
+                Lookup::Value(v) => {
+                    return match f.take() {
+                        Some(f) => Found::Value(f(v)),
+                        None => Found::Deleted,
+                    }
+                }
+                Lookup::Deleted => return Found::Deleted,
+                Lookup::Untouched => {}
+            }
+        }
+        Found::Untouched
+    }
+
+    /// Adds the tier's layers (newest first) to `stack`.
+    pub(crate) fn stack_onto(&self, stack: &mut Stack) {
+        let layers = self.layers.read();
+        stack.push(Source::Shared(layers.active.clone()));
+        if let Some(frozen) = &layers.frozen {
+            stack.push(Source::Shared(frozen.clone()));
+        }
+    }
+
+    /// Hands the log's buffered records to the operating system.
+    pub(crate) fn write_out(&self) -> Result<()> {
+        match &self.log {
+            Some(log) => log.write_out(),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes every write taken so far durable.
+    pub(crate) fn sync(&self) -> Result<()> {
+        match &self.log {
+            Some(log) => log.sync(),
+            None => Ok(()),
+        }
+    }
+
+    /// Bytes the layers hold (active, frozen).
+    pub(crate) fn dirty_bytes(&self) -> (usize, usize) {
+        let layers = self.layers.read();
+        let active = layers.active.read().bytes();
+        let frozen = layers.frozen.as_ref().map_or(0, |f| f.read().bytes());
+        (active, frozen)
+    }
+
+    /// Writes everything the tier holds to RocksDB and forgets it: swaps the layers, writes the
+    /// frozen one out (deleted ranges first, then metadata, then the other families, so
+    /// compaction never meets a collection's records before its metadata), flushes RocksDB's
+    /// memtables (the writes skipped RocksDB's log), deletes the log segments that held them.
+    /// Then runs `then` while no other checkpoint can start.
+    pub(crate) fn checkpoint<T>(
+        &self,
+        db: &DB,
+        families: &Families,
+        then: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
+        let _one = self.checkpointing.lock();
+        let Some(log) = &self.log else {
+            return then();
+        };
+        // The next segment is made before writers are held off.
+        log.prepare_next()?;
+        let (frozen, ended) = {
+            let mut layers = self.layers.write();
+            if layers.active.read().is_empty() {
+                drop(layers);
+                *self.dirty_since.lock() = None;
+                return then();
+            }
+            let ended = log.rotate()?;
+            let frozen = std::mem::take(&mut layers.active);
+            layers.frozen = Some(frozen.clone());
+            *self.dirty_since.lock() = None;
+            (frozen, ended)
+        };
+        // Writers go on; the records of the frozen layer reach the disk before anything
+        // relies on them (a sync of the ended segment, also for `appendfsync always`: a sync
+        // of the log syncs only the current segment).
+        log.sync_ended()?;
+        let written = {
+            let layer = frozen.read();
+            write_layer(db, families, &layer)?
+        };
+        for (_, name) in families {
+            if let Some(cf) = db.cf_handle(name) {
+                db.flush_cf(cf)?;
+            }
+        }
+        log.drop_through(ended)?;
+        self.layers.write().frozen = None;
+        self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .checkpointed_bytes
+            .fetch_add(written as u64, Ordering::Relaxed);
+        self.stats
+            .last_checkpoint_ms
+            .store(crate::clock::now_ms(), Ordering::Relaxed);
+        {
+            let _w = self.wake.lock();
+            self.woken.notify_all();
+        }
+        then()
+    }
+
+    /// Starts the checkpointer thread: a checkpoint whenever one is requested (the active layer
+    /// reached the dirty limit) or the oldest write waited [`MAX_DIRTY_AGE`].
+    pub(crate) fn spawn_checkpointer(
+        tier: Arc<Tier>,
+        db: Arc<DB>,
+        families: Families,
+    ) -> Result<JoinHandle<()>> {
+        std::thread::Builder::new()
+            .name("strata-checkpoint".into())
+            .spawn(move || loop {
+                {
+                    let mut wake = tier.wake.lock();
+                    if !*wake && !tier.stop.load(Ordering::Acquire) {
+                        tier.woken.wait_for(&mut wake, Duration::from_secs(1));
+                    }
+                    *wake = false;
+                }
+                if tier.stop.load(Ordering::Acquire) {
+                    return;
+                }
+                let old = tier
+                    .dirty_since
+                    .lock()
+                    .is_some_and(|t| t.elapsed() >= MAX_DIRTY_AGE);
+                let full = tier.layers.read().active.read().bytes() >= tier.dirty_limit;
+                if !old && !full {
+                    continue;
+                }
+                if let Err(e) = tier.checkpoint(&db, &families, || Ok(())) {
+                    eprintln!("strata: write-back checkpoint failed (retrying in 1 s): {e}");
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            })
+            .map_err(|e| Error::Storage(format!("cannot start the checkpointer: {e}")))
+    }
+
+    /// Asks the checkpointer thread to end (it finishes a checkpoint it is running).
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        let _w = self.wake.lock();
+        self.woken.notify_all();
+    }
+}
+
+/// A tier's answer for one key ([`Tier::lookup`]).
+pub(crate) enum Found<T> {
+    Value(T),
+    Deleted,
+    Untouched,
+}
+
+/// Writes `layer` to RocksDB with its log off; returns the bytes written.
+fn write_layer(db: &DB, families: &Families, layer: &Layer) -> Result<usize> {
+    let mut wo = WriteOptions::default();
+    wo.disable_wal(true);
+    let handle = |id: u32| {
+        families
+            .iter()
+            .find(|(i, _)| *i == id)
+            .and_then(|(_, name)| db.cf_handle(name))
+            .ok_or_else(|| Error::Storage(format!("write-back tier: no column family {id}")))
+    };
+    let mut batch = WriteBatch::default();
+    let mut written = 0usize;
+    let mut flush = |batch: &mut WriteBatch, force: bool| -> Result<()> {
+        if !batch.is_empty() && (force || batch.size_in_bytes() >= CHECKPOINT_BATCH) {
+            written += batch.size_in_bytes();
+            db.write_opt(std::mem::take(batch), &wo)?;
+        }
+        Ok(())
+    };
+    for (cf, fam) in layer.families() {
+        let h = handle(cf)?;
+        for (from, to) in &fam.ranges {
+            batch.delete_range_cf(h, from, to);
+        }
+    }
+    flush(&mut batch, true)?;
+    // Metadata first (the family named "meta"), then the rest.
+    let mut order: Vec<(u32, &crate::layer::Family)> = layer.families().collect();
+    order.sort_by_key(|(cf, _)| {
+        let name = families
+            .iter()
+            .find(|(i, _)| i == cf)
+            .map(|(_, n)| n.as_str());
+        u8::from(name != Some(crate::storage::CF_META))
+    });
+    for (cf, fam) in order {
+        let h = handle(cf)?;
+        for (k, v) in fam.points.iter() {
+            match v {
+                Some(v) => batch.put_cf(h, k, v),
+                None => batch.delete_cf(h, k),
+            }
+            flush(&mut batch, false)?;
+        }
+        flush(&mut batch, true)?;
+    }
+    Ok(written)
+}

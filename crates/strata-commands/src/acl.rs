@@ -1129,7 +1129,7 @@ impl Users {
         let mut out: Vec<(Bytes, Rules)> = Vec::new();
         for (i, line) in text.split(|&c| c == b'\n').enumerate() {
             let linenum = i + 1;
-            let line = trim(line, b" \t\r\n");
+            let line = strata_resp::trim(line, b" \t\r\n");
             if line.is_empty() {
                 continue;
             }
@@ -1167,7 +1167,7 @@ impl Users {
             let mut rules = Rules::new(allchannels);
             let mut syntax_error = false;
             for op in &ops {
-                let op = trim(op, b"\t\r\n");
+                let op = strata_resp::trim(op, b"\t\r\n");
                 if let Err(e) = rules.apply(op, allchannels) {
                     if e == RuleError::Unknown {
                         errors.push_str(&format!(
@@ -1280,23 +1280,6 @@ impl Users {
                 .collect(),
         )
     }
-}
-
-/// Strips the given bytes from both ends.
-fn trim<'a>(mut bytes: &'a [u8], strip: &[u8]) -> &'a [u8] {
-    while let [first, rest @ ..] = bytes {
-        if !strip.contains(first) {
-            break;
-        }
-        bytes = rest;
-    }
-    while let [rest @ .., last] = bytes {
-        if !strip.contains(last) {
-            break;
-        }
-        bytes = rest;
-    }
-    bytes
 }
 
 /// Compares without stopping at the first difference (Redis's `time_independent_strcmp`).

@@ -325,6 +325,24 @@ pub fn parse_int(s: &[u8]) -> Option<i64> {
     }
 }
 
+/// Strips the given bytes from both ends, as Redis's `sdstrim` (configuration and ACL file
+/// lines).
+pub fn trim<'a>(mut bytes: &'a [u8], strip: &[u8]) -> &'a [u8] {
+    while let [first, rest @ ..] = bytes {
+        if !strip.contains(first) {
+            break;
+        }
+        bytes = rest;
+    }
+    while let [rest @ .., last] = bytes {
+        if !strip.contains(last) {
+            break;
+        }
+        bytes = rest;
+    }
+    bytes
+}
+
 /// Splits an inline request line into arguments exactly like Redis's `sdssplitargs`:
 /// arguments are separated by whitespace; `"..."` supports the escapes `\n \r \t \b \a \\ \"`
 /// and `\xHH`; `'...'` supports only `\'`; a closing quote must be followed by whitespace or

@@ -303,34 +303,20 @@ impl Layer {
         }
     }
 
-    /// The first put of family `cf` after `from` (in key order) that `ok` accepts, stopping at
-    /// the first key `stop` rejects.
-    fn put_after(
+    /// The first put of family `cf` from `start` in the walk's direction (forward: after it,
+    /// in key order) that `ok` accepts, stopping at the first key `stop` rejects.
+    fn first_put(
         &self,
         cf: u32,
-        from: Bound<&[u8]>,
+        start: Bound<&[u8]>,
+        forward: bool,
         ok: &dyn Fn(&[u8]) -> bool,
         stop: &dyn Fn(&[u8]) -> bool,
     ) -> Option<(Vec<u8>, Vec<u8>)> {
         self.families
             .get(&cf)?
             .points
-            .first_put(from, true, ok, stop)
-    }
-
-    /// The last put of family `cf` before `to` that `ok` accepts, stopping at the first key
-    /// `stop` rejects.
-    fn put_before(
-        &self,
-        cf: u32,
-        to: Bound<&[u8]>,
-        ok: &dyn Fn(&[u8]) -> bool,
-        stop: &dyn Fn(&[u8]) -> bool,
-    ) -> Option<(Vec<u8>, Vec<u8>)> {
-        self.families
-            .get(&cf)?
-            .points
-            .first_put(to, false, ok, stop)
+            .first_put(start, forward, ok, stop)
     }
 }
 
@@ -425,13 +411,7 @@ impl Stack {
                             .as_ref()
                             .is_some_and(|(b, _)| if forward { k >= b } else { k <= b })
                 };
-                let found = s.with(|l| {
-                    if forward {
-                        l.put_after(cf, borrowed(&at), ok, &beyond)
-                    } else {
-                        l.put_before(cf, borrowed(&at), ok, &beyond)
-                    }
-                });
+                let found = s.with(|l| l.first_put(cf, borrowed(&at), forward, ok, &beyond));
                 let Some((k, v)) = found else {
                     break;
                 };

@@ -66,7 +66,7 @@ impl Config {
         let mut save_seen = false;
         for (index, raw) in text.split(|&b| b == b'\n').enumerate() {
             let number = index + 1;
-            let line = trim(raw, b" \t\r\n");
+            let line = strata_resp::trim(raw, b" \t\r\n");
             if line.is_empty() || line[0] == b'#' {
                 continue;
             }
@@ -180,7 +180,7 @@ impl Config {
         let mut at_lines: Vec<Vec<usize>> = vec![Vec::new(); DIRECTIVES.len()];
         let mut user_lines = Vec::new();
         for (index, line) in lines.iter().enumerate() {
-            let line = trim(line.as_deref().unwrap_or_default(), b" \t\r\n");
+            let line = strata_resp::trim(line.as_deref().unwrap_or_default(), b" \t\r\n");
             if line.is_empty() || line[0] == b'#' {
                 has_signature |= line == REWRITE_SIGNATURE.as_bytes();
                 continue;
@@ -239,7 +239,7 @@ impl Config {
                 .into_iter()
                 .chain(extra.into_iter().map(String::into_bytes))
             {
-                last_blank = trim(&line, b" \t\r").is_empty();
+                last_blank = strata_resp::trim(&line, b" \t\r").is_empty();
                 out.extend_from_slice(&line);
                 out.push(b'\n');
             }
@@ -309,23 +309,6 @@ fn command_line_options(args: &[String]) -> String {
 /// commands use): `None` for unbalanced quotes.
 pub(super) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
     strata_resp::split_inline_args(line).map(|args| args.into_iter().map(|a| a.to_vec()).collect())
-}
-
-/// Strips the given bytes from both ends.
-fn trim<'a>(mut bytes: &'a [u8], strip: &[u8]) -> &'a [u8] {
-    while let [first, rest @ ..] = bytes {
-        if !strip.contains(first) {
-            break;
-        }
-        bytes = rest;
-    }
-    while let [rest @ .., last] = bytes {
-        if !strip.contains(last) {
-            break;
-        }
-        bytes = rest;
-    }
-    bytes
 }
 
 /// An I/O error's message without Rust's " (os error N)" suffix, like C's `strerror`.

@@ -365,6 +365,35 @@ def test_client_pause_write_holds_writers_until_unpause(servers):
     assert got[3] == (False, False) and got[4] == 2
 
 
+def test_client_pause_write_lets_scripts_and_functions_that_declare_no_writes_run(servers):
+    ro_script = "#!lua flags=no-writes\nreturn 'ro'"
+    rw_script = "#!lua\nreturn 'rw'"
+    library = ("#!lua name=pauselib\n"
+               "redis.register_function{function_name='ro_f', callback=function() return 'ro' end, "
+               "flags={'no-writes'}}\n"
+               "redis.register_function('rw_f', function() return 'rw' end)")
+
+    def run(server):
+        ctl, c, held_sha, held_fn = server.conn(), server.conn(), server.conn(), server.conn()
+        ro_sha = ctl.call("SCRIPT", "LOAD", ro_script)
+        rw_sha = ctl.call("SCRIPT", "LOAD", rw_script)
+        out = [ctl.call("FUNCTION", "LOAD", "REPLACE", library)]
+        out.append(ctl.call("CLIENT", "PAUSE", "100000", "WRITE"))
+        out.append(c.call("EVALSHA", ro_sha, "0"))
+        out.append(c.call("FCALL", "ro_f", "0"))
+        out.append(c.call("EVAL", ro_script, "0"))
+        held_sha.send_command("EVALSHA", rw_sha, "0")
+        held_fn.send_command("FCALL", "rw_f", "0")
+        out.append((answered(held_sha), answered(held_fn)))
+        out.append(ctl.call("CLIENT", "UNPAUSE"))
+        out.append((held_sha.read_reply(), held_fn.read_reply()))
+        ctl.call("FUNCTION", "DELETE", "pauselib")
+        return out
+
+    got = same(servers, run)
+    assert got[2:5] == [b"ro", b"ro", b"ro"] and got[5] == (False, False)
+
+
 def test_client_pause_all_holds_readers_and_ends_by_itself(servers):
     def run(server):
         ctl, reader = server.conn(), server.conn()

@@ -12,8 +12,13 @@ use strata_resp::Protocol;
 use crate::command::{self, CommandSpec, MAY_REPLICATE, WRITE};
 use crate::{registry, scripting, Session};
 
+/// What a cached script or a function declares: `declared("evalsha", sha)` or
+/// `declared("fcall", name)` is `Some(no_writes)` when the script has a `#!lua` line or the
+/// function exists, `None` otherwise.
+pub type Declared<'a> = &'a dyn Fn(&str, &[u8]) -> Option<bool>;
+
 /// Whether CLIENT PAUSE (`write_only`: the WRITE kind) holds `argv` back for `session`.
-pub fn holds(session: &Session, argv: &[Bytes], write_only: bool) -> bool {
+pub fn holds(session: &Session, argv: &[Bytes], write_only: bool, declared: Declared<'_>) -> bool {
     let Some(spec) = argv
         .first()
         .and_then(|name| registry::lookup(name))
@@ -51,6 +56,11 @@ pub fn holds(session: &Session, argv: &[Bytes], write_only: bool) -> bool {
             return !shebang.no_writes;
         }
     }
+    if matches!(spec.name, "evalsha" | "fcall") {
+        if let Some(no_writes) = argv.get(1).and_then(|a| declared(spec.name, a)) {
+            return !no_writes;
+        }
+    }
     row(argv).is_some_and(|s| s.flags.any(WRITE | MAY_REPLICATE))
 }
 
@@ -81,20 +91,33 @@ mod tests {
         let dir = tempfile::tempdir().expect("temporary directory");
         let db = strata::Db::open(dir.path()).expect("database");
         let s = Session::new(1, db, false);
-        assert!(holds(&s, &argv(&["SET", "k", "v"]), true));
-        assert!(holds(&s, &argv(&["PUBLISH", "c", "m"]), true));
-        assert!(holds(&s, &argv(&["EVAL", "return 1", "0"]), true));
-        assert!(!holds(&s, &argv(&["GET", "k"]), true));
-        assert!(!holds(&s, &argv(&["EVAL_RO", "return 1", "0"]), true));
+        let none = &|_: &str, _: &[u8]| None;
+        assert!(holds(&s, &argv(&["SET", "k", "v"]), true, none));
+        assert!(holds(&s, &argv(&["PUBLISH", "c", "m"]), true, none));
+        assert!(holds(&s, &argv(&["EVAL", "return 1", "0"]), true, none));
+        assert!(!holds(&s, &argv(&["GET", "k"]), true, none));
+        assert!(!holds(&s, &argv(&["EVAL_RO", "return 1", "0"]), true, none));
         assert!(!holds(
             &s,
             &argv(&["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]),
-            true
+            true,
+            none
         ));
-        assert!(holds(&s, &argv(&["EVAL", "#!lua\nreturn 1", "0"]), true));
-        assert!(!holds(&s, &argv(&["CLIENT", "UNPAUSE"]), true));
-        assert!(holds(&s, &argv(&["GET", "k"]), false));
-        assert!(!holds(&s, &argv(&["GET"]), false));
-        assert!(!holds(&s, &argv(&["NOSUCH"]), false));
+        // EVALSHA and FCALL are judged by what the script or function declares, when known.
+        let ro = &|_: &str, a: &[u8]| (a == b"ro").then_some(true);
+        assert!(!holds(&s, &argv(&["EVALSHA", "ro", "0"]), true, ro));
+        assert!(!holds(&s, &argv(&["FCALL", "ro", "0"]), true, ro));
+        assert!(holds(&s, &argv(&["FCALL", "other", "0"]), true, ro));
+        assert!(holds(&s, &argv(&["EVALSHA", "other", "0"]), true, ro));
+        assert!(holds(
+            &s,
+            &argv(&["EVAL", "#!lua\nreturn 1", "0"]),
+            true,
+            none
+        ));
+        assert!(!holds(&s, &argv(&["CLIENT", "UNPAUSE"]), true, none));
+        assert!(holds(&s, &argv(&["GET", "k"]), false, none));
+        assert!(!holds(&s, &argv(&["GET"]), false, none));
+        assert!(!holds(&s, &argv(&["NOSUCH"]), false, none));
     }
 }

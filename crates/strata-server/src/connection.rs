@@ -390,7 +390,18 @@ impl<'a> Conn<'a> {
             let Some(write_only) = self.server.pause.current(now) else {
                 break;
             };
-            if !strata_commands::pause::holds(&self.session, argv, write_only) {
+            let server = &self.server;
+            let declared = |command: &str, arg: &[u8]| match command {
+                "evalsha" => server
+                    .scripts
+                    .get(arg)
+                    .and_then(|s| s.shebang.map(|sb| sb.no_writes)),
+                _ => std::str::from_utf8(arg)
+                    .ok()
+                    .and_then(|name| server.functions.find(name))
+                    .map(|f| f.read_only()),
+            };
+            if !strata_commands::pause::holds(&self.session, argv, write_only, &declared) {
                 break;
             }
             if !sent {

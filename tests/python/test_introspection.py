@@ -382,6 +382,9 @@ def test_client_pause_write_lets_scripts_and_functions_that_declare_no_writes_ru
         out.append(c.call("EVALSHA", ro_sha, "0"))
         out.append(c.call("FCALL", "ro_f", "0"))
         out.append(c.call("EVAL", ro_script, "0"))
+        # A transaction of such scripts runs too.
+        out.append([c.call("MULTI"), c.call("EVAL", ro_script, "0"), c.call("EVALSHA", ro_sha, "0")])
+        out.append(c.call("EXEC"))
         held_sha.send_command("EVALSHA", rw_sha, "0")
         held_fn.send_command("FCALL", "rw_f", "0")
         out.append((answered(held_sha), answered(held_fn)))
@@ -391,7 +394,8 @@ def test_client_pause_write_lets_scripts_and_functions_that_declare_no_writes_ru
         return out
 
     got = same(servers, run)
-    assert got[2:5] == [b"ro", b"ro", b"ro"] and got[5] == (False, False)
+    assert got[2:5] == [b"ro", b"ro", b"ro"] and got[6] == [b"ro", b"ro"]
+    assert got[7] == (False, False)
 
 
 def test_client_pause_all_holds_readers_and_ends_by_itself(servers):

@@ -40,14 +40,21 @@ pub fn holds(session: &Session, argv: &[Bytes], write_only: bool, declared: Decl
         return true;
     }
     if spec.has(command::RUNS_QUEUE) {
-        return session.multi.as_ref().is_some_and(|m| {
-            m.queue
-                .iter()
-                .any(|q| row(q).is_some_and(|s| s.flags.any(WRITE | MAY_REPLICATE)))
-        });
+        return session
+            .multi
+            .as_ref()
+            .is_some_and(|m| m.queue.iter().any(|q| writes(q, declared)));
     }
-    // A script that declares its flags is judged by them (Redis's `scriptFlagsToCmdFlags`):
-    // `no-writes` lets it run, any other declaration makes it a write.
+    writes(argv, declared)
+}
+
+/// Whether a call may write or replicate. A script that declares its flags is judged by them
+/// (Redis's `scriptFlagsToCmdFlags`): `no-writes` lets it run, any other declaration makes it
+/// a write.
+fn writes(argv: &[Bytes], declared: Declared<'_>) -> bool {
+    let Some(spec) = argv.first().and_then(|name| registry::lookup(name)) else {
+        return false;
+    };
     if spec.name == "eval" {
         if let Ok(Some(shebang)) = argv
             .get(1)

@@ -53,29 +53,9 @@ pub fn line(secs: u64, micros: u32, db: u32, origin: &str, argv: &[Bytes]) -> St
     let mut out = format!("{secs}.{micros:06} [{db} {origin}]");
     for a in argv {
         out.push(' ');
-        repr(&mut out, a);
+        strata_resp::repr_into(&mut out, a);
     }
     out
-}
-
-/// Redis's `sdscatrepr`: a double-quoted string with `\\`, `\"`, `\n`, `\r`, `\t`, `\a`, `\b`
-/// escaped, other printable ASCII as is, and every other byte as `\xHH`.
-pub fn repr(out: &mut String, s: &[u8]) {
-    out.push('"');
-    for &b in s {
-        match b {
-            b'\\' => out.push_str("\\\\"),
-            b'"' => out.push_str("\\\""),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            0x07 => out.push_str("\\a"),
-            0x08 => out.push_str("\\b"),
-            0x20..=0x7e => out.push(b as char),
-            _ => out.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    out.push('"');
 }
 
 #[cfg(test)]

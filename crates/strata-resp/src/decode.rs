@@ -325,6 +325,27 @@ pub fn parse_int(s: &[u8]) -> Option<i64> {
     }
 }
 
+/// Appends `s` quoted as Redis's `sdscatrepr` does (MONITOR lines, CONFIG REWRITE, ...): a
+/// double-quoted string with `\\`, `\"`, `\n`, `\r`, `\t`, `\a`, `\b` escaped, other printable
+/// ASCII as is, and every other byte as `\xHH`; `split_inline_args` reads it back unchanged.
+pub fn repr_into(out: &mut String, s: &[u8]) {
+    out.push('"');
+    for &b in s {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'"' => out.push_str("\\\""),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x07 => out.push_str("\\a"),
+            0x08 => out.push_str("\\b"),
+            0x20..=0x7e => out.push(char::from(b)),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push('"');
+}
+
 /// Strips the given bytes from both ends, as Redis's `sdstrim` (configuration and ACL file
 /// lines).
 pub fn trim<'a>(mut bytes: &'a [u8], strip: &[u8]) -> &'a [u8] {

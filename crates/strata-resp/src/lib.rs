@@ -11,7 +11,7 @@ mod error;
 mod frame;
 mod parse;
 
-pub use decode::{parse_int, split_inline_args, trim, DecoderLimits, RequestDecoder};
+pub use decode::{parse_int, repr_into, split_inline_args, trim, DecoderLimits, RequestDecoder};
 pub use encode::{encode, encode_request, encode_to_vec, format_double, format_human_double};
 pub use error::ProtocolError;
 pub use frame::{Frame, Protocol};

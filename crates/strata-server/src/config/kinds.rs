@@ -286,20 +286,7 @@ pub(super) fn format_memory(bytes: u64) -> String {
 
 /// Quotes bytes like Redis's `sdscatrepr`, so that the config lexer reads them back unchanged.
 pub(super) fn repr(bytes: &[u8]) -> String {
-    let mut out = String::from("\"");
-    for &b in bytes {
-        match b {
-            b'\\' => out.push_str("\\\\"),
-            b'"' => out.push_str("\\\""),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            0x07 => out.push_str("\\a"),
-            0x08 => out.push_str("\\b"),
-            0x20..=0x7e => out.push(char::from(b)),
-            _ => out.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    out.push('"');
+    let mut out = String::with_capacity(bytes.len() + 2);
+    strata_resp::repr_into(&mut out, bytes);
     out
 }

@@ -30,6 +30,9 @@ Environment
                            redis-server (with --appendonly yes, so persistence tests apply), so
                            the whole suite must pass. Run it after changing a test:
                              STRATA_SERVER_IS_REDIS=1 .venv/bin/python -m pytest -q tests/python
+  STRATA_SERVER_ARGS       extra arguments for every strata-server started (before each test's
+                           own directives), e.g. "--memory-tier write-back" to run the suite
+                           with the write-back tier.
 """
 
 from __future__ import annotations

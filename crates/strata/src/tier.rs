@@ -63,6 +63,9 @@ pub(crate) struct Tier {
     wake: Mutex<bool>,
     woken: Condvar,
     stop: AtomicBool,
+    /// The last redo segment of the frozen layer while its checkpoint has not ended (set again
+    /// by a retry after a failure).
+    failed: Mutex<Option<u64>>,
     pub(crate) stats: TierStats,
 }
 
@@ -94,6 +97,7 @@ impl Tier {
             wake: Mutex::new(dirty),
             woken: Condvar::new(),
             stop: AtomicBool::new(false),
+            failed: Mutex::new(None),
             stats: TierStats::default(),
         };
         tier.stats
@@ -235,17 +239,24 @@ impl Tier {
         log.prepare_next()?;
         let (frozen, ended) = {
             let mut layers = self.layers.write();
-            if layers.active.read().is_empty() {
+            // A checkpoint that failed left its frozen layer (and its log segments): write that
+            // one first, never swap a second layer over it.
+            if let (Some(frozen), Some(ended)) = (layers.frozen.clone(), *self.failed.lock()) {
+                (frozen, ended)
+            } else if layers.active.read().is_empty() {
                 drop(layers);
                 *self.dirty_since.lock() = None;
                 return then();
+            } else {
+                let ended = log.rotate()?;
+                let frozen = std::mem::take(&mut layers.active);
+                layers.frozen = Some(frozen.clone());
+                *self.dirty_since.lock() = None;
+                (frozen, ended)
             }
-            let ended = log.rotate()?;
-            let frozen = std::mem::take(&mut layers.active);
-            layers.frozen = Some(frozen.clone());
-            *self.dirty_since.lock() = None;
-            (frozen, ended)
         };
+        // Until this checkpoint ends, a retry must start from this frozen layer.
+        *self.failed.lock() = Some(ended);
         // Writers go on; the records of the frozen layer reach the disk before anything
         // relies on them (a sync of the ended segment, also for `appendfsync always`: a sync
         // of the log syncs only the current segment).
@@ -261,6 +272,7 @@ impl Tier {
         }
         log.drop_through(ended)?;
         self.layers.write().frozen = None;
+        *self.failed.lock() = None;
         self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
         self.stats
             .checkpointed_bytes

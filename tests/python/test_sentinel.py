@@ -208,8 +208,16 @@ def test_sentinel_fails_over_to_a_replica_after_kill_9_of_the_leader(start_strat
     with new_leader.client() as c:
         assert c.get("after:via-sentinel") == b"2"
     reader = via_sentinel.slave_for(MASTER_NAME, socket_timeout=5)
+
+    def where_the_reader_reads():
+        with other.client() as c:
+            on_other = c.get("after:via-sentinel")
+        return (f"reader connected to port {reader.info('server').get('tcp_port')}; "
+                f"the other replica ({other.port}) holds {on_other!r}, {info(other)}; "
+                f"new leader ({new_leader.port}): {info(new_leader)}\n{logs()}")
+
     wait_for("a Sentinel-chosen replica to serve the new write",
-             lambda: reader.get("after:via-sentinel") == b"2", 10)
+             lambda: reader.get("after:via-sentinel") == b"2", 20, on_timeout=where_the_reader_reads)
     app.close()
     reader.close()
 

@@ -274,7 +274,11 @@ fn persistence_section(server: &Server, out: &mut String) {
         out,
         "aof_last_write_status",
         "{}",
-        if server.db.disk_full() { "err" } else { "ok" }
+        if server.db.disk_full() || server.db.tier_failure().is_some() {
+            "err"
+        } else {
+            "ok"
+        }
     );
     field!(out, "strata_appendfsync", "{appendfsync}");
     let tier = server.db.tier_figures();
@@ -296,6 +300,11 @@ fn persistence_section(server: &Server, out: &mut String) {
             last_ms / 1000
         );
         field!(out, "strata_tier_replayed_records", "{replayed}");
+        let status = match server.db.tier_failure() {
+            Some(_) => "err",
+            None => "ok",
+        };
+        field!(out, "strata_tier_last_checkpoint_status", "{status}");
     }
 }
 

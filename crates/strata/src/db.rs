@@ -501,6 +501,12 @@ impl Db {
         self.inner.storage.tier_figures()
     }
 
+    /// Why the write-back tier's last checkpoint failed, while none has succeeded since
+    /// (writes are refused meanwhile once the tier holds twice its dirty limit).
+    pub fn tier_failure(&self) -> Option<String> {
+        self.inner.storage.tier_failure()
+    }
+
     /// Writes the buffered WAL records to the log file (see `Options::batch_wal_writes`).
     pub fn flush_wal_buffer(&self) -> Result<()> {
         self.inner.storage.flush_wal_buffer()

@@ -422,6 +422,11 @@ impl Storage {
         ])
     }
 
+    /// Why the write-back tier's last checkpoint failed, while none has succeeded since.
+    pub fn tier_failure(&self) -> Option<String> {
+        self.tier.as_ref()?.last_failure()
+    }
+
     /// The layers of writes not in RocksDB yet, newest first: this thread's open scope, then
     /// the write-back tier's.
     fn layers(&self, with_scope: bool) -> Stack {

@@ -10,8 +10,10 @@
 //! order is the order in which the layer took the writes; a checkpoint swaps the layers and ends
 //! the log segment under the lock of the pair, so a segment never holds a record of a later
 //! layer. Restart replays the log into `active`. Writers wait while `active` holds more than
-//! twice the dirty limit and a checkpoint is still running. Owns the layers and the
-//! checkpointer thread; `storage.rs` decides when a read or a write goes through here.
+//! twice the dirty limit and a checkpoint is still running, and get an error instead while
+//! the last checkpoint failed (a full or failing disk: memory must not grow without bound, and
+//! no writer may wait forever). Owns the layers and the checkpointer thread; `storage.rs`
+//! decides when a read or a write goes through here.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -66,6 +68,11 @@ pub(crate) struct Tier {
     /// The last redo segment of the frozen layer while its checkpoint has not ended (set again
     /// by a retry after a failure).
     failed: Mutex<Option<u64>>,
+    /// Why the last checkpoint failed, until one succeeds.
+    last_failure: Mutex<Option<String>>,
+    /// Makes checkpoints fail (tests of what writers see when the disk fails).
+    #[cfg(test)]
+    fail_checkpoints: AtomicBool,
     pub(crate) stats: TierStats,
 }
 
@@ -98,6 +105,9 @@ impl Tier {
             woken: Condvar::new(),
             stop: AtomicBool::new(false),
             failed: Mutex::new(None),
+            last_failure: Mutex::new(None),
+            #[cfg(test)]
+            fail_checkpoints: AtomicBool::new(false),
             stats: TierStats::default(),
         };
         tier.stats
@@ -121,7 +131,7 @@ impl Tier {
         let Some(log) = &self.log else {
             return Err(Error::ReadOnly);
         };
-        self.wait_for_room();
+        self.wait_for_room()?;
         let bytes = {
             let layers = self.layers.read();
             let mut active = layers.active.write();
@@ -144,15 +154,22 @@ impl Tier {
     }
 
     /// Waits while the active layer is over twice the limit and a checkpoint is running (the
-    /// disk is behind the writes: writers slow to its pace instead of filling memory).
-    fn wait_for_room(&self) {
+    /// disk is behind the writes: writers slow to its pace instead of filling memory). Fails
+    /// instead while the last checkpoint failed: the disk is not slow but failing, and a
+    /// writer (holding its keys' locks) must not wait for it without end.
+    fn wait_for_room(&self) -> Result<()> {
         loop {
             let full = {
                 let layers = self.layers.read();
                 layers.frozen.is_some() && layers.active.read().bytes() > 2 * self.dirty_limit
             };
             if !full {
-                return;
+                return Ok(());
+            }
+            if let Some(why) = self.last_failure.lock().as_ref() {
+                return Err(Error::Storage(format!(
+                    "write-back tier: writes refused while checkpoints to RocksDB fail: {why}"
+                )));
             }
             let mut wake = self.wake.lock();
             self.woken.wait_for(&mut wake, Duration::from_millis(10));
@@ -235,6 +252,19 @@ impl Tier {
         let Some(log) = &self.log else {
             return then();
         };
+        let outcome = self.write_back_layers(log, db, families);
+        *self.last_failure.lock() = outcome.as_ref().err().map(|e| e.to_string());
+        // Writers waiting for room go on (or, after a failure, get its error).
+        {
+            let _w = self.wake.lock();
+            self.woken.notify_all();
+        }
+        outcome?;
+        then()
+    }
+
+    /// The body of [`Tier::checkpoint`], without its lock and its `then`.
+    fn write_back_layers(&self, log: &RedoLog, db: &DB, families: &Families) -> Result<()> {
         // The next segment is made before writers are held off.
         log.prepare_next()?;
         let (frozen, ended) = {
@@ -246,7 +276,7 @@ impl Tier {
             } else if layers.active.read().is_empty() {
                 drop(layers);
                 *self.dirty_since.lock() = None;
-                return then();
+                return Ok(());
             } else {
                 let ended = log.rotate()?;
                 let frozen = std::mem::take(&mut layers.active);
@@ -261,6 +291,10 @@ impl Tier {
         // relies on them (a sync of the ended segment, also for `appendfsync always`: a sync
         // of the log syncs only the current segment).
         log.sync_ended()?;
+        #[cfg(test)]
+        if self.fail_checkpoints.load(Ordering::Acquire) {
+            return Err(Error::Storage("injected: No space left on device".into()));
+        }
         let written = {
             let layer = frozen.read();
             write_layer(db, families, &layer)?
@@ -280,11 +314,12 @@ impl Tier {
         self.stats
             .last_checkpoint_ms
             .store(crate::clock::now_ms(), Ordering::Relaxed);
-        {
-            let _w = self.wake.lock();
-            self.woken.notify_all();
-        }
-        then()
+        Ok(())
+    }
+
+    /// Why the last checkpoint failed, while none has succeeded since.
+    pub(crate) fn last_failure(&self) -> Option<String> {
+        self.last_failure.lock().clone()
     }
 
     /// Starts the checkpointer thread: a checkpoint whenever one is requested (the active layer
@@ -312,7 +347,8 @@ impl Tier {
                     .lock()
                     .is_some_and(|t| t.elapsed() >= MAX_DIRTY_AGE);
                 let full = tier.layers.read().active.read().bytes() >= tier.dirty_limit;
-                if !old && !full {
+                let retry = tier.failed.lock().is_some();
+                if !old && !full && !retry {
                     continue;
                 }
                 if let Err(e) = tier.checkpoint(&db, &families, || Ok(())) {
@@ -386,4 +422,78 @@ fn write_layer(db: &DB, families: &Families, layer: &Layer) -> Result<usize> {
         flush(&mut batch, true)?;
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Families, Tier};
+    use crate::pending;
+    use rocksdb::{WriteBatch, DB};
+    use std::sync::atomic::Ordering;
+    use std::sync::{mpsc, Arc};
+    use std::time::Duration;
+
+    type R = std::result::Result<(), Box<dyn std::error::Error>>;
+
+    fn write(tier: &Tier, key: &[u8], value: &[u8]) -> crate::error::Result<()> {
+        let mut batch = WriteBatch::default();
+        batch.put(key, value);
+        let (_, ops) = pending::decode_batch(batch.data())?;
+        tier.write(batch.data(), &ops)
+    }
+
+    /// Writes distinct 1 KiB values until one is refused (`Some(index)`), at most `max`.
+    fn write_until_refused(tier: &Tier, from: usize, max: usize) -> Option<(usize, String)> {
+        (from..from + max).find_map(|i| {
+            write(tier, format!("k{i}").as_bytes(), &[b'v'; 1024])
+                .err()
+                .map(|e| (i, e.to_string()))
+        })
+    }
+
+    #[test]
+    fn writers_get_an_error_instead_of_waiting_forever_while_checkpoints_fail() -> R {
+        let dir = tempfile::tempdir()?;
+        let mut opts = rocksdb::Options::default();
+        opts.create_if_missing(true);
+        let db = Arc::new(DB::open_cf(&opts, dir.path().join("db"), ["default"])?);
+        let families: Families = vec![(0, "default".to_string())];
+        let tier = Arc::new(Tier::open(dir.path(), false, 64 << 10)?);
+        tier.fail_checkpoints.store(true, Ordering::Release);
+        let checkpointer = Tier::spawn_checkpointer(tier.clone(), db.clone(), families)?;
+
+        // Run the writes on another thread: a hang fails the test instead of hanging it.
+        let (tx, rx) = mpsc::channel();
+        let writer = tier.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(write_until_refused(&writer, 0, 20_000));
+        });
+        let refused = rx.recv_timeout(Duration::from_secs(60))?;
+        let (at, why) = refused.ok_or("20,000 writes were all taken while checkpoints failed")?;
+        assert!(why.contains("No space left on device"), "{why}");
+        assert!(tier.last_failure().is_some());
+        // Memory stayed bounded: the layer taking writes stopped near twice the limit.
+        let (active, frozen) = tier.dirty_bytes();
+        assert!(active < 3 * (64 << 10), "active layer {active} bytes after {at} writes");
+        assert!(frozen > 0, "the failed checkpoint's layer is kept for its retry");
+
+        // The disk recovers: a retry writes what was held, and writes are taken again.
+        tier.fail_checkpoints.store(false, Ordering::Release);
+        let mut taken = false;
+        for _ in 0..300 {
+            if write(&tier, b"after", b"recovered").is_ok() {
+                taken = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(taken, "writes still refused 15 s after the disk recovered");
+        assert!(tier.last_failure().is_none());
+        // What the first writes put in the tier reached RocksDB.
+        assert_eq!(db.get(b"k0")?.as_deref(), Some(&[b'v'; 1024][..]));
+
+        tier.stop();
+        checkpointer.join().map_err(|_| "checkpointer panicked")?;
+        Ok(())
+    }
 }

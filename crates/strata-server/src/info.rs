@@ -211,7 +211,8 @@ fn memory_section(server: &Server, out: &mut String) {
     field!(out, "maxmemory_human", "0B");
     field!(out, "maxmemory_policy", "noeviction");
     field!(out, "mem_fragmentation_ratio", "1.00");
-    field!(out, "mem_allocator", "libc");
+    // The global allocator (main.rs).
+    field!(out, "mem_allocator", "mimalloc");
     field!(out, "strata_block_cache_size", "{block_cache}");
     field!(
         out,

@@ -255,7 +255,7 @@ fn feed(
             match db.wal_tail(next) {
                 Ok(t) => tail = Some(t),
                 Err(e) => {
-                    log::verbose!("Following the write-ahead log with RocksDB's iterator: {e}");
+                    log::verbose!("Following the log with fresh reads: {e}");
                     tail_retry = Some(Instant::now());
                 }
             }
@@ -264,7 +264,7 @@ fn feed(
             Some(Ok(WalRead::Batches(b))) => Ok(WalRead::Batches(b)),
             Some(other) => {
                 if let Err(e) = &other {
-                    log::verbose!("Following the write-ahead log with RocksDB's iterator: {e}");
+                    log::verbose!("Following the log with fresh reads: {e}");
                 }
                 tail = None;
                 tail_retry = Some(Instant::now());
@@ -285,7 +285,7 @@ fn feed(
             }
             Ok(WalRead::Gap) => {
                 return Err(io::Error::other(format!(
-                    "the write-ahead log no longer holds offset {next} (repl-backlog-size / repl-backlog-ttl); it will get a full copy"
+                    "the log no longer holds offset {next} (repl-backlog-size / repl-backlog-ttl); it will get a full copy"
                 )));
             }
             Err(e) => {
@@ -293,9 +293,7 @@ fn feed(
                 // ends the stream (the replica reconnects).
                 failures += 1;
                 if failures > 200 {
-                    return Err(io::Error::other(format!(
-                        "reading the write-ahead log: {e}"
-                    )));
+                    return Err(io::Error::other(format!("reading the log: {e}")));
                 }
             }
         }

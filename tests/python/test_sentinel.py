@@ -135,10 +135,20 @@ def retrying(what: str, action, timeout: float = 15.0):
     return wait_for(what, lambda: action() or True, timeout, interval=0.2)
 
 
-@pytest.mark.parametrize("sentinels", [1, 3], ids=["one_sentinel", "three_sentinels_quorum_2"])
-def test_sentinel_fails_over_to_a_replica_after_kill_9_of_the_leader(start_strata, start_sentinel, sentinels):
-    leader = start_strata()
-    replicas = [start_strata(replicaof=f"127.0.0.1 {leader.port}") for _ in range(2)]
+WRITE_BACK = {"memory_tier": "write-back", "memory_tier_dirty_size": "64kb"}
+
+
+@pytest.mark.parametrize("sentinels,tier", [
+    pytest.param(1, {}, id="one_sentinel"),
+    pytest.param(3, {}, id="three_sentinels_quorum_2"),
+    # Leader and replicas with the write-back tier: the stream comes from the redo log.
+    pytest.param(1, WRITE_BACK, id="one_sentinel_write_back",
+                 marks=pytest.mark.skipif(redis_is_strata(), reason="memory-tier is Strata's own")),
+])
+def test_sentinel_fails_over_to_a_replica_after_kill_9_of_the_leader(start_strata, start_sentinel, sentinels,
+                                                                     tier):
+    leader = start_strata(**tier)
+    replicas = [start_strata(replicaof=f"127.0.0.1 {leader.port}", **tier) for _ in range(2)]
     quorum = 1 if sentinels == 1 else 2
     sents = [start_sentinel(leader.port, quorum) for _ in range(sentinels)]
     logs = lambda: sentinel_logs(sents)  # noqa: E731

@@ -1,8 +1,8 @@
 """The write-back memory tier (`memory-tier write-back`): writes applied in memory and logged to
 Strata's redo log, checkpointed to RocksDB in the background. What a user sees must not change:
 every write readable at once and after restarts (graceful or kill -9), iterations that see the
-tier and RocksDB as one, a directory that opens either way, and replication refused plainly
-until the tier feeds replicas. Crash safety under load is in test_crash.py, the random
+tier and RocksDB as one, and a directory that opens either way. Replication with the tier is in
+test_replication_write_back.py. Crash safety under load is in test_crash.py, the random
 differential sequences with restarts in test_model.py (both run with the tier too).
 """
 
@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from harness import RespError, redis_is_strata
+from harness import redis_is_strata
 
 pytestmark = pytest.mark.skipif(redis_is_strata(), reason="memory-tier is Strata's own directive")
 
@@ -115,12 +115,3 @@ def test_a_directory_written_with_the_tier_opens_without_it_and_keeps_everything
     server.restart(kill=True)
     check(server.client(), 1000)
 
-
-def test_replication_is_refused_plainly_with_the_tier(start_strata):
-    server = start_strata(**TIER)
-    c = server.conn()
-    for cmd in (("REPLICAOF", "127.0.0.1", "6379"), ("PSYNC", "?", "-1")):
-        reply = c.call(*cmd)
-        assert isinstance(reply, RespError)
-        assert reply.message.startswith(b"ERR replication is not available with memory-tier write-back")
-    assert c.call("PING") == b"PONG"

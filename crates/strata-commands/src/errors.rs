@@ -445,8 +445,6 @@ pub const MASTERDOWN: &str =
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 pub const WAIT_ON_REPLICA: &str = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.";
-pub const WRITE_BACK_UNREPLICATED: &str =
-    "ERR replication is not available with memory-tier write-back yet (docs/differences.md)";
 pub const SYNC_UNSUPPORTED: &str =
     "ERR SYNC is not supported: Strata replicas use PSYNC with a Strata leader";
 

@@ -150,9 +150,6 @@ fn replicaof(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
         None
     } else {
         let p = port(port_arg, errors::INVALID_MASTER_PORT)?;
-        if ctx.session.db.write_back() {
-            return Err(Failure::text(errors::WRITE_BACK_UNREPLICATED));
-        }
         Some((String::from_utf8_lossy(host).into_owned(), p))
     };
     let text = ctx.server.replicaof(leader).map_err(Failure::text)?;
@@ -213,9 +210,6 @@ fn psync(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
     let mut a = Args::new(argv);
     let (replid, offset) = (a.value()?, a.value()?);
     a.finish()?;
-    if ctx.session.db.write_back() {
-        return Err(Failure::text(errors::WRITE_BACK_UNREPLICATED));
-    }
     // The server answers +FULLRESYNC / +CONTINUE itself when it takes the connection over.
     Ok(Outcome::Handover(PsyncRequest {
         replid: String::from_utf8_lossy(replid).into_owned(),

@@ -152,11 +152,6 @@ fn run(config: Config) -> i32 {
         return fatal("Failed listening on port (tcp), aborting.");
     }
 
-    if config.memory_tier == config::MemoryTier::WriteBack && config.replicaof.is_some() {
-        return fatal(
-            "replicaof cannot be used with memory-tier write-back yet (docs/differences.md)",
-        );
-    }
     let opts = strata::Options {
         databases: config.databases,
         sync: server::sync_policy(config.appendfsync),
@@ -342,7 +337,7 @@ fn finish(server: &Server) -> i32 {
     notice!("Flushing the database before exiting.");
     let code = match server.db.flush() {
         Ok(()) => {
-            server.replication.mark_clean_shutdown();
+            server.replication.mark_clean_shutdown(server.db.last_seq());
             notice!("Data flushed to disk.");
             0
         }

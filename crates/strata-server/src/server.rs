@@ -184,7 +184,7 @@ impl Server {
     pub fn new(db: strata::Db, config: Config) -> Server {
         let now = strata::now_ms();
         let (shutdown_tx, _) = tokio::sync::watch::channel(false);
-        let replication = crate::replication::Replication::open(db.path());
+        let replication = crate::replication::Replication::open(db.path(), db.last_seq());
         let server = Server {
             wal_sync: crate::wal_sync::WalSync::start(db.clone()),
             db,

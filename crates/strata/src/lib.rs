@@ -94,6 +94,7 @@ mod pending;
 mod pf;
 pub mod rdb;
 mod redo;
+pub mod redo_tail;
 pub mod replication;
 mod set;
 mod sort;

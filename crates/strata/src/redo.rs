@@ -2,25 +2,32 @@
 //! tier applied them, so that a restart rebuilds the writes that had not reached RocksDB yet.
 //! The log is a directory (`redo/` in the data directory) of segment files numbered from 1;
 //! each record is `[length: u32 LE][CRC-32 of the payload: u32 LE][payload]`, the payload a write
-//! batch in RocksDB's encoding (the same bytes RocksDB's own log would hold; docs/format.md).
-//! Records are collected in memory ([`RedoLog::append`]) and handed to the operating system
-//! in one write per batch of commands ([`RedoLog::write_out`]); [`RedoLog::sync`] makes them
-//! durable. A checkpoint starts a new segment ([`RedoLog::rotate`]) and, once everything before
-//! it is in RocksDB, deletes the older ones ([`RedoLog::drop_through`]). Knows files and
-//! records, nothing of what a batch means.
+//! batch in RocksDB's encoding (the same bytes RocksDB's own log would hold; docs/format.md)
+//! whose header's sequence number is the batch's replication offset: the log numbers the
+//! batches it takes, one number per record of the batch as RocksDB does, continuing across
+//! restarts. Records are collected in memory ([`RedoLog::append`]) and handed to the operating
+//! system in one write per batch of commands ([`RedoLog::write_out`]); [`RedoLog::sync`] makes
+//! them durable. A checkpoint starts a new segment ([`RedoLog::rotate`]) and, once everything
+//! before it is in RocksDB, deletes the older ones or, when the log is also the replication
+//! backlog, moves them to `redo/archive/` ([`RedoLog::drop_through`]), where they are kept
+//! within `repl-backlog-size` / `repl-backlog-ttl` and never replayed (`redo_tail.rs` reads
+//! both places). Knows files, records and their offsets, nothing else of what a batch means.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 
 /// Bytes before a record's payload.
-const RECORD_HEADER: usize = 8;
+pub(crate) const RECORD_HEADER: usize = 8;
 /// A record longer than this is taken for a torn or corrupt length.
 const MAX_RECORD: usize = 1 << 31;
+/// Where segments a checkpoint covered are kept for replicas (inside the log's directory).
+pub(crate) const ARCHIVE: &str = "archive";
 
 fn io(what: &str, e: std::io::Error) -> Error {
     Error::Storage(format!("redo log: {what}: {e}"))
@@ -46,6 +53,12 @@ pub(crate) struct RedoLog {
     /// The segment [`RedoLog::rotate`] ended, until its records are synced: every sync syncs
     /// it first (held while syncing, so no caller returns before the sync is done).
     ended: Mutex<Option<Segment>>,
+    /// The offset of the last record appended (changed under `buf`'s lock, so offsets follow
+    /// the order of the records).
+    last: AtomicU64,
+    /// Whether [`RedoLog::drop_through`] keeps segments in `archive/` (the replication
+    /// backlog) instead of deleting them.
+    archive: bool,
 }
 
 /// What replaying the log found.
@@ -56,14 +69,17 @@ pub(crate) struct Replayed {
     pub bytes: u64,
     /// Whether a torn or corrupt record ended the replay early (the log was cut there).
     pub cut: bool,
+    /// The offset of the last record read (0: none, or only records written before the log
+    /// numbered them).
+    pub last: u64,
 }
 
-fn segment_path(dir: &Path, number: u64) -> PathBuf {
+pub(crate) fn segment_path(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:012}.log"))
 }
 
 /// The segment numbers in `dir`, oldest first.
-fn segments(dir: &Path) -> Result<Vec<u64>> {
+pub(crate) fn segments(dir: &Path) -> Result<Vec<u64>> {
     let mut out: Vec<u64> = std::fs::read_dir(dir)
         .map_err(|e| io("cannot list", e))?
         .flatten()
@@ -77,10 +93,13 @@ impl RedoLog {
     /// Opens the log in `dir` (creating it): calls `apply` with every intact record's payload,
     /// oldest first, and cuts the log at the first torn or corrupt record (what follows it is
     /// dropped: a prefix of the writes survives, as with RocksDB's point-in-time recovery).
-    /// Appends then go to a new segment. A read-only open reads and changes nothing on disk.
+    /// Appends then go to a new segment, numbered on from the last record read. A read-only
+    /// open reads and changes nothing on disk. With `archive`, segments a checkpoint covered
+    /// are kept in `archive/` (see [`RedoLog::drop_through`]).
     pub(crate) fn open(
         dir: &Path,
         read_only: bool,
+        archive: bool,
         mut apply: impl FnMut(&[u8]) -> Result<()>,
     ) -> Result<(Option<RedoLog>, Replayed)> {
         if !read_only {
@@ -90,6 +109,7 @@ impl RedoLog {
             records: 0,
             bytes: 0,
             cut: false,
+            last: 0,
         };
         let numbers = if dir.is_dir() {
             segments(dir)?
@@ -117,6 +137,9 @@ impl RedoLog {
                     break;
                 };
                 apply(payload)?;
+                if let Some((seq, count)) = offsets(payload) {
+                    found.last = found.last.max(seq + count - 1);
+                }
                 found.records += 1;
                 found.bytes += payload.len() as u64;
                 at += RECORD_HEADER + payload.len();
@@ -140,16 +163,55 @@ impl RedoLog {
             segment: Mutex::new(segment),
             next: Mutex::new(None),
             ended: Mutex::new(None),
+            last: AtomicU64::new(found.last),
+            archive,
         };
         Ok((Some(log), found))
     }
 
-    /// Appends one record (to memory; [`RedoLog::write_out`] hands it to the file).
+    /// Appends one record (to memory; [`RedoLog::write_out`] hands it to the file), numbering
+    /// it: its header's sequence number becomes the next offset, and the batch's record count
+    /// (at least 1) offsets are used.
     pub(crate) fn append(&self, payload: &[u8]) {
         let mut buf = self.buf.lock();
         buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        buf.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
-        buf.extend_from_slice(payload);
+        let Some((_, rest)) = payload.split_first_chunk::<8>() else {
+            // Not a write batch (too short for its header): written as it is, unnumbered.
+            buf.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+            buf.extend_from_slice(payload);
+            return;
+        };
+        let first = self.last.load(Ordering::Relaxed) + 1;
+        let count = rest
+            .first_chunk::<4>()
+            .map_or(0, |c| u32::from_le_bytes(*c));
+        let seq = first.to_le_bytes();
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&seq);
+        crc.update(rest);
+        buf.extend_from_slice(&crc.finalize().to_le_bytes());
+        buf.extend_from_slice(&seq);
+        buf.extend_from_slice(rest);
+        self.last
+            .store(first + u64::from(count.max(1)) - 1, Ordering::Relaxed);
+    }
+
+    /// The offset of the last record appended (the tier's replication offset).
+    pub(crate) fn last_offset(&self) -> u64 {
+        let _order = self.buf.lock();
+        self.last.load(Ordering::Relaxed)
+    }
+
+    /// Numbers the records appended from now on after `offset` at least (at open: offsets
+    /// never go back, whatever the log itself still holds).
+    pub(crate) fn offsets_after(&self, offset: u64) {
+        let _order = self.buf.lock();
+        self.last.fetch_max(offset, Ordering::Relaxed);
+    }
+
+    /// The directory of the log.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// Hands every record appended so far to the operating system (one write).
@@ -219,13 +281,30 @@ impl RedoLog {
         Ok(n)
     }
 
-    /// Deletes the segments numbered `through` and below (their writes are in RocksDB).
+    /// Retires the segments numbered `through` and below (their writes are in RocksDB): moves
+    /// them to `archive/` when the log keeps a backlog for replicas, deletes them otherwise.
+    /// Either way a restart no longer replays them.
     pub(crate) fn drop_through(&self, through: u64) -> Result<()> {
+        let archive = self.dir.join(ARCHIVE);
+        if self.archive {
+            std::fs::create_dir_all(&archive).map_err(|e| io("cannot create the archive", e))?;
+        }
         for n in segments(&self.dir)? {
             if n <= through {
-                std::fs::remove_file(segment_path(&self.dir, n))
-                    .map_err(|e| io("cannot remove", e))?;
+                let path = segment_path(&self.dir, n);
+                if self.archive {
+                    std::fs::rename(&path, segment_path(&archive, n))
+                        .map_err(|e| io("cannot archive", e))?;
+                } else {
+                    std::fs::remove_file(path).map_err(|e| io("cannot remove", e))?;
+                }
             }
+        }
+        if self.archive {
+            // The moves must survive a power cut before RocksDB's copy is relied on alone.
+            File::open(&self.dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| io("cannot sync the directory", e))?;
         }
         Ok(())
     }
@@ -246,8 +325,16 @@ impl Segment {
     }
 }
 
+/// The offset of a record's first write and how many it uses (at least 1), from its payload's
+/// header; `None` for a record written before the log numbered them (offset 0).
+pub(crate) fn offsets(payload: &[u8]) -> Option<(u64, u64)> {
+    let seq = u64::from_le_bytes(payload.get(0..8)?.try_into().ok()?);
+    let count = u32::from_le_bytes(payload.get(8..12)?.try_into().ok()?);
+    (seq != 0).then_some((seq, u64::from(count.max(1))))
+}
+
 /// The payload of the record at `at`, if it is whole and its checksum matches.
-fn record_at(data: &[u8], at: usize) -> Option<&[u8]> {
+pub(crate) fn record_at(data: &[u8], at: usize) -> Option<&[u8]> {
     let header = data.get(at..at.checked_add(RECORD_HEADER)?)?;
     let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as usize;
     let crc = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
@@ -269,7 +356,7 @@ mod tests {
         dir: &std::path::Path,
     ) -> crate::error::Result<(Option<RedoLog>, Vec<Vec<u8>>, bool)> {
         let mut seen = Vec::new();
-        let (log, found) = RedoLog::open(dir, false, |p| {
+        let (log, found) = RedoLog::open(dir, false, false, |p| {
             seen.push(p.to_vec());
             Ok(())
         })?;
@@ -359,6 +446,38 @@ mod tests {
         let (_, seen, cut) = replay(dir.path())?;
         assert!(cut);
         assert_eq!(seen, vec![b"first".to_vec()]);
+        Ok(())
+    }
+
+    #[test]
+    fn batches_are_numbered_in_order_and_numbering_goes_on_after_a_reopen() -> R {
+        let dir = tempfile::tempdir()?;
+        let mut two = rocksdb::WriteBatch::default();
+        two.put(b"a", b"1");
+        two.put(b"b", b"2");
+        let mut one = rocksdb::WriteBatch::default();
+        one.delete(b"a");
+        let (log, _, _) = replay(dir.path())?;
+        let log = log.ok_or("no log")?;
+        log.offsets_after(100);
+        log.append(two.data());
+        log.append(one.data());
+        assert_eq!(
+            log.last_offset(),
+            103,
+            "two offsets for the first batch, one for the next"
+        );
+        log.sync()?;
+        drop(log);
+        let (log, seen, _) = replay(dir.path())?;
+        let numbers: Vec<_> = seen.iter().map(|p| super::offsets(p)).collect();
+        assert_eq!(numbers, vec![Some((101, 2)), Some((103, 1))]);
+        // The payload is the batch with its number: the records themselves are unchanged.
+        assert_eq!(&seen[0][8..], &two.data()[8..]);
+        let log = log.ok_or("no log")?;
+        assert_eq!(log.last_offset(), 103);
+        log.append(one.data());
+        assert_eq!(log.last_offset(), 104);
         Ok(())
     }
 }

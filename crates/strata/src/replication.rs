@@ -1,19 +1,25 @@
 //! What replication needs from the data model, on both sides of the link. A leader reads its own
-//! write-ahead log from a sequence number on ([`Db::wal_read`]) and streams a consistent copy of
+//! log from an offset on ([`Db::wal_read`], [`Db::wal_tail`]) and streams a consistent copy of
 //! the whole directory ([`Db::sync_snapshot`]); a replica wipes and loads such a copy
 //! ([`Db::load_begin`], [`Db::load_chunk`], [`Db::load_end`]) and applies the leader's log
 //! batches ([`Db::apply_replicated`]) exactly as the leader wrote them, each together with the
-//! record of how far it has got, so a restarted replica resumes where its data stops. Offsets
-//! are RocksDB sequence numbers. Knows nothing of sockets or the wire format.
+//! record of how far it has got, so a restarted replica resumes where its data stops. The log
+//! is RocksDB's write-ahead log, offsets its sequence numbers; with the write-back tier it is
+//! the tier's redo log, offsets the numbers the redo log gives its batches (the same batches,
+//! the same encoding: a replica need not know which its leader has, nor use the same). Knows
+//! nothing of sockets or the wire format.
 
 use rocksdb::{IteratorMode, ReadOptions, WriteBatch, WriteOptions};
 
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::pending::{decode_batch, BatchOp};
+use crate::redo_tail::RedoTail;
 use crate::storage::{
     CF_DATA, CF_EXPIRE, CF_META, CF_ZSCORE, DB_MAP_KEY, FORMAT_KEY, FORMAT_VERSION,
 };
+use crate::tier::OFFSET_KEY;
+use crate::wal_tail::WalTail;
 
 /// The column families in the order replication numbers them (the wire format names a family
 /// by its index here, never by RocksDB's internal id, which may differ between two directories).
@@ -43,6 +49,34 @@ pub enum WalRead {
     Gap,
 }
 
+/// A reader following the log from an offset on ([`Db::wal_tail`]): RocksDB's write-ahead log,
+/// or the write-back tier's redo log. One sender loop serves both.
+pub enum LogTail {
+    /// RocksDB's log (see [`crate::wal_tail`]).
+    Wal(WalTail),
+    /// The write-back tier's redo log (see [`crate::redo_tail`]).
+    Redo(RedoTail),
+}
+
+impl LogTail {
+    /// The batches appended since the last read that are visible (`<= last`, the log's last
+    /// offset), about `max_bytes` at most, contiguous from the requested offset.
+    pub fn read(&mut self, last: u64, max_bytes: usize) -> Result<WalRead> {
+        match self {
+            LogTail::Wal(t) => t.read(last, max_bytes),
+            LogTail::Redo(t) => t.read(max_bytes),
+        }
+    }
+
+    /// The next offset it will hand out.
+    pub fn next(&self) -> u64 {
+        match self {
+            LogTail::Wal(t) => t.next(),
+            LogTail::Redo(t) => t.next(),
+        }
+    }
+}
+
 /// What [`Db::apply_replicated`] changed that the server keeps in memory beside the data.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Applied {
@@ -62,9 +96,10 @@ fn total_order() -> ReadOptions {
 }
 
 impl Db {
-    /// The sequence number of the last write (the leader's replication offset).
+    /// The offset of the last write (the leader's replication offset): RocksDB's sequence
+    /// number, or with the write-back tier the redo log's.
     pub fn last_seq(&self) -> u64 {
-        self.storage().raw().latest_sequence_number()
+        self.storage().last_seq()
     }
 
     /// RocksDB's id of each family of [`FAMILIES`] in this directory, in that order.
@@ -79,7 +114,14 @@ impl Db {
     /// [`WalRead::Gap`] when the log does not reach back to `next` (its files were purged:
     /// retention is `Options::wal_ttl_seconds` / `wal_size_limit_mb`) or `next` is beyond the
     /// last write plus one. An `Err` may be transient (a log file moving to the archive).
+    /// With the write-back tier the redo log is read instead (its archive is the retention).
     pub fn wal_read(&self, next: u64, max_bytes: usize) -> Result<WalRead> {
+        if let Some(dir) = self.storage().redo_dir() {
+            return match RedoTail::open(dir, next, self.last_seq())? {
+                Some(mut tail) => tail.read(max_bytes),
+                None => Ok(WalRead::Gap),
+            };
+        }
         let raw = self.storage().raw();
         let last = raw.latest_sequence_number();
         if next > last.saturating_add(1) || next == 0 {
@@ -118,26 +160,33 @@ impl Db {
         Ok(WalRead::Batches(out))
     }
 
-    /// A reader that follows the log from sequence number `next` on, reading only what was
-    /// appended since its last read (see [`crate::wal_tail`]).
-    pub fn wal_tail(&self, next: u64) -> Result<crate::wal_tail::WalTail> {
-        crate::wal_tail::WalTail::open(self.path(), next)
+    /// A reader that follows the log from offset `next` on, reading only what was appended
+    /// since its last read (see [`crate::wal_tail`], [`crate::redo_tail`]).
+    pub fn wal_tail(&self, next: u64) -> Result<LogTail> {
+        match self.storage().redo_dir() {
+            Some(dir) => match RedoTail::open(dir, next, self.last_seq())? {
+                Some(tail) => Ok(LogTail::Redo(tail)),
+                None => Err(Error::Corrupt(format!(
+                    "the redo log no longer holds offset {next}"
+                ))),
+            },
+            None => Ok(LogTail::Wal(WalTail::open(self.path(), next)?)),
+        }
     }
 
     /// Streams a consistent copy of the whole directory: takes every key lock for an instant to
     /// pin a snapshot between writes (so no transaction or script is half in it), calls `start`
-    /// with its sequence number, then `record` with `(family index in FAMILIES, key, value)` for
-    /// every record, family by family, while writers go on. Returns the sequence number.
+    /// with its offset, then `record` with `(family index in FAMILIES, key, value)` for every
+    /// record, family by family, while writers go on. Returns the offset. With the write-back
+    /// tier the snapshot is taken right after a checkpoint, as of the checkpoint's offset (each
+    /// transaction or script is one batch, and a checkpoint's cut falls between batches).
     pub fn sync_snapshot<E: From<Error>>(
         &self,
         start: impl FnOnce(u64) -> std::result::Result<(), E>,
         mut record: impl FnMut(usize, &[u8], &[u8]) -> std::result::Result<(), E>,
     ) -> std::result::Result<u64, E> {
         let raw = self.storage().raw();
-        let (seq, snapshot) = {
-            let _all = self.hold_all();
-            (raw.latest_sequence_number(), raw.snapshot())
-        };
+        let (seq, snapshot) = self.storage().snapshot_at(|| self.hold_all())?;
         start(seq)?;
         for (index, name) in FAMILIES.iter().enumerate() {
             let mut ro = total_order();
@@ -145,6 +194,10 @@ impl Db {
             let cf = self.storage().cf(name);
             for item in raw.iterator_cf_opt(cf, ro, IteratorMode::Start) {
                 let (k, v) = item.map_err(Error::from)?;
+                // The leader's own checkpoint offset is not the replica's.
+                if index == 0 && &*k == OFFSET_KEY {
+                    continue;
+                }
                 record(index, &k, &v)?;
             }
         }
@@ -152,10 +205,12 @@ impl Db {
     }
 
     /// Starts loading a leader's copy: deletes every record of every family (the progress record
-    /// too, so a crash in the middle of the load means a full copy again). Synced.
+    /// too, so a crash in the middle of the load means a full copy again). Synced. With the
+    /// write-back tier, what it holds is checkpointed first (the copy goes to RocksDB).
     pub fn load_begin(&self) -> Result<()> {
         let _all = self.inner.locks.lock_all();
         let s = self.storage();
+        s.checkpoint_tier()?;
         let raw = s.raw();
         let mut batch = WriteBatch::default();
         for name in FAMILIES {
@@ -217,6 +272,7 @@ impl Db {
         s.forget_all();
         let mut batch = WriteBatch::default();
         batch.put(aux_key(REPLICATION_STATE), state);
+        s.note_tier_offset(&mut batch);
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
         s.raw().write_opt(batch, &wo)?;
@@ -464,5 +520,162 @@ mod tests {
             replica.aux_get(REPLICATION_STATE).unwrap(),
             Some(b"progress".to_vec())
         );
+    }
+
+    type R = std::result::Result<(), Box<dyn std::error::Error>>;
+
+    fn tier_options(dirty: usize) -> crate::Options {
+        crate::Options {
+            write_back: Some(dirty),
+            wal_ttl_seconds: 3600,
+            wal_size_limit_mb: 64,
+            ..crate::Options::default()
+        }
+    }
+
+    /// Every batch of the leader's log from `next` on, read with a tail as the leader's sender
+    /// does, applied to `replica`; returns the offset after the last.
+    fn follow(leader: &Db, replica: &Db, next: u64) -> Result<u64> {
+        let mut tail = leader.wal_tail(next)?;
+        let ids = leader.family_ids();
+        loop {
+            match tail.read(leader.last_seq(), 1 << 16)? {
+                WalRead::Batches(b) if b.is_empty() => return Ok(tail.next()),
+                WalRead::Batches(b) => {
+                    for batch in &b {
+                        replica.apply_replicated(&ids, &[&batch.data], b"state", false)?;
+                    }
+                }
+                WalRead::Gap => return Err(Error::Corrupt("gap".into())),
+            }
+        }
+    }
+
+    fn copy(leader: &Db, replica: &Db) -> Result<u64> {
+        let mut records = Vec::new();
+        let seq = leader.sync_snapshot::<Error>(
+            |_| Ok(()),
+            |cf, k, v| {
+                records.push((cf, k.to_vec(), v.to_vec()));
+                Ok(())
+            },
+        )?;
+        assert!(
+            !records.iter().any(|(cf, k, _)| *cf == 0 && k == OFFSET_KEY),
+            "the leader's checkpoint offset stays home"
+        );
+        replica.load_begin()?;
+        replica.load_chunk(records.iter().map(|(c, k, v)| (*c, &k[..], &v[..])))?;
+        replica.load_end(b"copied")?;
+        Ok(seq)
+    }
+
+    #[test]
+    fn a_leader_with_the_write_back_tier_is_followed_by_replicas_with_and_without_it() -> R {
+        let (a, b, c) = (
+            tempfile::tempdir()?,
+            tempfile::tempdir()?,
+            tempfile::tempdir()?,
+        );
+        let leader = Db::open_with(a.path(), tier_options(64 << 10))?;
+        let with_tier = Db::open_with(b.path(), tier_options(64 << 10))?;
+        let without = Db::open(c.path())?;
+        leader.set(b"before", b"copy", SetOptions::default())?;
+        leader.hset(b"h", &[(b"f", b"1")])?;
+        with_tier.set(b"stale", b"x", SetOptions::default())?;
+        let seq = copy(&leader, &with_tier)?;
+        assert_eq!(copy(&leader, &without)?, seq, "no write came between");
+        assert_eq!(seq, leader.last_seq(), "the copy is as of the last write");
+        assert_eq!(with_tier.get(b"stale")?, None);
+        assert_eq!(with_tier.get(b"before")?, Some(b"copy".to_vec()));
+        // Enough writes for several checkpoints (64 KB dirty limit) while the replicas follow.
+        let value = vec![b'v'; 500];
+        let mut next = (seq + 1, seq + 1);
+        for round in 0..20 {
+            for i in 0..100 {
+                leader.set(
+                    format!("k{round}:{i}").as_bytes(),
+                    &value,
+                    SetOptions::default(),
+                )?;
+            }
+            leader.del(&[format!("k{round}:0").as_bytes()])?;
+            leader.rpush(b"list", &[format!("{round}").as_bytes()])?;
+            next = (
+                follow(&leader, &with_tier, next.0)?,
+                follow(&leader, &without, next.1)?,
+            );
+        }
+        leader.flushdb()?;
+        leader.set(b"after", b"flush", SetOptions::default())?;
+        let end = follow(&leader, &with_tier, next.0)?;
+        assert_eq!(end, follow(&leader, &without, next.1)?);
+        assert_eq!(end, leader.last_seq() + 1);
+        let checkpoints = leader.tier_figures().map_or(0, |f| f[2]);
+        assert!(checkpoints >= 2, "checkpoints ran meanwhile: {checkpoints}");
+        for replica in [&with_tier, &without] {
+            assert_eq!(replica.get(b"after")?, Some(b"flush".to_vec()));
+            assert_eq!(replica.get(b"k3:5")?, None, "FLUSHDB replicated");
+            assert_eq!(replica.aux_get(REPLICATION_STATE)?, Some(b"state".to_vec()));
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_tier_leader_resumes_after_a_clean_restart_from_its_archived_segments() -> R {
+        let dir = tempfile::tempdir()?;
+        let replica_dir = tempfile::tempdir()?;
+        let replica = Db::open_with(replica_dir.path(), tier_options(64 << 10))?;
+        let (seq, behind) = {
+            let leader = Db::open_with(dir.path(), tier_options(64 << 10))?;
+            let seq = copy(&leader, &replica)?;
+            for i in 0..300 {
+                leader.set(
+                    format!("k{i}").as_bytes(),
+                    &[b'x'; 400],
+                    SetOptions::default(),
+                )?;
+            }
+            leader.flush()?;
+            (seq, leader.last_seq())
+        };
+        assert!(
+            std::fs::read_dir(dir.path().join("redo").join(crate::redo::ARCHIVE))?.count() > 1,
+            "checkpoints archived their segments"
+        );
+        let leader = Db::open_with(dir.path(), tier_options(64 << 10))?;
+        assert_eq!(
+            leader.last_seq(),
+            behind,
+            "offsets go on where they stopped"
+        );
+        leader.set(b"later", b"1", SetOptions::default())?;
+        assert!(matches!(leader.wal_read(seq + 1, 1)?, WalRead::Batches(b) if b.len() == 1));
+        let end = follow(&leader, &replica, seq + 1)?;
+        assert_eq!(end, leader.last_seq() + 1);
+        assert_eq!(replica.get(b"k299")?, Some(vec![b'x'; 400]));
+        assert_eq!(replica.get(b"later")?, Some(b"1".to_vec()));
+        Ok(())
+    }
+
+    #[test]
+    fn a_pruned_redo_archive_is_a_gap_not_a_silent_skip() -> R {
+        let dir = tempfile::tempdir()?;
+        let db = Db::open_with(dir.path(), tier_options(64 << 10))?;
+        let start = db.last_seq() + 1;
+        for i in 0..2000 {
+            db.set(
+                format!("k{i}").as_bytes(),
+                &[b'x'; 1000],
+                SetOptions::default(),
+            )?;
+        }
+        db.flush()?;
+        assert!(matches!(db.wal_read(start, 1)?, WalRead::Batches(b) if b.len() == 1));
+        db.set_wal_archive_limit(1 << 20);
+        db.storage().prune_wal_archive();
+        assert!(matches!(db.wal_read(start, 1)?, WalRead::Gap));
+        assert!(matches!(db.wal_read(db.last_seq() + 2, 1)?, WalRead::Gap));
+        Ok(())
     }
 }

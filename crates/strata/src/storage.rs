@@ -24,7 +24,7 @@ use crate::keys;
 use crate::layer::{Lookup, Source, Stack};
 use crate::meta;
 use crate::pending::{self, BatchOp, IterBounds, Pending, StorageIter};
-use crate::tier::{Families, Found, Tier};
+use crate::tier::{Families, Found, Tier, OFFSET_KEY};
 
 /// Column family holding one metadata record per user key.
 pub const CF_META: &str = "meta";
@@ -154,8 +154,11 @@ pub struct Storage {
     written_since_check: AtomicU64,
     /// Column family ids as write batches encode them: meta, data, zscore, expire.
     cf_ids: [u32; 4],
-    /// Archived log files beyond this many bytes are deleted, oldest first (0: none kept).
+    /// Archived log files (RocksDB's, and the write-back tier's redo segments) beyond this many
+    /// bytes are deleted, oldest first (0: none kept).
     wal_archive_limit: AtomicU64,
+    /// Archived redo segments older than this many seconds are deleted (0: no age limit).
+    redo_archive_ttl: u64,
     /// `write_count` when the log was last synced by [`Storage::sync_wal_through`].
     synced: AtomicU64,
     /// Held while syncing the log, so concurrent callers share one fsync (group commit).
@@ -336,7 +339,17 @@ impl Storage {
             .collect();
         let tier = if opts.write_back.is_some() || Tier::has_log(path) {
             let limit = opts.write_back.unwrap_or(usize::MAX);
-            Some(Arc::new(Tier::open(path, opts.read_only, limit)?))
+            // The redo log is the replication backlog when RocksDB's would be.
+            let archive = opts.wal_ttl_seconds > 0 || opts.wal_size_limit_mb > 0;
+            let tier = Tier::open(path, opts.read_only, limit, archive)?;
+            // Offsets never go back: on from the last checkpoint's offset (the record is
+            // deleted whenever the directory is opened without the tier) or, in a directory
+            // not used with the tier since, from RocksDB's own sequence number.
+            let checkpointed = db
+                .get(OFFSET_KEY)?
+                .and_then(|v| v.as_slice().try_into().ok().map(u64::from_le_bytes));
+            tier.offsets_after(checkpointed.unwrap_or_else(|| db.latest_sequence_number()));
+            Some(Arc::new(tier))
         } else {
             None
         };
@@ -352,6 +365,7 @@ impl Storage {
             written_since_check: AtomicU64::new(0),
             cf_ids,
             wal_archive_limit: AtomicU64::new(opts.wal_size_limit_mb.saturating_mul(1 << 20)),
+            redo_archive_ttl: opts.wal_ttl_seconds,
             synced: AtomicU64::new(0),
             sync_lock: parking_lot::Mutex::new(()),
             hot: HotCache::new(opts.hot_cache_size),
@@ -363,6 +377,10 @@ impl Storage {
         storage.check_disk();
         storage.check_format(path, writable)?;
         storage.start_tier(opts.write_back.is_some())?;
+        if storage.tier.is_none() && !storage.read_only && storage.db.get(OFFSET_KEY)?.is_some() {
+            // Offsets are RocksDB's from now on: the tier's must not be taken up again.
+            storage.db.delete(OFFSET_KEY)?;
+        }
         Ok(storage)
     }
 
@@ -393,8 +411,10 @@ impl Storage {
             return Ok(());
         }
         if !write_back {
-            tier.checkpoint(&self.db, &self.families, || Ok(()))?;
+            tier.checkpoint(&self.db, &self.families, |_| Ok(()))?;
             self.tier = None;
+            // Replicas now follow RocksDB's log: the redo backlog serves nobody.
+            let _ = std::fs::remove_dir_all(self.path.join("redo").join(crate::redo::ARCHIVE));
             return Ok(());
         }
         let handle = Tier::spawn_checkpointer(tier, self.db.clone(), self.families.clone())?;
@@ -405,6 +425,56 @@ impl Storage {
     /// Whether writes go through the write-back tier.
     pub fn write_back(&self) -> bool {
         self.tier.is_some()
+    }
+
+    /// The replication offset of the last write: the write-back tier's (`redo.rs`), or
+    /// RocksDB's sequence number without it.
+    pub(crate) fn last_seq(&self) -> u64 {
+        match &self.tier {
+            Some(t) => t.last_offset(),
+            None => self.db.latest_sequence_number(),
+        }
+    }
+
+    /// The write-back tier's redo log directory, when writes go through the tier.
+    pub(crate) fn redo_dir(&self) -> Option<&Path> {
+        self.tier.as_ref().and_then(|t| t.log_dir())
+    }
+
+    /// A RocksDB snapshot with the replication offset it holds every write through: with the
+    /// write-back tier, taken right after a checkpoint (RocksDB then holds the tier's writes up
+    /// to the checkpoint's offset, and none after it); without it, RocksDB's own. Without the
+    /// tier `hold` runs around the moment the snapshot is taken; with it there is no need (only
+    /// a checkpoint changes RocksDB, and none runs meanwhile).
+    pub(crate) fn snapshot_at<G>(
+        &self,
+        hold: impl FnOnce() -> G,
+    ) -> Result<(u64, rocksdb::SnapshotWithThreadMode<'_, DB>)> {
+        match &self.tier {
+            Some(t) => t.checkpoint(&self.db, &self.families, |offset| {
+                Ok((offset, self.db.snapshot()))
+            }),
+            None => {
+                let _held = hold();
+                Ok((self.db.latest_sequence_number(), self.db.snapshot()))
+            }
+        }
+    }
+
+    /// Writes what the write-back tier holds to RocksDB (a no-op without the tier).
+    pub(crate) fn checkpoint_tier(&self) -> Result<()> {
+        match &self.tier {
+            Some(t) => t.checkpoint(&self.db, &self.families, |_| Ok(())),
+            None => Ok(()),
+        }
+    }
+
+    /// Adds to `batch`, written straight to RocksDB, the write-back tier's current offset as
+    /// the checkpointed one (a replica's loaded copy replaces the record a checkpoint wrote).
+    pub(crate) fn note_tier_offset(&self, batch: &mut WriteBatch) {
+        if let Some(t) = &self.tier {
+            batch.put(OFFSET_KEY, t.last_offset().to_le_bytes());
+        }
     }
 
     /// The write-back tier's figures, for INFO: bytes held (active, being checkpointed),
@@ -856,26 +926,10 @@ impl Storage {
         if limit == 0 || self.read_only {
             return;
         }
-        let Ok(entries) = std::fs::read_dir(self.path.join("archive")) else {
-            return;
-        };
-        let mut files: Vec<(u64, u64, PathBuf)> = entries
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name();
-                let number = name.to_str()?.strip_suffix(".log")?.parse::<u64>().ok()?;
-                Some((number, e.metadata().ok()?.len(), e.path()))
-            })
-            .collect();
-        files.sort();
-        let mut total: u64 = files.iter().map(|f| f.1).sum();
-        for (_, size, path) in files {
-            if total <= limit {
-                break;
-            }
-            if std::fs::remove_file(&path).is_ok() {
-                total -= size;
-            }
+        prune_archive(&self.path.join("archive"), limit, 0);
+        if self.tier.is_some() {
+            let redo = self.path.join("redo").join(crate::redo::ARCHIVE);
+            prune_archive(&redo, limit, self.redo_archive_ttl);
         }
     }
 
@@ -1118,7 +1172,7 @@ impl Storage {
             return Ok(());
         }
         if let Some(t) = &self.tier {
-            t.checkpoint(&self.db, &self.families, || Ok(()))?;
+            t.checkpoint(&self.db, &self.families, |_| Ok(()))?;
         }
         self.db.flush_wal(true)?;
         for cf in [CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE] {
@@ -1139,7 +1193,7 @@ impl Storage {
         };
         match &self.tier {
             // RocksDB as of one checkpoint: everything the tier took before it, nothing after.
-            Some(t) => t.checkpoint(&self.db, &self.families, copy),
+            Some(t) => t.checkpoint(&self.db, &self.families, |_| copy()),
             None => copy(),
         }
     }
@@ -1178,6 +1232,40 @@ impl Drop for Storage {
             }
             // Whatever the sync policy, records still in memory reach the operating system.
             let _ = t.write_out();
+        }
+    }
+}
+
+/// Deletes the oldest `NNN.log` files of the archive directory `dir` until they hold `limit`
+/// bytes at most, and those older than `ttl` seconds (0: no age limit).
+fn prune_archive(dir: &Path, limit: u64, ttl: u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let max_age = std::time::Duration::from_secs(ttl);
+    let mut files: Vec<(u64, u64, bool, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            let number = name.to_str()?.strip_suffix(".log")?.parse::<u64>().ok()?;
+            let meta = e.metadata().ok()?;
+            let old = ttl > 0
+                && meta
+                    .modified()
+                    .ok()
+                    .and_then(|m| m.elapsed().ok())
+                    .is_some_and(|age| age > max_age);
+            Some((number, meta.len(), old, e.path()))
+        })
+        .collect();
+    files.sort();
+    let mut total: u64 = files.iter().map(|f| f.1).sum();
+    for (_, size, old, path) in files {
+        if total <= limit && !old {
+            break;
+        }
+        if std::fs::remove_file(&path).is_ok() {
+            total -= size;
         }
     }
 }

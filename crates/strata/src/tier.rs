@@ -12,8 +12,12 @@
 //! layer. Restart replays the log into `active`. Writers wait while `active` holds more than
 //! twice the dirty limit and a checkpoint is still running, and get an error instead while
 //! the last checkpoint failed (a full or failing disk: memory must not grow without bound, and
-//! no writer may wait forever). Owns the layers and the checkpointer thread; `storage.rs`
-//! decides when a read or a write goes through here.
+//! no writer may wait forever). The log numbers the batches
+//! (replication offsets, `redo.rs`); a checkpoint records in RocksDB, with the layer it writes,
+//! the offset RocksDB then holds everything through ([`OFFSET_KEY`]), so offsets go on from
+//! there after a restart and a copy of RocksDB taken right after a checkpoint is a snapshot as
+//! of a known offset (a replica's full copy). Owns the layers and the checkpointer thread;
+//! `storage.rs` decides when a read or a write goes through here.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,6 +38,9 @@ use crate::redo::RedoLog;
 const MAX_DIRTY_AGE: Duration = Duration::from_secs(60);
 /// Bytes of records per RocksDB write batch a checkpoint writes.
 const CHECKPOINT_BATCH: usize = 4 << 20;
+/// The `default` family's record of the offset a checkpoint wrote RocksDB through (u64 LE;
+/// docs/format.md).
+pub(crate) const OFFSET_KEY: &[u8] = b"strata:redo-offset";
 
 /// The two layers.
 struct Layers {
@@ -65,9 +72,9 @@ pub(crate) struct Tier {
     wake: Mutex<bool>,
     woken: Condvar,
     stop: AtomicBool,
-    /// The last redo segment of the frozen layer while its checkpoint has not ended (set again
-    /// by a retry after a failure).
-    failed: Mutex<Option<u64>>,
+    /// The last redo segment of the frozen layer and the offset of its last write, while its
+    /// checkpoint has not ended (set again by a retry after a failure).
+    failed: Mutex<Option<(u64, u64)>>,
     /// Why the last checkpoint failed, until one succeeds.
     last_failure: Mutex<Option<String>>,
     /// Makes checkpoints fail (tests of what writers see when the disk fails).
@@ -81,10 +88,16 @@ pub(crate) type Families = Vec<(u32, String)>;
 
 impl Tier {
     /// Opens the tier of the data directory at `dir`: replays its redo log (`dir/redo`) into
-    /// the active layer. A read-only tier takes no writes.
-    pub(crate) fn open(dir: &Path, read_only: bool, dirty_limit: usize) -> Result<Tier> {
+    /// the active layer. A read-only tier takes no writes. With `archive`, the log keeps the
+    /// segments checkpoints covered, for replicas (`redo.rs`).
+    pub(crate) fn open(
+        dir: &Path,
+        read_only: bool,
+        dirty_limit: usize,
+        archive: bool,
+    ) -> Result<Tier> {
         let mut active = Layer::default();
-        let (log, replayed) = RedoLog::open(&dir.join("redo"), read_only, |payload| {
+        let (log, replayed) = RedoLog::open(&dir.join("redo"), read_only, archive, |payload| {
             let (_, ops) = pending::decode_batch(payload)?;
             for op in &ops {
                 active.apply(op);
@@ -119,11 +132,29 @@ impl Tier {
     /// Whether a redo log with records exists in the data directory at `dir` (a directory last
     /// opened with the write-back tier, whose log must be replayed whatever the tier is now).
     pub(crate) fn has_log(dir: &Path) -> bool {
-        std::fs::read_dir(dir.join("redo")).is_ok_and(|entries| {
-            entries
-                .flatten()
-                .any(|e| e.metadata().is_ok_and(|m| m.len() > 0))
+        let redo = dir.join("redo");
+        crate::redo::segments(&redo).is_ok_and(|numbers| {
+            numbers.into_iter().any(|n| {
+                std::fs::metadata(crate::redo::segment_path(&redo, n)).is_ok_and(|m| m.len() > 0)
+            })
         })
+    }
+
+    /// The offset of the last write taken (0 for a read-only tier).
+    pub(crate) fn last_offset(&self) -> u64 {
+        self.log.as_ref().map_or(0, RedoLog::last_offset)
+    }
+
+    /// Numbers the writes taken from now on after `offset` at least.
+    pub(crate) fn offsets_after(&self, offset: u64) {
+        if let Some(log) = &self.log {
+            log.offsets_after(offset);
+        }
+    }
+
+    /// The redo log's directory (`None` for a read-only tier).
+    pub(crate) fn log_dir(&self) -> Option<&Path> {
+        self.log.as_ref().map(RedoLog::dir)
     }
 
     /// Takes one write batch (its encoding and decoded operations): logged, then applied.
@@ -240,17 +271,19 @@ impl Tier {
     /// Writes everything the tier holds to RocksDB and forgets it: swaps the layers, writes the
     /// frozen one out (deleted ranges first, then metadata, then the other families, so
     /// compaction never meets a collection's records before its metadata), flushes RocksDB's
-    /// memtables (the writes skipped RocksDB's log), deletes the log segments that held them.
-    /// Then runs `then` while no other checkpoint can start.
+    /// memtables (the writes skipped RocksDB's log), retires the log segments that held them.
+    /// Then runs `then` while no other checkpoint can start, with the offset RocksDB now holds
+    /// every write through (the last write before the swap: RocksDB is a snapshot as of it
+    /// until the next checkpoint).
     pub(crate) fn checkpoint<T>(
         &self,
         db: &DB,
         families: &Families,
-        then: impl FnOnce() -> Result<T>,
+        then: impl FnOnce(u64) -> Result<T>,
     ) -> Result<T> {
         let _one = self.checkpointing.lock();
         let Some(log) = &self.log else {
-            return then();
+            return then(0);
         };
         let outcome = self.write_back_layers(log, db, families);
         *self.last_failure.lock() = outcome.as_ref().err().map(|e| e.to_string());
@@ -259,12 +292,12 @@ impl Tier {
             let _w = self.wake.lock();
             self.woken.notify_all();
         }
-        outcome?;
-        then()
+        then(outcome?)
     }
 
-    /// The body of [`Tier::checkpoint`], without its lock and its `then`.
-    fn write_back_layers(&self, log: &RedoLog, db: &DB, families: &Families) -> Result<()> {
+    /// The body of [`Tier::checkpoint`], without its lock and its `then`: the offset RocksDB
+    /// holds every write through once it has returned.
+    fn write_back_layers(&self, log: &RedoLog, db: &DB, families: &Families) -> Result<u64> {
         // The next segment is made before writers are held off.
         log.prepare_next()?;
         let (frozen, ended) = {
@@ -274,19 +307,23 @@ impl Tier {
             if let (Some(frozen), Some(ended)) = (layers.frozen.clone(), *self.failed.lock()) {
                 (frozen, ended)
             } else if layers.active.read().is_empty() {
+                // Writers append under `layers`' read lock: no write is half taken.
+                let offset = log.last_offset();
                 drop(layers);
                 *self.dirty_since.lock() = None;
-                return Ok(());
+                return Ok(offset);
             } else {
                 let ended = log.rotate()?;
+                let offset = log.last_offset();
                 let frozen = std::mem::take(&mut layers.active);
                 layers.frozen = Some(frozen.clone());
                 *self.dirty_since.lock() = None;
-                (frozen, ended)
+                (frozen, (ended, offset))
             }
         };
+        let (ended, offset) = ended;
         // Until this checkpoint ends, a retry must start from this frozen layer.
-        *self.failed.lock() = Some(ended);
+        *self.failed.lock() = Some((ended, offset));
         // Writers go on; the records of the frozen layer reach the disk before anything
         // relies on them (a sync of the ended segment, also for `appendfsync always`: a sync
         // of the log syncs only the current segment).
@@ -297,7 +334,7 @@ impl Tier {
         }
         let written = {
             let layer = frozen.read();
-            write_layer(db, families, &layer)?
+            write_layer(db, families, &layer, offset)?
         };
         for (_, name) in families {
             if let Some(cf) = db.cf_handle(name) {
@@ -314,7 +351,7 @@ impl Tier {
         self.stats
             .last_checkpoint_ms
             .store(crate::clock::now_ms(), Ordering::Relaxed);
-        Ok(())
+        Ok(offset)
     }
 
     /// Why the last checkpoint failed, while none has succeeded since.
@@ -351,7 +388,7 @@ impl Tier {
                 if !old && !full && !retry {
                     continue;
                 }
-                if let Err(e) = tier.checkpoint(&db, &families, || Ok(())) {
+                if let Err(e) = tier.checkpoint(&db, &families, |_| Ok(())) {
                     eprintln!("strata: write-back checkpoint failed (retrying in 1 s): {e}");
                     std::thread::sleep(Duration::from_secs(1));
                 }
@@ -374,8 +411,9 @@ pub(crate) enum Found<T> {
     Untouched,
 }
 
-/// Writes `layer` to RocksDB with its log off; returns the bytes written.
-fn write_layer(db: &DB, families: &Families, layer: &Layer) -> Result<usize> {
+/// Writes `layer` to RocksDB with its log off, and `offset` (the offset of the layer's last
+/// write) at [`OFFSET_KEY`]; returns the bytes written.
+fn write_layer(db: &DB, families: &Families, layer: &Layer, offset: u64) -> Result<usize> {
     let mut wo = WriteOptions::default();
     wo.disable_wal(true);
     let handle = |id: u32| {
@@ -421,6 +459,8 @@ fn write_layer(db: &DB, families: &Families, layer: &Layer) -> Result<usize> {
         }
         flush(&mut batch, true)?;
     }
+    batch.put_cf(handle(0)?, OFFSET_KEY, offset.to_le_bytes());
+    flush(&mut batch, true)?;
     Ok(written)
 }
 
@@ -458,7 +498,7 @@ mod tests {
         opts.create_if_missing(true);
         let db = Arc::new(DB::open_cf(&opts, dir.path().join("db"), ["default"])?);
         let families: Families = vec![(0, "default".to_string())];
-        let tier = Arc::new(Tier::open(dir.path(), false, 64 << 10)?);
+        let tier = Arc::new(Tier::open(dir.path(), false, 64 << 10, false)?);
         tier.fail_checkpoints.store(true, Ordering::Release);
         let checkpointer = Tier::spawn_checkpointer(tier.clone(), db.clone(), families)?;
 
@@ -474,8 +514,14 @@ mod tests {
         assert!(tier.last_failure().is_some());
         // Memory stayed bounded: the layer taking writes stopped near twice the limit.
         let (active, frozen) = tier.dirty_bytes();
-        assert!(active < 3 * (64 << 10), "active layer {active} bytes after {at} writes");
-        assert!(frozen > 0, "the failed checkpoint's layer is kept for its retry");
+        assert!(
+            active < 3 * (64 << 10),
+            "active layer {active} bytes after {at} writes"
+        );
+        assert!(
+            frozen > 0,
+            "the failed checkpoint's layer is kept for its retry"
+        );
 
         // The disk recovers: a retry writes what was held, and writes are taken again.
         tier.fail_checkpoints.store(false, Ordering::Release);

@@ -333,9 +333,9 @@ pub struct Settings {
     pub min_replicas_max_lag: u64,
     /// `repl-timeout`, in seconds (at least 1).
     pub repl_timeout: u64,
-    /// `repl-backlog-size`: bytes of write-ahead log kept for replicas.
+    /// `repl-backlog-size`: bytes of archived log (RocksDB's, or the write-back tier's redo log) kept for replicas.
     pub repl_backlog_size: u64,
-    /// `repl-backlog-ttl`: seconds archived write-ahead log is kept.
+    /// `repl-backlog-ttl`: seconds archived log (either) is kept.
     pub repl_backlog_ttl: u64,
     /// `enable-protected-configs`: whether CONFIG SET may change protected directives
     /// (`dbfilename`, `dir`).

@@ -1,6 +1,7 @@
 //! The leader's side of one replica: after PSYNC, a thread of its own answers `+FULLRESYNC`
 //! (and streams a consistent copy of the data) or `+CONTINUE`, then sends every later
-//! write-ahead-log batch, PUBLISHed messages and a heartbeat a second; a second thread reads the
+//! log batch (RocksDB's write-ahead log, or the write-back tier's redo log), PUBLISHed messages
+//! and a heartbeat a second; a second thread reads the
 //! replica's acknowledgements. The log on disk is the backlog: a slow replica costs the leader
 //! no memory (only the published messages queue, bounded), a stalled one is dropped after
 //! `repl-timeout`, and one that fell behind what the log keeps gets a full copy next time.
@@ -14,8 +15,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use strata::replication::WalRead;
-use strata::wal_tail::WalTail;
+use strata::replication::{LogTail, WalRead};
 use strata_commands::{ChannelKind, PsyncRequest};
 
 use super::wire;
@@ -238,7 +238,7 @@ fn feed(
 
     let mut last_beat = Instant::now();
     let mut failures = 0u32;
-    let mut tail: Option<WalTail> = None;
+    let mut tail: Option<LogTail> = None;
     let mut tail_retry: Option<Instant> = None;
     while !replica.closed.load(Ordering::Acquire) {
         let mut sent = false;
@@ -249,13 +249,13 @@ fn feed(
         }
         let read_started = Instant::now();
         let mut caught_up = true;
-        // The log is followed with a WalTail (reads only what was appended); RocksDB's own
-        // iterator is the fallback when the tail cannot continue (it is retried a second later).
+        // The log is followed with a LogTail (reads only what was appended); a fresh read
+        // (RocksDB's own iterator, or a new redo reader) is the fallback when the tail cannot continue (it is retried a second later).
         if tail.is_none() && tail_retry.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
             match db.wal_tail(next) {
                 Ok(t) => tail = Some(t),
                 Err(e) => {
-                    log::verbose!("Following the write-ahead log with RocksDB's iterator: {e}");
+                    log::verbose!("Following the log with fresh reads: {e}");
                     tail_retry = Some(Instant::now());
                 }
             }
@@ -264,7 +264,7 @@ fn feed(
             Some(Ok(WalRead::Batches(b))) => Ok(WalRead::Batches(b)),
             Some(other) => {
                 if let Err(e) = &other {
-                    log::verbose!("Following the write-ahead log with RocksDB's iterator: {e}");
+                    log::verbose!("Following the log with fresh reads: {e}");
                 }
                 tail = None;
                 tail_retry = Some(Instant::now());
@@ -285,7 +285,7 @@ fn feed(
             }
             Ok(WalRead::Gap) => {
                 return Err(io::Error::other(format!(
-                    "the write-ahead log no longer holds offset {next} (repl-backlog-size / repl-backlog-ttl); it will get a full copy"
+                    "the log no longer holds offset {next} (repl-backlog-size / repl-backlog-ttl); it will get a full copy"
                 )));
             }
             Err(e) => {
@@ -293,9 +293,7 @@ fn feed(
                 // ends the stream (the replica reconnects).
                 failures += 1;
                 if failures > 200 {
-                    return Err(io::Error::other(format!(
-                        "reading the write-ahead log: {e}"
-                    )));
+                    return Err(io::Error::other(format!("reading the log: {e}")));
                 }
             }
         }

@@ -1,7 +1,8 @@
 //! Replication: this server's role (a leader, or a replica following one), the replicas attached
 //! to it, what INFO replication, ROLE and WAIT report, and the gate that refuses commands the
 //! current state does not allow (-LOADING, -MASTERDOWN, -READONLY, -NOREPLICAS). Offsets are the
-//! leader's RocksDB sequence numbers; the stream and its rules are in `docs/replication.md`.
+//! leader's RocksDB sequence numbers, or its redo log's offsets with the write-back tier
+//! (`Db::last_seq`); the stream and its rules are in `docs/replication.md`.
 //! The two sides of a link live in `leader` and `follower`, the framing in `wire`.
 
 mod follower;
@@ -57,15 +58,22 @@ pub struct Replication {
 }
 
 impl Replication {
-    /// The state of a server on data directory `dir`. The replication id survives only a clean
-    /// shutdown (see [`Replication::mark_clean_shutdown`]): after a crash the last writes may not
-    /// be on disk although a replica has them, so the history must not be resumed.
-    pub fn open(dir: &Path) -> Replication {
+    /// The state of a server on data directory `dir` whose last offset is `offset`. The
+    /// replication id survives only a clean shutdown (see [`Replication::mark_clean_shutdown`]):
+    /// after a crash the last writes may not be on disk although a replica has them, so the
+    /// history must not be resumed. Nor when the offset went back since (the directory was
+    /// last used with the other log: the write-back tier's, or RocksDB's), as the same offsets
+    /// would then name other writes.
+    pub fn open(dir: &Path, offset: u64) -> Replication {
         let id_file = dir.join("replication-id");
         let saved = std::fs::read_to_string(&id_file).ok().and_then(|text| {
             let mut words = text.split_whitespace();
-            match (words.next(), words.next()) {
-                (Some(id), Some("clean")) if id.len() == 40 => Some(id.to_string()),
+            let (id, clean, then) = (words.next(), words.next(), words.next());
+            let went_back = then
+                .and_then(|t| t.parse::<u64>().ok())
+                .is_some_and(|then| offset < then);
+            match (id, clean) {
+                (Some(id), Some("clean")) if id.len() == 40 && !went_back => Some(id.to_string()),
                 _ => None,
             }
         });
@@ -82,25 +90,26 @@ impl Replication {
             gate: AtomicU8::new(0),
             good_replicas: AtomicU64::new(0),
         };
-        repl.save_id(false);
+        repl.save_id(None);
         repl
     }
 
-    fn save_id(&self, clean: bool) {
-        let text = format!(
-            "{} {}\n",
-            self.own_replid(),
-            if clean { "clean" } else { "running" }
-        );
+    /// Writes the id, with `Some(offset)` as cleanly shut down at that offset.
+    fn save_id(&self, clean: Option<u64>) {
+        let text = match clean {
+            Some(offset) => format!("{} clean {offset}\n", self.own_replid()),
+            None => format!("{} running\n", self.own_replid()),
+        };
         let tmp = self.id_file.with_extension("tmp");
         if std::fs::write(&tmp, text).is_ok() {
             let _ = std::fs::rename(&tmp, &self.id_file);
         }
     }
 
-    /// Records that the data is fully on disk: the next start keeps the replication id.
-    pub fn mark_clean_shutdown(&self) {
-        self.save_id(true);
+    /// Records that the data is fully on disk, through `offset`: the next start keeps the
+    /// replication id.
+    pub fn mark_clean_shutdown(&self, offset: u64) {
+        self.save_id(Some(offset));
     }
 
     /// This directory's replication id.
@@ -111,7 +120,7 @@ impl Replication {
     /// Starts a new history: a new id, and the replicas attached so far start over.
     pub fn new_history(&self) {
         *self.own_replid.lock() = crate::server::random_hex40();
-        self.save_id(false);
+        self.save_id(None);
         for r in self.attached_now() {
             r.close();
         }

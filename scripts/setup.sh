@@ -51,6 +51,8 @@ if [ "$build_only" = 0 ]; then
     # the same binary and a system service on port 26379, so it is not installed.
     need redis-server has_cmd redis-server
     need redis-tools has_cmd redis-cli
+    # tests/python/test_tls.py makes its certificates with the openssl tool.
+    need openssl has_cmd openssl
     need python3 has_cmd python3
     need python3-venv has_venv
 fi

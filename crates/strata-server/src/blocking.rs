@@ -26,7 +26,6 @@ use parking_lot::{Mutex, MutexGuard};
 use strata_commands::{execute, BlockMode, BlockRequest, Ctx, Outcome, Session};
 use strata_resp::{Frame, Protocol};
 use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
 use crate::registry::ClientEntry;
@@ -368,7 +367,7 @@ pub async fn wait(
     session: &Session,
     argv: &[Bytes],
     req: BlockRequest,
-    stream: &mut TcpStream,
+    stream: &mut crate::stream::ClientStream,
     rbuf: &mut BytesMut,
     query_buffer_limit: usize,
     read: &mut u64,

@@ -29,7 +29,6 @@ use strata_commands::outcome::Outcome;
 use strata_commands::{execute, BlockRequest, Ctx, PsyncRequest, ReplyMode, Session};
 use strata_resp::{encode, Frame, Protocol, RequestDecoder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::blocking::{self, Woken};
@@ -37,6 +36,7 @@ use crate::log::{self, warning};
 use crate::pubsub::frame_size;
 use crate::registry::ClientEntry;
 use crate::server::{ClientApi, LiveSettings, Server};
+use crate::stream::ClientStream;
 
 /// Read buffer growth step (Redis reads 16 KiB at a time).
 const READ_CHUNK: usize = 16 * 1024;
@@ -55,7 +55,7 @@ const PEAK_WINDOW_MS: u64 = 100;
 
 /// Serves one registered client until it disconnects, is killed, quits or misbehaves, then
 /// removes it from the registry (before the socket is closed, see `registry`).
-pub async fn run(server: Arc<Server>, mut stream: TcpStream, client: Arc<ClientEntry>) {
+pub async fn run(server: Arc<Server>, mut stream: ClientStream, client: Arc<ClientEntry>) {
     // Deregisters even if the task unwinds. Locals drop in reverse order, so the guard (declared
     // after the `stream` parameter) always runs before the socket is closed.
     let guard = Deregister {
@@ -136,7 +136,7 @@ struct Batch {
 struct Conn<'a> {
     server: &'a Arc<Server>,
     client: &'a Arc<ClientEntry>,
-    stream: &'a mut TcpStream,
+    stream: &'a mut ClientStream,
     session: Session,
     decoder: RequestDecoder,
     /// The settings in force, refreshed when the configuration generation changes.
@@ -162,7 +162,7 @@ struct Conn<'a> {
 /// Serves the client; `Some` when it sent PSYNC and the socket is to become a replica's stream.
 async fn serve(
     server: &Arc<Server>,
-    stream: &mut TcpStream,
+    stream: &mut ClientStream,
     client: &Arc<ClientEntry>,
 ) -> io::Result<Option<PsyncRequest>> {
     Conn::new(server, stream, client).serve().await
@@ -171,7 +171,7 @@ async fn serve(
 impl<'a> Conn<'a> {
     fn new(
         server: &'a Arc<Server>,
-        stream: &'a mut TcpStream,
+        stream: &'a mut ClientStream,
         client: &'a Arc<ClientEntry>,
     ) -> Self {
         let settings = server.live_settings();
@@ -246,20 +246,33 @@ impl<'a> Conn<'a> {
     /// Waits until the socket is readable; when the client stays idle past [`IDLE_RELEASE`]
     /// with nothing pending, its query buffer is released meanwhile (the next read allocates
     /// a new one). The timer is armed only when input is not already waiting.
-    /// `Some(n)` when it read `n` bytes on the way (0 at end of stream).
+    /// `Some(n)` when it read `n` bytes on the way (0 at end of stream). A TLS stream is read
+    /// under the timer instead (its socket's readiness says nothing of bytes already
+    /// decrypted; an abandoned read loses nothing, they stay in the TLS state).
     async fn wait_idle_input(&mut self) -> io::Result<Option<usize>> {
         if !self.rbuf.is_empty() || self.decoder.is_mid_request() {
             return Ok(None);
         }
-        match self.stream.try_read_buf(&mut self.rbuf) {
-            Ok(n) => return Ok(Some(n)),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-        }
-        if tokio::time::timeout(IDLE_RELEASE, self.stream.readable())
-            .await
-            .is_err()
-        {
+        let idle = match self.stream.plain() {
+            Some(tcp) => {
+                match tcp.try_read_buf(&mut self.rbuf) {
+                    Ok(n) => return Ok(Some(n)),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(e),
+                }
+                tokio::time::timeout(IDLE_RELEASE, tcp.readable())
+                    .await
+                    .is_err()
+            }
+            None => {
+                match tokio::time::timeout(IDLE_RELEASE, self.stream.read_buf(&mut self.rbuf)).await
+                {
+                    Ok(read) => return read.map(Some),
+                    Err(_) => true,
+                }
+            }
+        };
+        if idle {
             self.rbuf = BytesMut::new();
             self.qbuf_peak = 0;
             self.publish_buffers();
@@ -298,7 +311,7 @@ impl<'a> Conn<'a> {
                     let mut taken = frame_size(&f);
                     encode(&f, session.protocol, wbuf);
                     taken += drain_outbox(inbox, session.protocol, wbuf);
-                    stream.write_all(wbuf).await?;
+                    stream.send_all(wbuf).await?;
                     server.stats.add_batch(0, 0, wbuf.len() as u64);
                     wbuf.clear();
                     client.outbox.taken(taken);
@@ -656,7 +669,7 @@ impl<'a> Conn<'a> {
 /// client while its replies are pending, so without limits a client that never reads holds one
 /// batch at most.
 async fn send_replies(
-    stream: &mut TcpStream,
+    stream: &mut ClientStream,
     buf: &[u8],
     [hard, soft, soft_secs]: [u64; 3],
     client: &ClientEntry,
@@ -673,7 +686,7 @@ async fn send_replies(
         return over_limits();
     }
     if soft == 0 || buf.len() as u64 <= soft {
-        stream.write_all(buf).await?;
+        stream.send_all(buf).await?;
         return Ok(true);
     }
     // Strata stops reading while replies are pending, so what Redis would accumulate shows up
@@ -687,6 +700,10 @@ async fn send_replies(
             Ok(Err(e)) => return Err(e),
             Err(_) => return over_limits(),
         }
+    }
+    match tokio::time::timeout_at(deadline, stream.flush()).await {
+        Ok(flushed) => flushed?,
+        Err(_) => return over_limits(),
     }
     Ok(true)
 }

@@ -1,7 +1,9 @@
-//! Listening sockets and the accept loop: binds every `bind` address on `port` (Redis's `*`,
-//! `::*` and optional `-addr` forms included), then for each new connection sets TCP_NODELAY and
-//! keepalive, registers it (refusing it over `maxclients`) and spawns its connection task. Knows
-//! nothing of commands.
+//! Listening sockets and the accept loop: binds every `bind` address on `port` and `tls-port`
+//! (Redis's `*`, `::*` and optional `-addr` forms included), then for each new connection sets
+//! TCP_NODELAY and keepalive, on the TLS port completes the handshake (in a task of its own,
+//! bounded by [`crate::tls::HANDSHAKE_TIMEOUT`], so a client that stalls or sends garbage holds
+//! no worker), registers it (refusing it over `maxclients`, or from outside the loopback
+//! interface in protected mode) and spawns its connection task. Knows nothing of commands.
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -16,6 +18,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::log::{self, warning};
 use crate::server::Server;
+use crate::stream::ClientStream;
 
 /// Listen backlog, as Redis's default `tcp-backlog`.
 const BACKLOG: i32 = 511;
@@ -79,8 +82,8 @@ pub fn os_error_text(e: &io::Error) -> String {
     }
 }
 
-/// Accepts connections on `listener` forever.
-pub async fn accept_loop(server: Arc<Server>, listener: TcpListener) {
+/// Accepts connections on `listener` forever; `tls`: the listener is on the TLS port.
+pub async fn accept_loop(server: Arc<Server>, listener: TcpListener, tls: bool) {
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(x) => x,
@@ -96,34 +99,76 @@ pub async fn accept_loop(server: Arc<Server>, listener: TcpListener) {
             .connections_received
             .fetch_add(1, Ordering::Relaxed);
         configure(&server, &stream);
-        let local = stream
-            .local_addr()
-            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], server.port)));
-        let fd = stream.as_raw_fd();
-        match server
-            .registry
-            .register(peer, local, fd, server.clock_ms(), server.maxclients())
-        {
-            Some(client) => {
-                log::verbose!("Accepted {peer}");
-                tokio::spawn(crate::connection::run(server.clone(), stream, client));
-            }
-            None => {
-                server
-                    .stats
-                    .rejected_connections
-                    .fetch_add(1, Ordering::Relaxed);
-                log::verbose!("Refused {peer}: max number of clients reached");
-                tokio::spawn(refuse(stream));
-            }
+        if tls {
+            tokio::spawn(handshake(server.clone(), stream, peer));
+        } else {
+            admit(&server, ClientStream::Plain(stream), peer);
         }
     }
 }
 
-async fn refuse(mut stream: TcpStream) {
-    let _ = stream
-        .write_all(b"-ERR max number of clients reached\r\n")
-        .await;
+/// The TLS handshake of a client on the TLS port, then [`admit`]. A handshake that fails or
+/// does not finish within the time allowed closes the connection.
+async fn handshake(server: Arc<Server>, stream: TcpStream, peer: SocketAddr) {
+    let Some(contexts) = server.tls.current() else {
+        return;
+    };
+    let mode = server.config().tls_auth_clients;
+    let Some(config) = contexts.server(mode) else {
+        warning!(
+            "Error accepting a client connection: tls-auth-clients {} needs tls-ca-cert-file or tls-ca-cert-dir (conn: fd={})",
+            mode.name(),
+            stream.as_raw_fd()
+        );
+        return;
+    };
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    match tokio::time::timeout(crate::tls::HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(tls)) => admit(&server, ClientStream::Tls(Box::new(tls)), peer),
+        Ok(Err(e)) => warning!("Error accepting a client connection: {e} (addr={peer})"),
+        Err(_) => log::verbose!(
+            "Error accepting a client connection: TLS handshake timed out (addr={peer})"
+        ),
+    }
+}
+
+/// Registers a connected client and starts serving it, unless it is over `maxclients` or
+/// protected mode refuses it (then it gets Redis's error and is closed).
+fn admit(server: &Arc<Server>, stream: ClientStream, peer: SocketAddr) {
+    let tcp = stream.tcp();
+    let local = tcp
+        .local_addr()
+        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], server.port)));
+    let fd = tcp.as_raw_fd();
+    let refusal =
+        match server
+            .registry
+            .register(peer, local, fd, server.clock_ms(), server.maxclients())
+        {
+            None => {
+                log::verbose!("Refused {peer}: max number of clients reached");
+                "-ERR max number of clients reached\r\n".to_string()
+            }
+            Some(client) if server.protected_refuses(peer) => {
+                server.registry.deregister(client.id);
+                log::verbose!("Refused {peer}: protected mode");
+                format!("-{}\r\n", strata_commands::errors::PROTECTED_MODE_DENIED)
+            }
+            Some(client) => {
+                log::verbose!("Accepted {peer}");
+                tokio::spawn(crate::connection::run(server.clone(), stream, client));
+                return;
+            }
+        };
+    server
+        .stats
+        .rejected_connections
+        .fetch_add(1, Ordering::Relaxed);
+    tokio::spawn(refuse(stream, refusal));
+}
+
+async fn refuse(mut stream: ClientStream, reply: String) {
+    let _ = stream.send_all(reply.as_bytes()).await;
     let _ = stream.shutdown().await;
 }
 

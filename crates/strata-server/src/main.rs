@@ -12,10 +12,13 @@ mod listener;
 mod log;
 mod monitor;
 mod pause;
+mod protected;
 mod pubsub;
 mod registry;
 mod replication;
 mod server;
+mod stream;
+mod tls;
 mod wal_sync;
 
 /// mimalloc instead of glibc malloc: the hot path allocates small buffers per command, and glibc's
@@ -119,37 +122,36 @@ fn run(config: Config) -> i32 {
         Ok(b) => b,
         Err(e) => return fatal(&e),
     };
-    let port = config.port;
-    // Bind before opening the data directory, so a second server on the same port fails fast
-    // with Redis's message and leaves the directory alone.
-    let mut std_listeners = Vec::new();
-    for b in &binds {
-        match listener::bind(b, port) {
-            Ok(l) => std_listeners.push(l),
-            Err(e)
-                if b.optional
-                    && matches!(
-                        e.raw_os_error(),
-                        Some(libc::EADDRNOTAVAIL | libc::EAFNOSUPPORT | libc::EPROTONOSUPPORT)
-                    ) =>
-            {
-                warning!(
-                    "Skipping optional bind address {}: {}",
-                    b.text,
-                    listener::os_error_text(&e)
-                );
-            }
+    let tls_contexts = match tls::wanted(&config) {
+        true => match tls::configure(&config) {
+            Ok(c) => Some(c),
             Err(e) => {
-                return fatal(&format!(
-                    "Could not create server TCP listening socket {}:{port}: bind: {}",
-                    b.text,
-                    listener::os_error_text(&e)
-                ));
+                warning!("{e}");
+                return fatal("Failed to configure TLS. Check logs for more info.");
             }
+        },
+        false => None,
+    };
+    // Bind before opening the data directory, so a second server on the same port fails fast
+    // with Redis's message and leaves the directory alone. Port 0 listens nowhere, as in Redis.
+    let mut std_listeners = Vec::new();
+    for (port, tls) in [(config.port, false), (config.tls_port, true)] {
+        if port == 0 {
+            continue;
+        }
+        match bind_all(&binds, port) {
+            Ok(ls) => std_listeners.extend(ls.into_iter().map(|l| (l, tls))),
+            Err(e) => return fatal(&e),
+        }
+        if !std_listeners.iter().any(|(_, t)| *t == tls) {
+            return fatal(&match tls {
+                false => format!("Failed listening on port {port} (TCP), aborting."),
+                true => format!("Failed listening on port {port} (TLS), aborting."),
+            });
         }
     }
     if std_listeners.is_empty() {
-        return fatal("Failed listening on port (tcp), aborting.");
+        return fatal("Configured to not listen anywhere, exiting.");
     }
 
     let opts = strata::Options {
@@ -210,6 +212,9 @@ fn run(config: Config) -> i32 {
     };
 
     let server = Arc::new(Server::new(db, config));
+    if let Some(contexts) = tls_contexts {
+        server.tls.install(contexts);
+    }
     if let Err(e) = server.load_users() {
         return fatal(&e);
     }
@@ -232,12 +237,44 @@ fn run(config: Config) -> i32 {
     runtime.block_on(serve(server, std_listeners))
 }
 
-async fn serve(server: Arc<Server>, std_listeners: Vec<std::net::TcpListener>) -> i32 {
+/// Binds every `bind` address on `port`, skipping optional addresses that are unavailable.
+/// The error is Redis's message.
+fn bind_all(binds: &[listener::BindAddr], port: u16) -> Result<Vec<std::net::TcpListener>, String> {
+    let mut listeners = Vec::new();
+    for b in binds {
+        match listener::bind(b, port) {
+            Ok(l) => listeners.push(l),
+            Err(e)
+                if b.optional
+                    && matches!(
+                        e.raw_os_error(),
+                        Some(libc::EADDRNOTAVAIL | libc::EAFNOSUPPORT | libc::EPROTONOSUPPORT)
+                    ) =>
+            {
+                warning!(
+                    "Skipping optional bind address {}: {}",
+                    b.text,
+                    listener::os_error_text(&e)
+                );
+            }
+            Err(e) => {
+                return Err(format!(
+                    "Could not create server TCP listening socket {}:{port}: bind: {}",
+                    b.text,
+                    listener::os_error_text(&e)
+                ));
+            }
+        }
+    }
+    Ok(listeners)
+}
+
+async fn serve(server: Arc<Server>, std_listeners: Vec<(std::net::TcpListener, bool)>) -> i32 {
     let mut accept_tasks = Vec::new();
-    for l in std_listeners {
+    for (l, tls) in std_listeners {
         let local = l.local_addr().ok();
         match tokio::net::TcpListener::from_std(l) {
-            Ok(l) => accept_tasks.push(tokio::spawn(listener::accept_loop(server.clone(), l))),
+            Ok(l) => accept_tasks.push(tokio::spawn(listener::accept_loop(server.clone(), l, tls))),
             Err(e) => {
                 return fatal(&format!(
                     "Could not register listening socket {local:?}: {e}"

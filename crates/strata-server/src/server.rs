@@ -4,6 +4,7 @@
 //! cron (coarse clock, ops/sec sampling, idle-client sweep) and the shutdown signal. [`ClientApi`]
 //! implements `strata_commands::ServerApi` for one connection on top of it. No socket I/O here.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -141,6 +142,8 @@ pub struct Server {
     pub pubsub: crate::pubsub::Broker,
     /// Role, attached replicas, the link to the leader.
     pub replication: crate::replication::Replication,
+    /// The TLS contexts in force.
+    pub tls: crate::tls::Tls,
     /// The enabled keyspace-event classes (`strata_commands::notify` bits; 0 = off).
     notify_flags: std::sync::atomic::AtomicU32,
     /// INFO stats counters.
@@ -204,6 +207,7 @@ impl Server {
             functions: Arc::default(),
             pubsub: crate::pubsub::Broker::default(),
             replication,
+            tls: Default::default(),
             notify_flags: std::sync::atomic::AtomicU32::new(0),
             stats: ServerStats::default(),
             command_stats: Default::default(),
@@ -324,6 +328,15 @@ impl Server {
     /// maxclients.
     pub fn maxclients(&self) -> usize {
         self.maxclients.load(Ordering::Relaxed) as usize
+    }
+
+    /// Whether protected mode refuses a client from `peer` (see `protected`).
+    pub fn protected_refuses(&self, peer: SocketAddr) -> bool {
+        crate::protected::refuses(
+            self.config().protected_mode,
+            self.acl.default_user().rules().nopass,
+            peer.ip(),
+        )
     }
 
     /// Whether new connections must AUTH (the default user has a password, or is off).
@@ -556,6 +569,31 @@ impl Server {
         self.replication.refresh_gate(&cfg);
         drop(cfg);
         self.config_gen.fetch_add(1, Ordering::Release);
+    }
+
+    /// `CONFIG SET`, all or nothing: a TLS file or parameter among the pairs rebuilds the TLS
+    /// contexts (when TLS is on), and if that fails every value is restored, the old contexts
+    /// stay, and the reply is Redis's.
+    pub fn config_set(&self, pairs: &[(String, String)]) -> Result<(), String> {
+        let mut cfg = self.config_mut();
+        let before = cfg.clone();
+        cfg.set_many(pairs)?;
+        let tls_change = pairs.iter().find(|(n, _)| crate::tls::is_tls_parameter(n));
+        if let Some((name, _)) = tls_change.filter(|_| crate::tls::wanted(&cfg)) {
+            match crate::tls::configure(&cfg) {
+                Ok(contexts) => self.tls.install(contexts),
+                Err(e) => {
+                    let name = name.to_ascii_lowercase();
+                    warning!("{e}");
+                    warning!("Failed applying new configuration. Possibly related to new {name} setting. Restoring previous settings.");
+                    *cfg = before;
+                    return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - Unable to update TLS configuration. Check server logs."));
+                }
+            }
+        }
+        drop(cfg);
+        self.apply_config();
+        Ok(())
     }
 
     /// Records the leader REPLICAOF set, for CONFIG GET/REWRITE.
@@ -791,9 +829,7 @@ impl ServerApi for ClientApi<'_> {
     }
 
     fn config_set(&self, pairs: &[(String, String)]) -> Result<(), String> {
-        self.server.config_mut().set_many(pairs)?;
-        self.server.apply_config();
-        Ok(())
+        self.server.config_set(pairs)
     }
 
     fn config_rewrite(&self) -> Result<(), String> {

@@ -28,7 +28,9 @@ use strata::glob::glob_match;
 
 use kinds::{Kind, Value};
 use settings::Allowed;
-pub use settings::{AclPubsubDefault, AppendFsync, Compression, MemoryTier, Settings};
+pub use settings::{
+    AclPubsubDefault, AppendFsync, Compression, MemoryTier, Settings, TlsAuthClients,
+};
 use table::{lookup, Access, Home, DIRECTIVES};
 
 /// The current value of every directive, plus the file they were read from. Derefs to the
@@ -81,7 +83,11 @@ impl fmt::Debug for Config {
         let mut out = f.debug_struct("Config");
         for (row, d) in DIRECTIVES.iter().enumerate() {
             let shown = self.show(row);
-            if matches!(d.name, "requirepass" | "masterauth") && !shown.is_empty() {
+            if matches!(
+                d.name,
+                "requirepass" | "masterauth" | "tls-key-file-pass" | "tls-client-key-file-pass"
+            ) && !shown.is_empty()
+            {
                 out.field(d.name, &"<redacted>");
             } else {
                 out.field(d.name, &shown);

@@ -232,6 +232,16 @@ choices! {
 }
 
 choices! {
+    /// Whether TLS clients must present a certificate (`tls-auth-clients`).
+    pub enum TlsAuthClients {
+        No = "no",
+        Yes = "yes",
+        /// A certificate is verified when the client presents one.
+        Optional = "optional",
+    }
+}
+
+choices! {
     /// RocksDB block compression, from the `compression` directive.
     pub enum Compression {
         None = "none",
@@ -346,6 +356,47 @@ pub struct Settings {
     pub acl_pubsub_default: AclPubsubDefault,
     /// `acllog-max-len`: the most entries ACL LOG keeps.
     pub acllog_max_len: u64,
+    /// `protected-mode`: refuse clients not on the loopback interface while the default user
+    /// has no password.
+    pub protected_mode: bool,
+    /// `tls-port`: the TLS port to listen on; 0 = none.
+    pub tls_port: u16,
+    /// `tls-replication`: a replica connects to its leader over TLS.
+    pub tls_replication: bool,
+    /// `tls-auth-clients`.
+    pub tls_auth_clients: TlsAuthClients,
+    /// `tls-prefer-server-ciphers`.
+    pub tls_prefer_server_ciphers: bool,
+    /// `tls-session-caching`.
+    pub tls_session_caching: bool,
+    /// `tls-session-cache-size`: sessions kept for resumption.
+    pub tls_session_cache_size: u64,
+    /// `tls-session-cache-timeout`, in seconds (accepted; rustls keeps no per-session expiry).
+    pub tls_session_cache_timeout: u64,
+    /// `tls-cert-file`: the server's certificate chain (PEM).
+    pub tls_cert_file: Option<String>,
+    /// `tls-key-file`: the server's private key (PEM).
+    pub tls_key_file: Option<String>,
+    /// `tls-key-file-pass`: the key's passphrase (encrypted keys are not supported).
+    pub tls_key_file_pass: Option<String>,
+    /// `tls-client-cert-file`: the certificate a replica presents to its leader.
+    pub tls_client_cert_file: Option<String>,
+    /// `tls-client-key-file`: its private key.
+    pub tls_client_key_file: Option<String>,
+    /// `tls-client-key-file-pass`.
+    pub tls_client_key_file_pass: Option<String>,
+    /// `tls-dh-params-file` (checked to exist; rustls uses no finite-field DH).
+    pub tls_dh_params_file: Option<String>,
+    /// `tls-ca-cert-file`: CA certificates (PEM) clients and leaders are verified against.
+    pub tls_ca_cert_file: Option<String>,
+    /// `tls-ca-cert-dir`: a directory of CA certificates (PEM).
+    pub tls_ca_cert_dir: Option<String>,
+    /// `tls-protocols`: e.g. "TLSv1.2 TLSv1.3".
+    pub tls_protocols: Option<String>,
+    /// `tls-ciphers`: TLS 1.2 cipher suites (OpenSSL names).
+    pub tls_ciphers: Option<String>,
+    /// `tls-ciphersuites`: TLS 1.3 cipher suites.
+    pub tls_ciphersuites: Option<String>,
 }
 
 impl Settings {

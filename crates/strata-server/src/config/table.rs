@@ -8,6 +8,7 @@
 use super::kinds::{Kind, Value, GB, MB};
 use super::settings::{
     AclPubsubDefault, Allowed, AppendFsync, Compression, LogLevel, MemoryTier, Setting, Settings,
+    TlsAuthClients,
 };
 use super::special::Special;
 
@@ -119,7 +120,6 @@ const OOM_SCORE_ADJ: &[&str] = &["no", "yes", "relative", "absolute"];
 const SANITIZE_DUMP_PAYLOAD: &[&str] = &["no", "yes", "clients"];
 const CLUSTER_PREFERRED_ENDPOINT_TYPE: &[&str] = &["ip", "hostname", "unknown-endpoint"];
 const PROPAGATION_ERROR_BEHAVIOR: &[&str] = &["ignore", "panic", "panic-on-replicas"];
-const TLS_AUTH_CLIENTS: &[&str] = &["no", "yes", "optional"];
 
 use Access::{Fixed, Hidden, Immutable, Mutable, Protected, ProtectedFixed};
 use Kind::{Bool, Enum, Int, Memory, Octal, Percent, Special as Sp, Str};
@@ -178,7 +178,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("daemonize", &[], Sp(Special::Daemonize), "no", Immutable, INERT),
     row("io-threads-do-reads", &[], Bool, "no", Immutable, INERT),
     row("always-show-logo", &[], Bool, "no", Immutable, INERT),
-    row("protected-mode", &[], Bool, "yes", Mutable, INERT),
+    row("protected-mode", &[], Bool, "yes", Mutable, field!(protected_mode)),
     row("rdbcompression", &[], Bool, "yes", Mutable, INERT),
     row("rdb-del-sync-files", &[], Bool, "no", Mutable, INERT),
     row("activerehashing", &[], Bool, "yes", Mutable, INERT),
@@ -299,26 +299,26 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("maxmemory-clients", &[], Percent { min: -100, max: LONG_MAX }, "0", Mutable, INERT),
     row("auto-aof-rewrite-min-size", &[], Memory { min: 0, max: LONG_MAX as u64 }, "67108864", Mutable, INERT),
     row("loading-process-events-interval-bytes", &[], Int { min: 1024, max: INT_MAX }, "2097152", Hidden, INERT),
-    row("tls-port", &[], Int { min: 0, max: 65535 }, "0", Mutable, INERT),
-    row("tls-session-cache-size", &[], Int { min: 0, max: INT_MAX }, "20480", Mutable, INERT),
-    row("tls-session-cache-timeout", &[], Int { min: 0, max: INT_MAX }, "300", Mutable, INERT),
+    row("tls-port", &[], Int { min: 0, max: 65535 }, "0", Fixed, field!(tls_port)),
+    row("tls-session-cache-size", &[], Int { min: 0, max: INT_MAX }, "20480", Mutable, field!(tls_session_cache_size)),
+    row("tls-session-cache-timeout", &[], Int { min: 0, max: INT_MAX }, "300", Mutable, field!(tls_session_cache_timeout)),
     row("tls-cluster", &[], Bool, "no", Mutable, INERT),
-    row("tls-replication", &[], Bool, "no", Mutable, INERT),
-    row("tls-auth-clients", &[], Enum(TLS_AUTH_CLIENTS), "yes", Mutable, INERT),
-    row("tls-prefer-server-ciphers", &[], Bool, "no", Mutable, INERT),
-    row("tls-session-caching", &[], Bool, "yes", Mutable, INERT),
-    row("tls-cert-file", &[], Str(any), "", Mutable, INERT),
-    row("tls-key-file", &[], Str(any), "", Mutable, INERT),
-    row("tls-key-file-pass", &[], Str(any), "", Mutable, INERT),
-    row("tls-client-cert-file", &[], Str(any), "", Mutable, INERT),
-    row("tls-client-key-file", &[], Str(any), "", Mutable, INERT),
-    row("tls-client-key-file-pass", &[], Str(any), "", Mutable, INERT),
-    row("tls-dh-params-file", &[], Str(any), "", Mutable, INERT),
-    row("tls-ca-cert-file", &[], Str(any), "", Mutable, INERT),
-    row("tls-ca-cert-dir", &[], Str(any), "", Mutable, INERT),
-    row("tls-protocols", &[], Str(any), "", Mutable, INERT),
-    row("tls-ciphers", &[], Str(any), "", Mutable, INERT),
-    row("tls-ciphersuites", &[], Str(any), "", Mutable, INERT),
+    row("tls-replication", &[], Bool, "no", Mutable, field!(tls_replication)),
+    row("tls-auth-clients", &[], Enum(TlsAuthClients::NAMES), "yes", Mutable, field!(tls_auth_clients)),
+    row("tls-prefer-server-ciphers", &[], Bool, "no", Mutable, field!(tls_prefer_server_ciphers)),
+    row("tls-session-caching", &[], Bool, "yes", Mutable, field!(tls_session_caching)),
+    row("tls-cert-file", &[], Str(any), "", Mutable, field!(tls_cert_file)),
+    row("tls-key-file", &[], Str(any), "", Mutable, field!(tls_key_file)),
+    row("tls-key-file-pass", &[], Str(any), "", Mutable, field!(tls_key_file_pass)),
+    row("tls-client-cert-file", &[], Str(any), "", Mutable, field!(tls_client_cert_file)),
+    row("tls-client-key-file", &[], Str(any), "", Mutable, field!(tls_client_key_file)),
+    row("tls-client-key-file-pass", &[], Str(any), "", Mutable, field!(tls_client_key_file_pass)),
+    row("tls-dh-params-file", &[], Str(any), "", Mutable, field!(tls_dh_params_file)),
+    row("tls-ca-cert-file", &[], Str(any), "", Mutable, field!(tls_ca_cert_file)),
+    row("tls-ca-cert-dir", &[], Str(any), "", Mutable, field!(tls_ca_cert_dir)),
+    row("tls-protocols", &[], Str(any), "", Mutable, field!(tls_protocols)),
+    row("tls-ciphers", &[], Str(any), "", Mutable, field!(tls_ciphers)),
+    row("tls-ciphersuites", &[], Str(any), "", Mutable, field!(tls_ciphersuites)),
     row("save", &[], Sp(Special::Save), "3600 1 300 100 60 10000", Mutable, INERT),
     row("oom-score-adj-values", &[], Sp(Special::OomScoreAdjValues), "0 200 800", Mutable, INERT),
     row("latency-tracking-info-percentiles", &[], Sp(Special::Percentiles), "50 99 99.9", Mutable, field!(latency_tracking_info_percentiles)),

@@ -2,7 +2,8 @@
 //! asks for a partial resync from where this directory's data stops (or a full copy), loads the
 //! copy, then applies the leader's log batches in order, acknowledging as it goes, and
 //! reconnects after any failure until REPLICAOF points elsewhere. Each applied batch is written
-//! together with the progress record, so a restart resumes exactly where the data stops.
+//! together with the progress record, so a restart resumes exactly where the data stops. Under
+//! `tls-replication yes` the link is TLS (the leader's TLS port, see `socket`).
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -16,6 +17,7 @@ use parking_lot::Mutex;
 use strata::replication::REPLICATION_STATE;
 use strata_commands::ChannelKind;
 
+use super::socket;
 use super::wire;
 use crate::log::{notice, warning};
 use crate::server::Server;
@@ -218,8 +220,10 @@ fn command(parts: &[&[u8]]) -> Vec<u8> {
 }
 
 /// Sends a handshake command and returns the reply line.
-fn ask(stream: &mut TcpStream, input: &mut impl Read, parts: &[&[u8]]) -> io::Result<String> {
-    stream.write_all(&command(parts))?;
+fn ask(input: &mut BufReader<socket::Link>, parts: &[&[u8]]) -> io::Result<String> {
+    let link = input.get_mut();
+    link.write_all(&command(parts))?;
+    link.flush()?;
     wire::read_line(input)
 }
 
@@ -231,17 +235,29 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
         .to_socket_addrs()?
         .next()
         .ok_or_else(|| io::Error::other("the leader's address does not resolve"))?;
-    let mut stream = TcpStream::connect_timeout(&addr, timeout.min(Duration::from_secs(10)))?;
-    stream.set_nodelay(true)?;
-    stream.set_read_timeout(Some(timeout))?;
-    stream.set_write_timeout(Some(timeout))?;
-    *link.socket.lock() = Some(stream.try_clone()?);
+    let tcp = TcpStream::connect_timeout(&addr, timeout.min(Duration::from_secs(10)))?;
+    tcp.set_nodelay(true)?;
+    tcp.set_read_timeout(Some(timeout))?;
+    tcp.set_write_timeout(Some(timeout))?;
+    *link.socket.lock() = Some(tcp.try_clone()?);
     if link.stopped() {
         return Ok(());
     }
-    let mut input = BufReader::with_capacity(256 * 1024, stream.try_clone()?);
+    let tls = server.config().tls_replication;
+    let stream = if tls {
+        let contexts = server
+            .tls
+            .current()
+            .ok_or_else(|| io::Error::other("tls-replication is on but TLS is not configured"))?;
+        socket::Link::Tls(Box::new(crate::tls::connect_leader(
+            &contexts, &link.host, tcp,
+        )?))
+    } else {
+        socket::Link::Tcp(tcp)
+    };
+    let mut input = BufReader::with_capacity(256 * 1024, stream);
 
-    let pong = ask(&mut stream, &mut input, &[b"PING"])?;
+    let pong = ask(&mut input, &[b"PING"])?;
     if pong.starts_with('-') && !pong.starts_with("-NOAUTH") && !pong.starts_with("-NOPERM") {
         return Err(io::Error::other(format!(
             "Error reply to PING from master: '{pong}'"
@@ -253,12 +269,8 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
     };
     if let Some(pass) = pass {
         let reply = match &user {
-            Some(u) => ask(
-                &mut stream,
-                &mut input,
-                &[b"AUTH", u.as_bytes(), pass.as_bytes()],
-            )?,
-            None => ask(&mut stream, &mut input, &[b"AUTH", pass.as_bytes()])?,
+            Some(u) => ask(&mut input, &[b"AUTH", u.as_bytes(), pass.as_bytes()])?,
+            None => ask(&mut input, &[b"AUTH", pass.as_bytes()])?,
         };
         if reply.starts_with('-') {
             return Err(io::Error::other(format!(
@@ -266,13 +278,18 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
             )));
         }
     }
-    let port = server.port.to_string();
+    // The port INFO on the leader shows: the TLS port when replicating over TLS, as Redis.
+    let tls_port = server.config().tls_port;
+    let port = match tls && tls_port != 0 {
+        true => tls_port,
+        false => server.port,
+    }
+    .to_string();
     let _ = ask(
-        &mut stream,
         &mut input,
         &[b"REPLCONF", b"listening-port", port.as_bytes()],
     )?;
-    let _ = ask(&mut stream, &mut input, &[b"REPLCONF", b"capa", b"strata"])?;
+    let _ = ask(&mut input, &[b"REPLCONF", b"capa", b"strata"])?;
     let (replid, offset) = {
         let id = link.leader_replid.lock().clone();
         let applied = link.applied.load(Ordering::Acquire);
@@ -283,7 +300,6 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
         }
     };
     let reply = ask(
-        &mut stream,
         &mut input,
         &[b"PSYNC", replid.as_bytes(), offset.as_bytes()],
     )?;
@@ -329,7 +345,7 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
     };
     link.set_state(server, CONNECTED);
     notice!("MASTER <-> REPLICA sync: Finished with success");
-    send_ack(&mut stream, link)?;
+    send_ack(input.get_mut(), link)?;
 
     let mut received = link.applied.load(Ordering::Acquire);
     // Batches received and not yet applied (see COALESCE_BYTES).
@@ -416,16 +432,17 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
         }
         // Acknowledge once everything received so far is applied.
         if input.buffer().is_empty() {
-            send_ack(&mut stream, link)?;
+            send_ack(input.get_mut(), link)?;
         }
     }
 }
 
-fn send_ack(stream: &mut TcpStream, link: &Link) -> io::Result<()> {
+fn send_ack(stream: &mut socket::Link, link: &Link) -> io::Result<()> {
     let applied = link.applied.load(Ordering::Acquire);
     let mut frame = Vec::with_capacity(13);
     wire::write_frame(&mut frame, wire::ACK, &[&applied.to_le_bytes()])?;
-    stream.write_all(&frame)
+    stream.write_all(&frame)?;
+    stream.flush()
 }
 
 /// Receives a full copy: wipes this directory, loads the records, and records the progress.

@@ -8,7 +8,6 @@
 
 use std::collections::VecDeque;
 use std::io::{self, BufWriter, Write};
-use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,6 +17,7 @@ use parking_lot::Mutex;
 use strata::replication::{LogTail, WalRead};
 use strata_commands::{ChannelKind, PsyncRequest};
 
+use super::socket::Socket;
 use super::wire;
 use crate::log::{self, notice, warning};
 use crate::server::Server;
@@ -54,7 +54,7 @@ pub struct Attached {
     /// Set to end the stream (the replica went away, or this server drops it).
     pub closed: AtomicBool,
     publishes: Mutex<(VecDeque<Published>, usize)>,
-    socket: TcpStream,
+    socket: Socket,
 }
 
 impl Attached {
@@ -70,7 +70,7 @@ impl Attached {
     /// Ends the stream now (its threads see the closed socket).
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        let _ = self.socket.shutdown(std::net::Shutdown::Both);
+        let _ = self.socket.shutdown();
     }
 
     /// Queues a PUBLISH for the replica; drops the replica when it has too much queued.
@@ -102,14 +102,12 @@ impl Attached {
 }
 
 /// Takes over a connection that sent PSYNC: registers the replica and starts its threads.
-pub fn attach(server: Arc<Server>, stream: TcpStream, ip: String, req: PsyncRequest) {
+pub fn attach(server: Arc<Server>, stream: Socket, ip: String, req: PsyncRequest) {
     let Ok(socket) = stream.try_clone() else {
         return;
     };
     let timeout = Duration::from_secs(server.config().repl_timeout.max(1));
-    let _ = stream.set_nonblocking(false);
-    let _ = stream.set_write_timeout(Some(timeout));
-    let _ = stream.set_nodelay(true);
+    let _ = stream.make_blocking(timeout);
     let replica = Arc::new(Attached {
         ip,
         port: req.listening_port,
@@ -144,7 +142,7 @@ pub fn attach(server: Arc<Server>, stream: TcpStream, ip: String, req: PsyncRequ
 fn feed(
     server: &Arc<Server>,
     replica: &Arc<Attached>,
-    stream: TcpStream,
+    stream: Socket,
     req: &PsyncRequest,
 ) -> io::Result<()> {
     let db = &server.db;
@@ -325,7 +323,7 @@ fn feed(
 }
 
 /// Reads the replica's acknowledgements until it goes away.
-fn spawn_ack_reader(replica: Arc<Attached>, stream: TcpStream) -> io::Result<()> {
+fn spawn_ack_reader(replica: Arc<Attached>, stream: Socket) -> io::Result<()> {
     std::thread::Builder::new()
         .name("strata-repl-ack".into())
         .spawn(move || {

@@ -7,6 +7,7 @@
 
 mod follower;
 mod leader;
+mod socket;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
@@ -25,7 +26,7 @@ use crate::config::Config;
 use crate::log::notice;
 use crate::server::Server;
 
-pub use leader::attach;
+use leader::attach;
 
 const ZERO_ID: &str = "0000000000000000000000000000000000000000";
 
@@ -462,15 +463,20 @@ impl Replication {
     }
 }
 
-/// Takes a connection that sent PSYNC over (from the connection task): the socket leaves tokio.
+/// Takes a connection that sent PSYNC over (from the connection task): a plain socket leaves
+/// tokio, a TLS one is relayed to a local socket (see `socket`).
 pub fn take_over(
     server: Arc<Server>,
-    stream: tokio::net::TcpStream,
+    stream: crate::stream::ClientStream,
     ip: String,
     req: PsyncRequest,
 ) {
-    match stream.into_std() {
-        Ok(std_stream) => attach(server, std_stream, ip, req),
+    let socket = match stream {
+        crate::stream::ClientStream::Plain(tcp) => tcp.into_std().map(socket::Socket::Tcp),
+        crate::stream::ClientStream::Tls(tls) => socket::relay_tls(tls),
+    };
+    match socket {
+        Ok(socket) => attach(server, socket, ip, req),
         Err(e) => crate::log::warning!("Can't hand a replica's connection over: {e}"),
     }
 }

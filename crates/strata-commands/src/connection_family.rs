@@ -1,6 +1,7 @@
 //! Connection commands: PING, ECHO, SELECT, QUIT, RESET, HELLO, AUTH (against the ACL users
-//! of [`crate::acl`]) and CLIENT. They change the
-//! session; the client registry behind CLIENT LIST/KILL belongs to the server (`ServerApi`).
+//! of [`crate::acl`]) and CLIENT (CLIENT TRACKING and CACHING against [`crate::tracking`]).
+//! They change the session; the client registry behind CLIENT LIST/KILL belongs to the server
+//! (`ServerApi`).
 
 use bytes::Bytes;
 use strata_resp::{Frame, Protocol};
@@ -10,7 +11,7 @@ use crate::command::*;
 use crate::cursor::{self, Args, Failure, Reply};
 use crate::errors;
 use crate::help;
-use crate::{Ctx, KillFilter, Outcome, ReplyMode};
+use crate::{Ctx, KillFilter, Outcome, ReplyMode, TrackingMode};
 
 /// The connection family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
@@ -338,6 +339,74 @@ pub static COMMANDS: &[CommandSpec] = &[
         },
     },
     CommandSpec {
+        name: "client|tracking",
+        arity: Arity::AtLeast(3),
+        flags: Flags(NOSCRIPT | LOADING | STALE | SENTINEL),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::CONNECTION),
+        handler: Handler::Reply(client_tracking),
+        docs: Docs {
+            group: "connection",
+            since: "6.0.0",
+            complexity: "O(1). Some options may introduce additional complexity.",
+            summary: "Turns client-side caching on or off: the server tells this connection (or another) when keys it read change.",
+            syntax: "<status: ON | OFF> [REDIRECT client-id] [PREFIX prefix [PREFIX prefix ...]] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "client|caching",
+        arity: Arity::Exactly(3),
+        flags: Flags(NOSCRIPT | LOADING | STALE | SENTINEL),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::CONNECTION),
+        handler: Handler::Reply(client_caching),
+        docs: Docs {
+            group: "connection",
+            since: "6.0.0",
+            complexity: "O(1)",
+            summary: "Says whether the keys of the next command are tracked, in OPTIN or OPTOUT tracking mode.",
+            syntax: "<mode: YES | NO>",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "client|getredir",
+        arity: Arity::Exactly(2),
+        flags: Flags(NOSCRIPT | LOADING | STALE | SENTINEL),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::CONNECTION),
+        handler: Handler::Reply(client_getredir),
+        docs: Docs {
+            group: "connection",
+            since: "6.0.0",
+            complexity: "O(1)",
+            summary: "Gives the id of the client this connection's invalidations go to.",
+            syntax: "",
+            tips: &[],
+        },
+    },
+    CommandSpec {
+        name: "client|trackinginfo",
+        arity: Arity::Exactly(2),
+        flags: Flags(NOSCRIPT | LOADING | STALE | SENTINEL),
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl(acl::CONNECTION),
+        handler: Handler::Reply(client_trackinginfo),
+        docs: Docs {
+            group: "connection",
+            since: "6.2.0",
+            complexity: "O(1)",
+            summary: "Describes this connection's client-side caching: its mode, redirection and prefixes.",
+            syntax: "",
+            tips: &[],
+        },
+    },
+    CommandSpec {
         name: "client|help",
         arity: Arity::Exactly(2),
         flags: Flags(LOADING | STALE | SENTINEL),
@@ -424,6 +493,7 @@ fn reset(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     if std::mem::take(&mut s.monitor) {
         ctx.server.stop_monitor();
     }
+    stop_tracking(ctx);
     ctx.server.client_update(ctx.session);
     Ok(Frame::simple("RESET"))
 }
@@ -712,10 +782,160 @@ fn client_unblock(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     Ok(Frame::Integer(i64::from(unblocked)))
 }
 
+/// Turns tracking off for this connection (CLIENT TRACKING OFF, RESET).
+fn stop_tracking(ctx: &mut Ctx<'_>) {
+    if ctx.session.tracking.take().is_some() {
+        ctx.server.tracking().disable(ctx.session.id);
+        ctx.server.tracking_changed(ctx.session);
+    }
+    ctx.session.caching = false;
+}
+
+/// CLIENT TRACKING ON|OFF [REDIRECT id] [BCAST] [PREFIX p]... [OPTIN] [OPTOUT] [NOLOOP], with
+/// Redis's checks in Redis's order.
+fn client_tracking(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let mut mode = TrackingMode::default();
+    let mut prefixes: Vec<Bytes> = Vec::new();
+    let mut j = 3;
+    while j < argv.len() {
+        let (opt, more) = (&argv[j], j + 1 < argv.len());
+        if is(opt, "redirect") && more {
+            j += 1;
+            if mode.redirect != 0 {
+                return Err(Failure::text(errors::TRACKING_ONE_REDIRECT));
+            }
+            let id = strata::num::parse_i64(&argv[j])
+                .ok_or_else(|| Failure::text(errors::NOT_INTEGER))?;
+            // The client must exist now (it may still go away later).
+            if id <= 0 || !ctx.server.client_exists(id as u64) {
+                return Err(Failure::text(errors::TRACKING_NO_REDIRECT_CLIENT));
+            }
+            mode.redirect = id as u64;
+        } else if is(opt, "bcast") {
+            mode.bcast = true;
+        } else if is(opt, "optin") {
+            mode.optin = true;
+        } else if is(opt, "optout") {
+            mode.optout = true;
+        } else if is(opt, "noloop") {
+            mode.noloop = true;
+        } else if is(opt, "prefix") && more {
+            j += 1;
+            prefixes.push(argv[j].clone());
+        } else {
+            return Err(cursor::syntax());
+        }
+        j += 1;
+    }
+    if is(&argv[2], "off") {
+        stop_tracking(ctx);
+        return Ok(Frame::ok());
+    }
+    if !is(&argv[2], "on") {
+        return Err(cursor::syntax());
+    }
+    if !mode.bcast && !prefixes.is_empty() {
+        return Err(Failure::text(errors::TRACKING_PREFIX_NEEDS_BCAST));
+    }
+    let now = ctx.session.tracking;
+    if now.is_some_and(|m| m.bcast != mode.bcast) {
+        return Err(Failure::text(errors::TRACKING_BCAST_SWITCH));
+    }
+    if mode.bcast && (mode.optin || mode.optout) {
+        return Err(Failure::text(errors::TRACKING_OPT_WITH_BCAST));
+    }
+    if mode.optin && mode.optout {
+        return Err(Failure::text(errors::TRACKING_OPTIN_AND_OPTOUT));
+    }
+    if now.is_some_and(|m| (mode.optin && m.optout) || (mode.optout && m.optin)) {
+        return Err(Failure::text(errors::TRACKING_OPT_SWITCH));
+    }
+    let tracking = ctx.server.tracking();
+    if mode.bcast {
+        // Redis 7.0 also answers +OK after the error when the overlap is between two new
+        // prefixes past the first (a double reply); Strata answers the error alone.
+        if let Some(e) = tracking.prefix_collision(ctx.session.id, &prefixes) {
+            return Err(Failure::text(e));
+        }
+    }
+    tracking.enable(ctx.session.id, mode, &prefixes);
+    ctx.session.tracking = Some(mode);
+    // CLIENT CACHING's flag survives a change of options, as in Redis.
+    ctx.server.tracking_changed(ctx.session);
+    Ok(Frame::ok())
+}
+
+/// CLIENT CACHING YES|NO: whether the next command's keys are tracked, in OPTIN (YES) or
+/// OPTOUT (NO) mode.
+fn client_caching(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    let Some(mode) = ctx.session.tracking else {
+        return Err(Failure::text(errors::CACHING_NOT_TRACKING));
+    };
+    if is(&argv[2], "yes") {
+        if !mode.optin {
+            return Err(Failure::text(errors::CACHING_YES_NEEDS_OPTIN));
+        }
+    } else if is(&argv[2], "no") {
+        if !mode.optout {
+            return Err(Failure::text(errors::CACHING_NO_NEEDS_OPTOUT));
+        }
+    } else {
+        return Err(cursor::syntax());
+    }
+    ctx.session.caching = true;
+    Ok(Frame::ok())
+}
+
+/// The REDIRECT client of a tracking connection (0: none), -1 when tracking is off.
+fn redirect_of(ctx: &Ctx<'_>) -> i64 {
+    ctx.session.tracking.map_or(-1, |m| m.redirect as i64)
+}
+
+fn client_getredir(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(Frame::Integer(redirect_of(ctx)))
+}
+
+/// CLIENT TRACKINGINFO: `flags` (a set), `redirect` and `prefixes`, as Redis writes them.
+fn client_trackinginfo(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    let mode = ctx.session.tracking;
+    let caching = ctx.session.caching;
+    let mut flags = vec![Frame::bulk(if mode.is_some() { "on" } else { "off" })];
+    if let Some(m) = mode {
+        let mut flag = |on: bool, name: &'static str| {
+            if on {
+                flags.push(Frame::bulk(name));
+            }
+        };
+        flag(m.bcast, "bcast");
+        flag(m.optin, "optin");
+        flag(m.optin && caching, "caching-yes");
+        flag(m.optout, "optout");
+        flag(m.optout && caching, "caching-no");
+        flag(m.noloop, "noloop");
+        flag(ctx.server.tracking_redirect_broken(), "broken_redirect");
+    }
+    let prefixes = match mode {
+        Some(m) if m.bcast => ctx.server.tracking().prefixes_of(ctx.session.id),
+        _ => Vec::new(),
+    };
+    Ok(Frame::Map(vec![
+        (Frame::bulk("flags"), Frame::Set(flags)),
+        (Frame::bulk("redirect"), Frame::Integer(redirect_of(ctx))),
+        (
+            Frame::bulk("prefixes"),
+            Frame::Array(prefixes.into_iter().map(Frame::Bulk).collect()),
+        ),
+    ]))
+}
+
 fn client_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     Ok(help::reply(
         "CLIENT",
         &[
+            "CACHING (YES|NO)",
+            "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+            "GETREDIR",
+            "    Return the client ID we are redirecting to when tracking is enabled.",
             "GETNAME",
             "    Return the name of the current connection.",
             "ID",
@@ -736,8 +956,6 @@ fn client_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
             "      Kill connections authenticated by <username>.",
             "    * SKIPME (YES|NO)",
             "      Skip killing current connection (default: yes).",
-            "    * ID <client-id>",
-            "      Kill connections by client id.",
             "LIST [options ...]",
             "    Return information about client connections. Options:",
             "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
@@ -752,6 +970,11 @@ fn client_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
             "    Assign the name <name> to the current connection.",
             "UNBLOCK <clientid> [TIMEOUT|ERROR]",
             "    Unblock the specified blocked client.",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+            "         [OPTIN] [OPTOUT] [NOLOOP]",
+            "    Control server assisted client side caching.",
+            "TRACKINGINFO",
+            "    Report tracking status for the current connection.",
             "NO-EVICT (ON|OFF)",
             "    Protect current client connection from eviction.",
         ],
@@ -829,6 +1052,68 @@ mod tests {
             other => panic!("HELLO answered {other:?}"),
         }
         assert_eq!(h.run(&["CLIENT", "GETNAME"]), Frame::bulk("me"));
+    }
+
+    #[test]
+    fn tracking_remembers_reads_and_forgets_the_keys_writes_change() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["CLIENT", "TRACKING", "ON"]), Frame::ok());
+        assert_eq!(h.run(&["CLIENT", "GETREDIR"]), Frame::Integer(0));
+        h.run(&["GET", "a"]);
+        h.run(&["SADD", "s", "x"]);
+        h.run(&["SMEMBERS", "s"]);
+        assert_eq!(h.tracking().total_keys(), 2);
+        // SUNIONSTORE only reads its source: `s` stays tracked.
+        h.run(&["SUNIONSTORE", "d", "s"]);
+        assert_eq!(h.tracking().total_keys(), 2);
+        h.run(&["SET", "a", "1"]);
+        assert_eq!(h.tracking().total_keys(), 1);
+        // OPTIN: nothing is tracked but after CLIENT CACHING YES, for one command.
+        assert_eq!(h.run(&["CLIENT", "TRACKING", "OFF"]), Frame::ok());
+        assert_eq!(h.run(&["CLIENT", "TRACKING", "ON", "OPTIN"]), Frame::ok());
+        h.run(&["GET", "b"]);
+        assert_eq!(h.tracking().total_keys(), 1);
+        assert_eq!(h.run(&["CLIENT", "CACHING", "YES"]), Frame::ok());
+        h.run(&["GET", "c"]);
+        h.run(&["GET", "e"]);
+        assert_eq!(h.tracking().total_keys(), 2);
+        assert_eq!(h.run(&["RESET"]), Frame::simple("RESET"));
+        assert_eq!(h.run(&["CLIENT", "GETREDIR"]), Frame::Integer(-1));
+        assert_eq!(h.tracking().clients(), 0);
+    }
+
+    #[test]
+    fn client_tracking_checks_its_options_in_redis_order() {
+        let mut h = Harness::new();
+        assert_eq!(
+            h.error(&["CLIENT", "TRACKING", "on", "redirect", "5"]),
+            "ERR The client ID you want redirect to does not exist"
+        );
+        assert_eq!(
+            h.error(&["CLIENT", "TRACKING", "on", "prefix", "p"]),
+            "ERR PREFIX option requires BCAST mode to be enabled"
+        );
+        assert_eq!(
+            h.error(&["CLIENT", "TRACKING", "on", "optin", "optout"]),
+            "ERR You can't specify both OPTIN mode and OPTOUT mode"
+        );
+        assert_eq!(
+            h.error(&["CLIENT", "TRACKING", "off", "x"]),
+            "ERR syntax error"
+        );
+        assert_eq!(
+            h.error(&["CLIENT", "CACHING", "yes"]),
+            "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled"
+        );
+        assert_eq!(h.run(&["CLIENT", "TRACKING", "on", "bcast"]), Frame::ok());
+        assert_eq!(
+            h.error(&["CLIENT", "TRACKING", "on"]),
+            "ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode."
+        );
+        assert_eq!(
+            h.error(&["CLIENT", "TRACKING", "on", "bcast", "prefix", "a"]),
+            "ERR Prefix 'a' overlaps with an existing prefix ''. Prefixes for a single client must not overlap."
+        );
     }
 
     #[test]

@@ -12,7 +12,10 @@ use crate::command::CommandSpec;
 use crate::command_stats::LocalStats;
 use crate::notify;
 use crate::scripting::{self, ScriptCache};
+use crate::tracking::{Message, Tracking};
 use crate::watch::{Watches, Watching};
+
+pub use crate::tracking::Mode as TrackingMode;
 
 /// What CLIENT REPLY set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +71,14 @@ pub struct Session {
     pub stats: LocalStats,
     /// MONITOR: the connection receives the monitor feed and may not touch the keyspace.
     pub monitor: bool,
+    /// CLIENT TRACKING ON: the mode in force (`None`: tracking is off). The server's
+    /// [`Tracking`] holds the same, for the clients that deliver invalidations.
+    pub tracking: Option<TrackingMode>,
+    /// CLIENT CACHING YES/NO: applies to the next command (or transaction) only.
+    pub caching: bool,
+    /// While a script runs for a tracking client: its declared keys, remembered (and taken
+    /// from here) when it first runs a read-only command, as Redis tracks a script's keys.
+    pub script_keys: Option<Vec<Bytes>>,
 }
 
 /// A replica's PSYNC: the history it follows and the next offset it needs (`?` and -1 when it
@@ -165,6 +176,9 @@ impl Session {
             unchanged: Vec::new(),
             stats: LocalStats::default(),
             monitor: false,
+            tracking: None,
+            caching: false,
+            script_keys: None,
         }
     }
 }
@@ -243,6 +257,23 @@ pub trait ServerApi: Send + Sync {
     }
     /// The WATCH registry shared by every connection.
     fn watches(&self) -> &Arc<Watches>;
+    /// The CLIENT TRACKING table shared by every connection.
+    fn tracking(&self) -> &Arc<Tracking>;
+    /// Sends invalidation messages (to each tracking client, or to its REDIRECT client), as
+    /// Redis's `sendTrackingMessage`; they reach this client's socket after its reply.
+    fn deliver_tracking(&self, _messages: Vec<Message>) {}
+    /// Whether client `id` is connected (CLIENT TRACKING ... REDIRECT).
+    fn client_exists(&self, _id: u64) -> bool {
+        false
+    }
+    /// Whether this client's REDIRECT client went away while it tracked (CLIENT TRACKINGINFO
+    /// `broken_redirect`, CLIENT LIST flag `R`).
+    fn tracking_redirect_broken(&self) -> bool {
+        false
+    }
+    /// Publishes a session's tracking mode to the registry after CLIENT TRACKING or RESET
+    /// (CLIENT LIST flags `t` and `B`, `redir`), clearing `R`.
+    fn tracking_changed(&self, _session: &Session) {}
     /// The Lua script cache shared by every connection.
     fn scripts(&self) -> &Arc<ScriptCache>;
     /// The FUNCTION libraries shared by every connection.

@@ -1,7 +1,8 @@
 //! The dispatcher: runs one command as a client sent it ([`execute`]: lookup, arity,
 //! authentication, queue-time refusals — -BUSY while a script runs long included — MULTI
 //! queueing, the ACL check of [`acl::check_command`]) or as a checked command ([`run`]:
-//! the key locks, keyspace events and WATCH touches around the handler, and blocked-client
+//! the key locks, keyspace events, CLIENT TRACKING's remembered reads, and the WATCH touches and
+//! tracking invalidations of the keys it changed around the handler, and blocked-client
 //! wake-ups after it). Both return the command's [`Outcome`]. Finds rows in the
 //! [`crate::registry`], and counts every command run or refused in the session's
 //! [`crate::command_stats::LocalStats`]. Around each run, one call each hands the command to
@@ -17,8 +18,30 @@ use crate::outcome::Outcome;
 use crate::{acl, errors, latency, monitor, notify, registry, scripting, slowlog, BlockMode, Ctx};
 
 /// Runs one command as a client sent it: lookup, arity, authentication, then either queueing it
-/// (inside MULTI) or [`run`].
+/// (inside MULTI) or [`run`]. Around it, as Redis around each command: the tracking table is
+/// brought back under `tracking-table-max-keys` before, and CLIENT CACHING's flag expires after.
+/// (The BCAST invalidations it causes are the caller's to send, once its batch of commands is
+/// done, as Redis sends them once per event-loop round: see [`crate::tracking`].)
 pub fn execute(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Outcome {
+    let server = ctx.server;
+    let tracking = server.tracking();
+    if tracking.over_limit() {
+        server.deliver_tracking(tracking.evict_over_limit());
+    }
+    let outcome = execute_command(ctx, argv);
+    // CLIENT CACHING covers the next command, or the next transaction: CLIENT subcommands and
+    // the commands queued in MULTI keep it, as Redis's resetClient does.
+    if ctx.session.caching
+        && ctx.session.multi.is_none()
+        && !argv.first().is_some_and(|a| crate::args::is(a, "client"))
+    {
+        ctx.session.caching = false;
+    }
+    outcome
+}
+
+/// [`execute`] without the tracking work around it.
+fn execute_command(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Outcome {
     if argv.is_empty() {
         return Outcome::Reply(Frame::Null);
     }
@@ -147,7 +170,8 @@ fn refuse_command(
 /// handler runs and WATCHed keys are touched, then wakes clients blocked on the written keys
 /// (after a transaction: once EXEC has released its locks, see [`Session::ready_keys`]).
 /// The command's keys are worked out once, from its row ([`CommandSpec::targets`]), and that
-/// one list serves the locks, lazy expiry, key-miss and new-key events, WATCH and the wake-ups.
+/// one list serves the locks, lazy expiry, key-miss and new-key events, tracking, WATCH and the
+/// wake-ups.
 ///
 /// [`Session::ready_keys`]: crate::Session::ready_keys
 pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Outcome {
@@ -238,7 +262,13 @@ fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> 
     if track_new {
         notify::note_absent_keys(ctx, argv, &targets);
     }
+    // A tracking client's reads are remembered before the command reads, under its locks, so
+    // a write that lands after the read is sure to find the client in the table.
+    let script = ctx.session.tracking.is_some() && remember_reads(ctx, spec, argv, &targets);
     let outcome = spec.handler.call(ctx, argv);
+    if script {
+        ctx.session.script_keys = None;
+    }
     // Looking keys up counts as an access to them (OBJECT IDLETIME), hits or misses alike.
     if !spec.has(command::NO_TOUCH) {
         for &(d, i) in &targets {
@@ -250,14 +280,7 @@ fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> 
     }
     let wrote = write && outcome.succeeded();
     if wrote {
-        let watches = ctx.server.watches();
-        if watches.is_active() {
-            for &(d, i) in &targets {
-                if !ctx.session.unchanged.contains(&argv[i]) {
-                    watches.touch(d, &argv[i]);
-                }
-            }
-        }
+        signal_modified_keys(ctx, keyed, argv, &targets);
     }
     ctx.session.unchanged.clear();
     drop(scope);
@@ -273,6 +296,101 @@ fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> 
         }
     }
     outcome
+}
+
+/// The commands that run a script: a tracking client's script that reads remembers the keys it
+/// declared (not those of the commands it calls), as in Redis.
+const SCRIPT_RUNNERS: [&str; 6] = [
+    "eval",
+    "evalsha",
+    "eval_ro",
+    "evalsha_ro",
+    "fcall",
+    "fcall_ro",
+];
+
+/// Redis's `trackingRememberKeys` for a command about to run for a tracking client: the keys
+/// of a read-only command are remembered (unless the client is in BCAST mode, or OPTIN/OPTOUT
+/// and CLIENT CACHING say not to); inside a script the script's declared keys are, at its first
+/// read. True when `spec` is a script whose keys were put aside for that
+/// ([`crate::Session::script_keys`], cleared when it ends).
+fn remember_reads(
+    ctx: &mut Ctx<'_>,
+    spec: &CommandSpec,
+    argv: &[Bytes],
+    targets: &[(u32, usize)],
+) -> bool {
+    let Some(mode) = ctx.session.tracking else {
+        return false;
+    };
+    let caching = ctx.session.caching;
+    if mode.bcast || (mode.optin && !caching) || (mode.optout && caching) {
+        return false;
+    }
+    if SCRIPT_RUNNERS.contains(&spec.name) {
+        if ctx.session.in_script {
+            return false;
+        }
+        ctx.session.script_keys = Some(targets.iter().map(|&(_, i)| argv[i].clone()).collect());
+        return true;
+    }
+    if !spec.has(command::READONLY) || spec.has(command::PUBSUB) {
+        return false;
+    }
+    let tracking = ctx.server.tracking();
+    if ctx.session.in_script {
+        if let Some(keys) = ctx.session.script_keys.take() {
+            tracking.remember(ctx.session.id, keys.iter().map(|k| &k[..]));
+        }
+    } else if !targets.is_empty() {
+        tracking.remember(ctx.session.id, targets.iter().map(|&(_, i)| &argv[i][..]));
+    }
+    false
+}
+
+/// Whether the key at `argv[i]` is one `spec` only reads (a source of SUNIONSTORE, COPY or
+/// SORT ... STORE): its key specification says RO and nothing that writes.
+fn read_only_key(spec: &CommandSpec, argv: &[Bytes], i: usize) -> bool {
+    use command::key_flag::{OW, RM, RO, RW};
+    let flags = spec.key_flags(argv, i);
+    flags & RO != 0 && flags & (RW | OW | RM) == 0
+}
+
+/// Redis's `signalModifiedKey` for the keys a successful write changed: WATCH is touched and
+/// the clients tracking them are told (one atomic load each while nobody watches or tracks).
+/// The changed keys are the command's, less those its key specifications only read and those
+/// the handler reported unchanged ([`crate::Session::unchanged`]), in the command's order.
+fn signal_modified_keys(
+    ctx: &mut Ctx<'_>,
+    spec: &CommandSpec,
+    argv: &[Bytes],
+    targets: &[(u32, usize)],
+) {
+    let server = ctx.server;
+    let (watches, tracking) = (server.watches(), server.tracking());
+    let (watched, tracked) = (watches.is_active(), tracking.is_active());
+    if !watched && !tracked {
+        return;
+    }
+    let modified: Vec<(u32, &Bytes)> = targets
+        .iter()
+        .filter(|&&(_, i)| {
+            !ctx.session.unchanged.contains(&argv[i]) && !read_only_key(spec, argv, i)
+        })
+        .map(|&(d, i)| (d, &argv[i]))
+        .collect();
+    if watched {
+        for &(d, key) in &modified {
+            watches.touch(d, key);
+        }
+    }
+    if tracked {
+        let messages =
+            tracking.invalidate(modified.iter().map(|(_, k)| &k[..]), Some(ctx.session.id));
+        if !messages.is_empty() {
+            server.deliver_tracking(messages);
+        }
+    }
 }
 
 /// Signals keys that may have become non-empty, or within a transaction or script keeps them

@@ -524,3 +524,19 @@ pub const UNBLOCK_REASON: &str = "ERR CLIENT UNBLOCK reason should be TIMEOUT or
 /// Sent (then the connection is closed) to a client not on the loopback interface while
 /// protected mode is on and the default user has no password (Redis's `clientAcceptHandler`).
 pub const PROTECTED_MODE_DENIED: &str = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.";
+/// CLIENT TRACKING ... REDIRECT given twice.
+pub const TRACKING_ONE_REDIRECT: &str = "ERR A client can only redirect to a single other client";
+/// CLIENT TRACKING ... REDIRECT to a client that is not connected.
+pub const TRACKING_NO_REDIRECT_CLIENT: &str =
+    "ERR The client ID you want redirect to does not exist";
+pub const TRACKING_PREFIX_NEEDS_BCAST: &str = "ERR PREFIX option requires BCAST mode to be enabled";
+pub const TRACKING_BCAST_SWITCH: &str = "ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.";
+pub const TRACKING_OPT_WITH_BCAST: &str = "ERR OPTIN and OPTOUT are not compatible with BCAST";
+pub const TRACKING_OPTIN_AND_OPTOUT: &str = "ERR You can't specify both OPTIN mode and OPTOUT mode";
+pub const TRACKING_OPT_SWITCH: &str = "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.";
+/// CLIENT CACHING without tracking on.
+pub const CACHING_NOT_TRACKING: &str = "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled";
+pub const CACHING_YES_NEEDS_OPTIN: &str =
+    "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.";
+pub const CACHING_NO_NEEDS_OPTOUT: &str =
+    "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.";

@@ -49,6 +49,7 @@ pub mod string_family;
 pub mod syntax;
 #[doc(hidden)]
 pub mod testing;
+pub mod tracking;
 pub mod transaction_family;
 pub mod watch;
 pub mod zset_family;

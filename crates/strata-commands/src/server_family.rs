@@ -322,6 +322,7 @@ fn flushdb(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     flush_mode(argv)?;
     crate::watch::touch_flushed(ctx, [ctx.session.db.index()]);
     ctx.session.db.flushdb()?;
+    signal_flushed(ctx);
     Ok(Frame::ok())
 }
 
@@ -329,7 +330,17 @@ fn flushall(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     flush_mode(argv)?;
     crate::watch::touch_flushed(ctx, 0..ctx.session.db.databases());
     ctx.session.db.flushall()?;
+    signal_flushed(ctx);
     Ok(Frame::ok())
+}
+
+/// After FLUSHDB or FLUSHALL (Redis's `signalFlushedDb`): every tracking client is told that
+/// every key changed (a null), and the tracking table is emptied, whichever database it was.
+fn signal_flushed(ctx: &Ctx<'_>) {
+    let messages = ctx.server.tracking().invalidate_all();
+    if !messages.is_empty() {
+        ctx.server.deliver_tracking(messages);
+    }
 }
 
 /// A database index of SWAPDB: an integer in C `int` range, else the error `text`.

@@ -16,6 +16,7 @@ use crate::{KillFilter, ServerApi, Session};
 #[derive(Default)]
 pub struct NoServer {
     watches: Arc<Watches>,
+    tracking: Arc<crate::tracking::Tracking>,
     scripts: Arc<ScriptCache>,
     functions: Arc<crate::scripting::functions::FunctionRegistry>,
     acl: Arc<crate::acl::Users>,
@@ -67,6 +68,9 @@ impl ServerApi for NoServer {
     fn watches(&self) -> &Arc<Watches> {
         &self.watches
     }
+    fn tracking(&self) -> &Arc<crate::tracking::Tracking> {
+        &self.tracking
+    }
     fn scripts(&self) -> &Arc<ScriptCache> {
         &self.scripts
     }
@@ -104,6 +108,11 @@ impl Harness {
             session: Session::new(1, db, false),
             server: NoServer::default(),
         }
+    }
+
+    /// The CLIENT TRACKING table of the stand-in server.
+    pub fn tracking(&self) -> &crate::tracking::Tracking {
+        &self.server.tracking
     }
 
     /// Runs one command; its reply (the last one for a command answering several times).

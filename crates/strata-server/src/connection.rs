@@ -12,11 +12,15 @@
 //! room for one read, kept large after a large request until smaller ones follow, and released
 //! while the client is idle.
 //!
-//! A client that has ever subscribed (pub/sub) also drains its outbox: while waiting for input
-//! it waits for pushed messages too and writes them as they come, and after each command it
-//! moves the messages queued meanwhile ahead of that command's reply (as Redis's output buffer
-//! orders them). Other clients never look at their outbox. Pushes (messages and subscription
-//! acknowledgements) are sent even under CLIENT REPLY OFF/SKIP, as Redis 7.0 sends them.
+//! While waiting for input a connection also waits for pushed frames in its outbox (pub/sub
+//! messages, MONITOR lines, CLIENT TRACKING invalidations) and writes them as they come. Once
+//! it has received any (or subscribed, or turned tracking on), it also drains the outbox around
+//! each command: what was queued before the command goes ahead of its reply; of what comes
+//! while it runs, messages go ahead of the reply (as Redis's output buffer orders them) and
+//! invalidations after it, since the reply may hold the value they invalidate (Redis, single
+//! threaded, writes an invalidation for a client's own write after its reply too). Pushes
+//! (messages, invalidations, subscription acknowledgements) are sent even under CLIENT REPLY
+//! OFF/SKIP, as Redis 7.0 sends them.
 
 use std::io;
 use std::panic::AssertUnwindSafe;
@@ -33,7 +37,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::blocking::{self, Woken};
 use crate::log::{self, warning};
-use crate::pubsub::frame_size;
+use crate::pubsub::{frame_size, Pushed};
 use crate::registry::ClientEntry;
 use crate::server::{ClientApi, LiveSettings, Server};
 use crate::stream::ClientStream;
@@ -93,25 +97,66 @@ impl Drop for Deregister<'_> {
         self.server.registry.deregister(self.id);
         self.server.pubsub.remove_client(self.id);
         self.server.monitors.remove(self.id);
+        self.server.tracking.disable(self.id);
     }
 }
 
-/// Moves every frame queued in the outbox into `wbuf`, encoded in `protocol`; returns how many
-/// queued bytes that accounted for (to hand back with `Outbox::taken` once written).
+/// Moves every frame queued in the outbox into `wbuf`, encoded in `protocol` (invalidations into
+/// `held` instead, when given: they are to follow a reply); returns how many queued bytes that
+/// accounted for (to hand back with `Outbox::taken` once written).
 fn drain_outbox(
-    inbox: &mut UnboundedReceiver<Frame>,
+    inbox: &mut UnboundedReceiver<Pushed>,
     protocol: Protocol,
     wbuf: &mut BytesMut,
+    mut held: Option<&mut Vec<Frame>>,
 ) -> usize {
     let mut taken = 0;
-    while let Ok(f) = inbox.try_recv() {
-        taken += frame_size(&f);
-        encode(&f, protocol, wbuf);
+    while let Ok(p) = inbox.try_recv() {
+        taken += frame_size(&p.frame);
+        match held.as_deref_mut() {
+            Some(later) if p.invalidation => later.push(p.frame),
+            _ => encode(&p.frame, protocol, wbuf),
+        }
         if wbuf.len() >= WRITE_FLUSH {
             break;
         }
     }
     taken
+}
+
+/// Writes a pushed frame that came while the connection waited for input, with any queued
+/// behind it.
+async fn write_pushed(
+    stream: &mut ClientStream,
+    wbuf: &mut BytesMut,
+    inbox: &mut UnboundedReceiver<Pushed>,
+    first: Pushed,
+    protocol: Protocol,
+    server: &Server,
+    client: &ClientEntry,
+) -> io::Result<()> {
+    let mut taken = frame_size(&first.frame);
+    encode(&first.frame, protocol, wbuf);
+    taken += drain_outbox(inbox, protocol, wbuf, None);
+    stream.send_all(wbuf).await?;
+    server.stats.add_batch(0, 0, wbuf.len() as u64);
+    wbuf.clear();
+    client.outbox.taken(taken);
+    if wbuf.capacity() > SHRINK_ABOVE {
+        *wbuf = BytesMut::with_capacity(READ_CHUNK);
+    }
+    Ok(())
+}
+
+/// Waits for the next pushed frame (forever without an outbox).
+async fn next_pushed(inbox: &mut Option<UnboundedReceiver<Pushed>>) -> Pushed {
+    match inbox {
+        Some(rx) => match rx.recv().await {
+            Some(p) => p,
+            None => std::future::pending().await,
+        },
+        None => std::future::pending().await,
+    }
 }
 
 /// How a step of the connection ends.
@@ -148,10 +193,12 @@ struct Conn<'a> {
     wbuf: BytesMut,
     /// The storage's write count when this connection last handed the log to the OS.
     wal_seen: u64,
-    /// The receiving end of the client's outbox (pushed pub/sub messages).
-    inbox: Option<UnboundedReceiver<Frame>>,
-    /// Set once the client subscribes to anything: from then on the outbox is drained.
-    pubsub_mode: bool,
+    /// The receiving end of the client's outbox (pub/sub messages, MONITOR lines,
+    /// invalidations).
+    inbox: Option<UnboundedReceiver<Pushed>>,
+    /// Set once the client subscribes to anything, monitors, turns tracking on or receives a
+    /// push: from then on the outbox is drained around each command too.
+    push_mode: bool,
     batch: Batch,
     /// The most input held at once (buffer plus a request's arguments taken out of it) since
     /// the query buffer's size was last looked at, and when that was (coarse clock, ms).
@@ -190,7 +237,7 @@ impl<'a> Conn<'a> {
             wbuf: BytesMut::with_capacity(READ_CHUNK),
             wal_seen: server.db.write_count(),
             inbox: client.inbox.lock().take(),
-            pubsub_mode: false,
+            push_mode: false,
             batch: Batch::default(),
             qbuf_peak: 0,
             peak_since_ms: server.clock_ms(),
@@ -218,6 +265,13 @@ impl<'a> Conn<'a> {
                 .qbuf_peak
                 .max(self.rbuf.len() + self.decoder.pending_bytes());
             let flow = self.run_batch().await?;
+            self.server.send_broadcasts();
+            if matches!(flow, Flow::Close) {
+                // A closing client (QUIT) leaves the registry before its last replies go out, as
+                // Redis frees it right after writing them: whoever sees the reply also sees the
+                // client gone (CLIENT LIST, a REDIRECT to it now broken).
+                self.server.registry.deregister(self.client.id);
+            }
             if !self.flush().await? {
                 return Ok(None);
             }
@@ -245,30 +299,38 @@ impl<'a> Conn<'a> {
 
     /// Waits until the socket is readable; when the client stays idle past [`IDLE_RELEASE`]
     /// with nothing pending, its query buffer is released meanwhile (the next read allocates
-    /// a new one). The timer is armed only when input is not already waiting.
-    /// `Some(n)` when it read `n` bytes on the way (0 at end of stream). A TLS stream is read
-    /// under the timer instead (its socket's readiness says nothing of bytes already
-    /// decrypted; an abandoned read loses nothing, they stay in the TLS state).
+    /// a new one). The timer is armed only when input is not already waiting; a pushed frame
+    /// that comes meanwhile is written and ends the wait. `Some(n)` when it read `n` bytes on
+    /// the way (0 at end of stream). A TLS stream is read under the timer instead (its
+    /// socket's readiness says nothing of bytes already decrypted; an abandoned read loses
+    /// nothing, they stay in the TLS state).
     async fn wait_idle_input(&mut self) -> io::Result<Option<usize>> {
         if !self.rbuf.is_empty() || self.decoder.is_mid_request() {
             return Ok(None);
         }
-        let idle = match self.stream.plain() {
+        let (idle, pushed) = match self.stream.plain() {
             Some(tcp) => {
                 match tcp.try_read_buf(&mut self.rbuf) {
                     Ok(n) => return Ok(Some(n)),
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                     Err(e) => return Err(e),
                 }
-                tokio::time::timeout(IDLE_RELEASE, tcp.readable())
-                    .await
-                    .is_err()
+                tokio::select! {
+                    biased;
+                    waited = tokio::time::timeout(IDLE_RELEASE, tcp.readable()) => (waited.is_err(), None),
+                    p = next_pushed(&mut self.inbox) => (false, Some(p)),
+                }
             }
             None => {
-                match tokio::time::timeout(IDLE_RELEASE, self.stream.read_buf(&mut self.rbuf)).await
-                {
-                    Ok(read) => return read.map(Some),
-                    Err(_) => true,
+                tokio::select! {
+                    biased;
+                    read = tokio::time::timeout(IDLE_RELEASE, self.stream.read_buf(&mut self.rbuf)) => {
+                        match read {
+                            Ok(read) => return read.map(Some),
+                            Err(_) => (true, None),
+                        }
+                    }
+                    p = next_pushed(&mut self.inbox) => (false, Some(p)),
                 }
             }
         };
@@ -277,19 +339,31 @@ impl<'a> Conn<'a> {
             self.qbuf_peak = 0;
             self.publish_buffers();
         }
+        if let (Some(p), Some(inbox)) = (pushed, self.inbox.as_mut()) {
+            self.push_mode = true;
+            let protocol = self.session.protocol;
+            write_pushed(
+                self.stream,
+                &mut self.wbuf,
+                inbox,
+                p,
+                protocol,
+                self.server,
+                self.client,
+            )
+            .await?;
+        }
         Ok(None)
     }
 
-    /// Waits for more input (and, once subscribed, writes pushed messages as they come);
-    /// returns the bytes read, 0 at end of stream.
+    /// Waits for more input, writing pushed frames as they come; returns the bytes read, 0 at
+    /// end of stream.
     async fn read_more(&mut self) -> io::Result<usize> {
         self.make_room();
-        if !self.pubsub_mode {
-            if let Some(n) = self.wait_idle_input().await? {
-                return Ok(n);
-            }
-            self.make_room();
+        if let Some(n) = self.wait_idle_input().await? {
+            return Ok(n);
         }
+        self.make_room();
         let Conn {
             stream,
             rbuf,
@@ -298,26 +372,19 @@ impl<'a> Conn<'a> {
             session,
             server,
             client,
+            push_mode,
             ..
         } = self;
-        let Some(inbox) = inbox.as_mut().filter(|_| self.pubsub_mode) else {
+        let Some(inbox) = inbox.as_mut() else {
             return stream.read_buf(rbuf).await;
         };
         loop {
             tokio::select! {
                 biased;
                 r = stream.read_buf(rbuf) => return r,
-                Some(f) = inbox.recv() => {
-                    let mut taken = frame_size(&f);
-                    encode(&f, session.protocol, wbuf);
-                    taken += drain_outbox(inbox, session.protocol, wbuf);
-                    stream.send_all(wbuf).await?;
-                    server.stats.add_batch(0, 0, wbuf.len() as u64);
-                    wbuf.clear();
-                    client.outbox.taken(taken);
-                    if wbuf.capacity() > SHRINK_ABOVE {
-                        *wbuf = BytesMut::with_capacity(READ_CHUNK);
-                    }
+                Some(p) = inbox.recv() => {
+                    *push_mode = true;
+                    write_pushed(stream, wbuf, inbox, p, session.protocol, server, client).await?;
                 }
             }
         }
@@ -340,6 +407,13 @@ impl<'a> Conn<'a> {
                 }
             };
             self.batch.commands += 1;
+            if self.push_mode {
+                // What came before this command goes ahead of its reply.
+                if let Some(inbox) = self.inbox.as_mut() {
+                    let taken = drain_outbox(inbox, self.session.protocol, &mut self.wbuf, None);
+                    self.client.outbox.taken(taken);
+                }
+            }
             match self.run_command(&argv).await? {
                 Flow::Go => {}
                 stop => return Ok(stop),
@@ -487,14 +561,23 @@ impl<'a> Conn<'a> {
             Outcome::Silent | Outcome::Block(_) => (None, false),
             Outcome::Handover(req) => return Flow::Handover(req),
         };
-        if self.session.subscriptions.total() > 0 || self.session.monitor {
-            self.pubsub_mode = true;
+        if self.session.subscriptions.total() > 0
+            || self.session.monitor
+            || self.session.tracking.is_some()
+        {
+            self.push_mode = true;
         }
-        if self.pubsub_mode && !self.session.monitor {
+        let mut invalidations = Vec::new();
+        if self.push_mode && !self.session.monitor {
             if let Some(inbox) = self.inbox.as_mut() {
                 // Messages this command published to ourselves (or that arrived meanwhile)
-                // go before its reply.
-                let taken = drain_outbox(inbox, self.session.protocol, &mut self.wbuf);
+                // go before its reply; invalidations after it.
+                let taken = drain_outbox(
+                    inbox,
+                    self.session.protocol,
+                    &mut self.wbuf,
+                    Some(&mut invalidations),
+                );
                 self.client.outbox.taken(taken);
             }
         }
@@ -505,10 +588,13 @@ impl<'a> Conn<'a> {
                 self.session.reply_mode = ReplyMode::On;
             }
         }
+        for f in &invalidations {
+            encode(f, self.session.protocol, &mut self.wbuf);
+        }
         if self.session.monitor {
             // A monitor's own command is fed after its reply, as Redis feeds it.
             if let Some(inbox) = self.inbox.as_mut() {
-                let taken = drain_outbox(inbox, self.session.protocol, &mut self.wbuf);
+                let taken = drain_outbox(inbox, self.session.protocol, &mut self.wbuf, None);
                 self.client.outbox.taken(taken);
             }
         }

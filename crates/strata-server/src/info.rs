@@ -149,7 +149,7 @@ fn clients_section(server: &Server, out: &mut String) {
         "{}",
         server.blocking.blocked_clients() + server.pause.held()
     );
-    field!(out, "tracking_clients", "0");
+    field!(out, "tracking_clients", "{}", server.tracking.clients());
     field!(
         out,
         "clients_in_timeout_table",
@@ -381,7 +381,24 @@ fn stats_section(server: &Server, out: &mut String) {
     field!(out, "total_forks", "0");
     field!(out, "migrate_cached_sockets", "0");
     field!(out, "total_active_defrag_time", "0");
-    field!(out, "tracking_total_keys", "0");
+    field!(
+        out,
+        "tracking_total_keys",
+        "{}",
+        server.tracking.total_keys()
+    );
+    field!(
+        out,
+        "tracking_total_items",
+        "{}",
+        server.tracking.total_items()
+    );
+    field!(
+        out,
+        "tracking_total_prefixes",
+        "{}",
+        server.tracking.total_prefixes()
+    );
     field!(out, "unexpected_error_replies", "0");
     field!(
         out,

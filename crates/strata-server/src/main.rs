@@ -218,11 +218,12 @@ fn run(config: Config) -> i32 {
     if let Err(e) = server.load_users() {
         return fatal(&e);
     }
-    // Keys deleted by the active expiry cycle raise `expired` keyspace events.
+    // Keys deleted by the active expiry cycle raise `expired` keyspace events and invalidate
+    // the clients tracking them.
     let weak = Arc::downgrade(&server);
     server.db.on_expired(Arc::new(move |db, key| {
         if let Some(s) = weak.upgrade() {
-            s.notify(db, strata_commands::notify::EXPIRED, "expired", key);
+            s.key_expired(db, key);
         }
     }));
     if let Err(e) = server.reload_functions() {

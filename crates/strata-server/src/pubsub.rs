@@ -2,7 +2,8 @@
 //! delivery of messages (PUBLISH, SPUBLISH, keyspace notifications) to their subscribers.
 //!
 //! Each connection has an outbox (an unbounded tokio channel of frames, created with its
-//! registry entry) that its connection loop drains into the socket while it waits for input.
+//! registry entry) that its connection loop drains into the socket while it waits for input;
+//! CLIENT TRACKING's invalidations travel the same way ([`Broker::push_invalidation`]).
 //! The broker counts the bytes queued per client and applies the `pubsub` class of
 //! `client-output-buffer-limit` as Redis does: a client over the hard limit, or over the soft
 //! limit for longer than the soft seconds, is closed at once, so a slow subscriber never makes
@@ -24,9 +25,21 @@ use tokio::sync::mpsc;
 use crate::log::warning;
 use crate::registry::{ClientEntry, Registry};
 
+/// A frame queued for a connection.
+#[derive(Debug)]
+pub struct Pushed {
+    /// The frame.
+    pub frame: Frame,
+    /// An invalidation a tracking client gets about its own keys (CLIENT TRACKING): it never
+    /// goes ahead of the reply of a command that was running when it came, which may hold the
+    /// value it invalidates (pub/sub messages that come during a command go before its reply,
+    /// as in Redis).
+    pub invalidation: bool,
+}
+
 /// A connection's queue of pushed messages, and the bytes in it.
 pub struct Outbox {
-    tx: mpsc::UnboundedSender<Frame>,
+    tx: mpsc::UnboundedSender<Pushed>,
     /// Bytes queued and not yet written (an estimate of their encoded size).
     queued: AtomicUsize,
     /// When the queue went over the soft limit (Unix ms; 0 = it is not over it).
@@ -35,7 +48,7 @@ pub struct Outbox {
 
 impl Outbox {
     /// A new outbox and the receiver its connection drains.
-    pub fn new() -> (Outbox, mpsc::UnboundedReceiver<Frame>) {
+    pub fn new() -> (Outbox, mpsc::UnboundedReceiver<Pushed>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let outbox = Outbox {
             tx,
@@ -55,7 +68,11 @@ impl Outbox {
     pub fn push(&self, frame: Frame) {
         let size = frame_size(&frame);
         self.queued.fetch_add(size, Ordering::Relaxed);
-        if self.tx.send(frame).is_err() {
+        let pushed = Pushed {
+            frame,
+            invalidation: false,
+        };
+        if self.tx.send(pushed).is_err() {
             self.queued.fetch_sub(size, Ordering::Relaxed);
         }
     }
@@ -295,7 +312,7 @@ impl Broker {
                 ]);
                 for c in subs.values() {
                     receivers += 1;
-                    deliver(c, frame.clone(), limits, now_ms, &mut over);
+                    deliver(c, message_of(frame.clone()), limits, now_ms, &mut over);
                 }
             }
             if kind == ChannelKind::Channel {
@@ -311,20 +328,45 @@ impl Broker {
                     ]);
                     for c in subs.values() {
                         receivers += 1;
-                        deliver(c, frame.clone(), limits, now_ms, &mut over);
+                        deliver(c, message_of(frame.clone()), limits, now_ms, &mut over);
                     }
                 }
             }
         }
-        for c in over {
-            if registry.kill_entry(&c) {
-                warning!(
-                    "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
-                    c.line(now_ms)
-                );
-            }
-        }
+        close_over_limit(registry, over, now_ms);
         receivers
+    }
+
+    /// Queues an invalidation (CLIENT TRACKING) for `client`, under the output-buffer limits of
+    /// its class: `pubsub` when it is subscribed to anything, else `normal` (given). A client
+    /// over them is closed, so one that never reads cannot make the server's memory grow.
+    /// `after_reply`: it must not go ahead of the reply of a command the client is running.
+    #[allow(clippy::too_many_arguments)]
+    pub fn push_invalidation(
+        &self,
+        registry: &Registry,
+        client: &Arc<ClientEntry>,
+        frame: Frame,
+        normal: Limits,
+        now_ms: u64,
+        after_reply: bool,
+    ) {
+        let limits = if client.is_pubsub() {
+            Limits {
+                hard: self.hard.load(Ordering::Relaxed),
+                soft: self.soft.load(Ordering::Relaxed),
+                soft_secs: self.soft_secs.load(Ordering::Relaxed),
+            }
+        } else {
+            normal
+        };
+        let mut over = Vec::new();
+        let pushed = Pushed {
+            frame,
+            invalidation: after_reply,
+        };
+        deliver(client, pushed, limits, now_ms, &mut over);
+        close_over_limit(registry, over, now_ms);
     }
 
     /// PUBSUB CHANNELS / SHARDCHANNELS.
@@ -359,11 +401,31 @@ impl Broker {
     }
 }
 
-/// Queues `frame` for `client` and checks its output-buffer limits; a client over them is
+/// A pub/sub message to queue.
+fn message_of(frame: Frame) -> Pushed {
+    Pushed {
+        frame,
+        invalidation: false,
+    }
+}
+
+/// Closes the clients found over their output-buffer limits, and logs each.
+fn close_over_limit(registry: &Registry, over: Vec<Arc<ClientEntry>>, now_ms: u64) {
+    for c in over {
+        if registry.kill_entry(&c) {
+            warning!(
+                "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                c.line(now_ms)
+            );
+        }
+    }
+}
+
+/// Queues `pushed` for `client` and checks its output-buffer limits; a client over them is
 /// added to `over`.
 fn deliver(
     client: &Arc<ClientEntry>,
-    frame: Frame,
+    pushed: Pushed,
     limits: Limits,
     now_ms: u64,
     over: &mut Vec<Arc<ClientEntry>>,
@@ -372,9 +434,9 @@ fn deliver(
         return;
     }
     let outbox = &client.outbox;
-    let size = frame_size(&frame);
+    let size = frame_size(&pushed.frame);
     let used = (outbox.queued.fetch_add(size, Ordering::Relaxed) + size) as u64;
-    if outbox.tx.send(frame).is_err() {
+    if outbox.tx.send(pushed).is_err() {
         outbox.queued.fetch_sub(size, Ordering::Relaxed);
         return;
     }
@@ -425,8 +487,12 @@ mod tests {
             broker.publish(&reg, ChannelKind::Channel, &b("news"), &b("hi"), 0),
             2
         );
-        assert!(matches!(inbox.try_recv(), Ok(Frame::Push(v)) if v.len() == 3));
-        assert!(matches!(inbox.try_recv(), Ok(Frame::Push(v)) if v.len() == 4));
+        assert!(
+            matches!(inbox.try_recv(), Ok(Pushed { frame: Frame::Push(v), .. }) if v.len() == 3)
+        );
+        assert!(
+            matches!(inbox.try_recv(), Ok(Pushed { frame: Frame::Push(v), .. }) if v.len() == 4)
+        );
         assert!(a.outbox.queued() > 0);
         // Shard channels are a namespace of their own.
         assert_eq!(

@@ -17,6 +17,16 @@ use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard};
 use strata_commands::KillFilter;
 
+/// The bits of [`ClientEntry::tracking`].
+pub mod tracking {
+    /// CLIENT TRACKING is on (flag `t`).
+    pub const ON: u8 = 1;
+    /// The REDIRECT client went away (flag `R`).
+    pub const BROKEN_REDIRECT: u8 = 1 << 1;
+    /// BCAST mode (flag `B`).
+    pub const BCAST: u8 = 1 << 2;
+}
+
 /// A command name kept inline (command names are short ASCII; longer ones are cut).
 pub struct CmdName {
     buf: [u8; 40],
@@ -101,7 +111,11 @@ pub struct ClientEntry {
     /// Pushed messages (pub/sub) waiting for the connection to write them.
     pub outbox: crate::pubsub::Outbox,
     /// The receiving end of `outbox`, taken by the connection when it starts.
-    pub inbox: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<strata_resp::Frame>>>,
+    pub inbox: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<crate::pubsub::Pushed>>>,
+    /// CLIENT TRACKING state shown by CLIENT LIST: `tracking::*` bits (flags `t`, `R`, `B`).
+    pub tracking: AtomicU8,
+    /// The REDIRECT client of a tracking client (0: none), -1 when tracking is off (`redir`).
+    pub redir: AtomicI64,
     /// Channels, patterns and shard channels subscribed to (CLIENT LIST `sub`, `psub`, `ssub`).
     pub sub: AtomicUsize,
     pub psub: AtomicUsize,
@@ -182,6 +196,16 @@ impl ClientEntry {
         if self.blocked.load(Ordering::Relaxed) {
             f.push('b');
         }
+        let t = self.tracking.load(Ordering::Relaxed);
+        for (bit, letter) in [
+            (tracking::ON, 't'),
+            (tracking::BROKEN_REDIRECT, 'R'),
+            (tracking::BCAST, 'B'),
+        ] {
+            if t & bit != 0 {
+                f.push(letter);
+            }
+        }
         if self.close_after_reply.load(Ordering::Relaxed) {
             f.push('c');
         }
@@ -213,7 +237,7 @@ impl ClientEntry {
             s,
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} \
              multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp={} obl=0 oll=0 omem={} \
-             tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
+             tot-mem={} events=r cmd={} user={} redir={} resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -236,6 +260,7 @@ impl ClientEntry {
             buf_mem + self.outbox.queued() + std::mem::size_of::<ClientEntry>(),
             cmd,
             user,
+            self.redir.load(Ordering::Relaxed),
             self.resp.load(Ordering::Relaxed),
         );
         s
@@ -295,6 +320,8 @@ impl Registry {
             blocked: AtomicBool::new(false),
             outbox,
             inbox: Mutex::new(Some(inbox)),
+            tracking: AtomicU8::new(0),
+            redir: AtomicI64::new(-1),
             sub: AtomicUsize::new(0),
             psub: AtomicUsize::new(0),
             ssub: AtomicUsize::new(0),

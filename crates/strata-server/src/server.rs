@@ -134,6 +134,8 @@ pub struct Server {
     pub blocking: crate::blocking::Blocking,
     /// Keys watched by WATCH.
     pub watches: Arc<strata_commands::watch::Watches>,
+    /// CLIENT TRACKING: the tracking clients and the keys they read.
+    pub tracking: Arc<strata_commands::tracking::Tracking>,
     /// Lua scripts loaded by EVAL and SCRIPT LOAD.
     pub scripts: Arc<strata_commands::scripting::ScriptCache>,
     /// FUNCTION libraries, loaded from the data directory at start-up.
@@ -203,6 +205,7 @@ impl Server {
             registry: Registry::default(),
             blocking: crate::blocking::Blocking::default(),
             watches: Arc::default(),
+            tracking: Arc::default(),
             scripts: Arc::default(),
             functions: Arc::default(),
             pubsub: crate::pubsub::Broker::default(),
@@ -266,6 +269,102 @@ impl Server {
             soft,
             soft_secs,
         });
+        self.tracking.set_max_keys(cfg.tracking_table_max_keys);
+    }
+
+    /// Sends invalidation messages as Redis's `sendTrackingMessage`: to the tracking client, or
+    /// to its REDIRECT client: a RESP3 connection gets a push (`invalidate` and the keys, or a
+    /// null for every key), a RESP2 one subscribed to anything a message on
+    /// `__redis__:invalidate`, anyone else nothing. When the REDIRECT client is gone, the
+    /// tracking client is marked (`R`) and, in RESP3, gets `tracking-redir-broken`. The frames
+    /// a client gets about its own keys are queued behind its reply in progress (see
+    /// `connection.rs`), but for evictions from the table: Redis defers them the same way.
+    pub fn deliver_tracking(&self, messages: Vec<strata_commands::tracking::Message>) {
+        use crate::registry::tracking::BROKEN_REDIRECT;
+        use strata_commands::tracking::{Payload, CHANNEL};
+        if messages.is_empty() {
+            return;
+        }
+        let [hard, soft, soft_secs] = self.live.read().output_limit;
+        let normal = crate::pubsub::Limits {
+            hard,
+            soft,
+            soft_secs,
+        };
+        let now = self.clock_ms();
+        let resp3 = |c: &ClientEntry| c.resp.load(Ordering::Relaxed) >= 3;
+        for m in messages {
+            let Some(client) = self.registry.get(m.client) else {
+                continue;
+            };
+            let (target, redirected) = match m.redirect {
+                0 => (client, false),
+                id => match self.registry.get(id) {
+                    Some(r) => (r, true),
+                    None => {
+                        client.tracking.fetch_or(BROKEN_REDIRECT, Ordering::Relaxed);
+                        if resp3(&client) {
+                            let frame = Frame::Push(vec![
+                                Frame::bulk("tracking-redir-broken"),
+                                Frame::Integer(id as i64),
+                            ]);
+                            self.pubsub.push_invalidation(
+                                &self.registry,
+                                &client,
+                                frame,
+                                normal,
+                                now,
+                                true,
+                            );
+                        }
+                        continue;
+                    }
+                },
+            };
+            let keys = match m.payload {
+                Payload::Keys(keys) => Frame::Array(keys.into_iter().map(Frame::Bulk).collect()),
+                Payload::All => Frame::Null,
+            };
+            let frame = if resp3(&target) {
+                Frame::Push(vec![Frame::bulk("invalidate"), keys])
+            } else if redirected && target.is_pubsub() {
+                Frame::Push(vec![Frame::bulk("message"), Frame::bulk(CHANNEL), keys])
+            } else {
+                // RESP2 without a subscribed REDIRECT client: nowhere to send it.
+                continue;
+            };
+            let after_reply = target.id == m.client && !m.evicted;
+            self.pubsub
+                .push_invalidation(&self.registry, &target, frame, normal, now, after_reply);
+        }
+    }
+
+    /// Sends the BCAST invalidations due (one atomic load when there are none): after each
+    /// batch of commands a connection ran, as Redis before each event-loop sleep.
+    #[inline]
+    pub fn send_broadcasts(&self) {
+        if self.tracking.has_broadcasts() {
+            self.deliver_tracking(self.tracking.take_broadcasts());
+        }
+    }
+
+    /// A key was deleted because its time passed (the active expiry cycle, or a command that
+    /// found it due while `expired` events are on): its keyspace event and its invalidation.
+    pub fn key_expired(&self, db: u32, key: &[u8]) {
+        self.notify(db, strata_commands::notify::EXPIRED, "expired", key);
+        if self.tracking.is_active() {
+            self.deliver_tracking(self.tracking.invalidate([key], None));
+        }
+    }
+
+    /// The tracking work not tied to a command: the BCAST invalidations due (keys that expired)
+    /// and the bound of the tracking table, which a CONFIG SET may have lowered (Redis does
+    /// both from its event loop and cron).
+    pub fn tracking_cron(&self) {
+        self.send_broadcasts();
+        if self.tracking.over_limit() {
+            self.deliver_tracking(self.tracking.evict_over_limit());
+        }
     }
 
     /// The enabled keyspace-event classes.
@@ -499,6 +598,7 @@ impl Server {
             }
         }
         self.replication.cron(&self.config());
+        self.tracking_cron();
         // CLIENT PAUSE holds the active expiry cycle back, as Redis's does.
         self.db.hold_expiry(self.pause.current(now).is_some());
         if second_elapsed {
@@ -922,6 +1022,34 @@ impl ServerApi for ClientApi<'_> {
 
     fn watches(&self) -> &Arc<strata_commands::watch::Watches> {
         &self.server.watches
+    }
+
+    fn tracking(&self) -> &Arc<strata_commands::tracking::Tracking> {
+        &self.server.tracking
+    }
+
+    fn deliver_tracking(&self, messages: Vec<strata_commands::tracking::Message>) {
+        self.server.deliver_tracking(messages)
+    }
+
+    fn client_exists(&self, id: u64) -> bool {
+        self.server.registry.get(id).is_some()
+    }
+
+    fn tracking_redirect_broken(&self) -> bool {
+        use crate::registry::tracking::BROKEN_REDIRECT;
+        self.client.tracking.load(Ordering::Relaxed) & BROKEN_REDIRECT != 0
+    }
+
+    fn tracking_changed(&self, session: &Session) {
+        use crate::registry::tracking::{BCAST, ON};
+        let (bits, redir) = match session.tracking {
+            Some(m) => (ON | if m.bcast { BCAST } else { 0 }, m.redirect as i64),
+            None => (0, -1),
+        };
+        // Turning tracking on (again) or off clears `R`, as Redis's enableTracking does.
+        self.client.tracking.store(bits, Ordering::Relaxed);
+        self.client.redir.store(redir, Ordering::Relaxed);
     }
 
     fn scripts(&self) -> &Arc<strata_commands::scripting::ScriptCache> {

@@ -301,6 +301,8 @@ pub struct Settings {
     pub slowlog_max_len: u64,
     /// `latency-monitor-threshold`: ms an event must take to be sampled (0: off).
     pub latency_monitor_threshold: u64,
+    /// `tracking-table-max-keys`: keys CLIENT TRACKING remembers at most (0: no bound).
+    pub tracking_table_max_keys: u64,
     /// `latency-tracking`: per-command latency histograms on or off.
     pub latency_tracking: bool,
     /// `latency-tracking-info-percentiles`: the percentiles INFO latencystats prints.

@@ -295,7 +295,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("hash-max-listpack-value", &["hash-max-ziplist-value"], Memory { min: 0, max: LONG_MAX as u64 }, "64", Mutable, INERT),
     row("stream-node-max-bytes", &[], Memory { min: 0, max: LONG_MAX as u64 }, "4096", Mutable, INERT),
     row("zset-max-listpack-value", &["zset-max-ziplist-value"], Memory { min: 0, max: LONG_MAX as u64 }, "64", Mutable, INERT),
-    row("tracking-table-max-keys", &[], Int { min: 0, max: LONG_MAX }, "1000000", Mutable, INERT),
+    row("tracking-table-max-keys", &[], Int { min: 0, max: LONG_MAX }, "1000000", Mutable, field!(tracking_table_max_keys)),
     row("maxmemory-clients", &[], Percent { min: -100, max: LONG_MAX }, "0", Mutable, INERT),
     row("auto-aof-rewrite-min-size", &[], Memory { min: 0, max: LONG_MAX as u64 }, "67108864", Mutable, INERT),
     row("loading-process-events-interval-bytes", &[], Int { min: 1024, max: INT_MAX }, "2097152", Hidden, INERT),

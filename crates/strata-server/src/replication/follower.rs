@@ -409,7 +409,9 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
                 if link.stopped() {
                     return Ok(());
                 }
-                let collect = server.blocking.active() || server.watches.is_active();
+                let collect = server.blocking.active()
+                    || server.watches.is_active()
+                    || server.tracking.is_active();
                 let applied = server
                     .db
                     .apply_replicated(&leader_ids, &data, &state, collect)
@@ -419,10 +421,16 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
             };
             ready.clear();
             ready_bytes = 0;
-            // As on the leader: WATCH sees the write, clients blocked on the key re-check it.
+            // As on the leader: WATCH sees the write, clients blocked on the key re-check it,
+            // clients tracking it are told.
             for (db, key) in &applied.keys {
                 server.watches.touch(*db, key);
                 server.blocking.signal(server, *db, key);
+            }
+            if server.tracking.is_active() {
+                let keys = applied.keys.iter().map(|(_, k)| &k[..]);
+                server.deliver_tracking(server.tracking.invalidate(keys, None));
+                server.send_broadcasts();
             }
             if applied.aux_changed {
                 if let Err(e) = server.reload_functions() {

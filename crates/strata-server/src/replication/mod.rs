@@ -2,10 +2,12 @@
 //! to it, what INFO replication, ROLE and WAIT report, and the gate that refuses commands the
 //! current state does not allow (-LOADING, -MASTERDOWN, -READONLY, -NOREPLICAS). Offsets are the
 //! leader's RocksDB sequence numbers; the stream and its rules are in `docs/replication.md`.
-//! The two sides of a link live in `leader` and `follower`, the framing in `wire`.
+//! The two sides of a link live in `leader` and `follower`, the framing in `wire`; a replica that
+//! is not Strata gets an RDB file from `rdb_feed`.
 
 mod follower;
 mod leader;
+mod rdb_feed;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
@@ -453,7 +455,8 @@ impl Replication {
     }
 }
 
-/// Takes a connection that sent PSYNC over (from the connection task): the socket leaves tokio.
+/// Takes a connection that sent PSYNC or SYNC over (from the connection task): the socket leaves
+/// tokio, for Strata's own stream (a replica that said `capa strata`) or an RDB file (any other).
 pub fn take_over(
     server: Arc<Server>,
     stream: tokio::net::TcpStream,
@@ -461,7 +464,8 @@ pub fn take_over(
     req: PsyncRequest,
 ) {
     match stream.into_std() {
-        Ok(std_stream) => attach(server, std_stream, ip, req),
+        Ok(std_stream) if req.capa.strata => attach(server, std_stream, ip, req),
+        Ok(std_stream) => rdb_feed::serve(server, std_stream, ip, req),
         Err(e) => crate::log::warning!("Can't hand a replica's connection over: {e}"),
     }
 }

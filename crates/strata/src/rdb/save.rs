@@ -146,3 +146,65 @@ pub fn export<W: Write>(
     progress(saved.keys, saved.bytes);
     Ok((w.out, saved))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rdb::file;
+
+    fn db() -> (tempfile::TempDir, Db) {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let db = Db::open(dir.path()).expect("open");
+        (dir, db)
+    }
+
+    #[test]
+    fn a_file_reads_back_key_for_key_with_ttls_and_databases() -> Result<()> {
+        let (_a, src) = db();
+        let items: Vec<Vec<u8>> = (0..5000)
+            .map(|i| format!("item-{i:05}").into_bytes())
+            .collect();
+        let refs: Vec<&[u8]> = items.iter().map(|v| v.as_slice()).collect();
+        src.rpush(b"list", &refs)?;
+        src.sadd(b"set", &refs)?;
+        let scored: Vec<(f64, &[u8])> = refs
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (i as f64, *m))
+            .collect();
+        src.zadd(b"zset", &scored, Default::default())?;
+        let fat = vec![7u8; 200_000];
+        src.rpush(b"fat", &[&fat[..], b"x", &fat[..]])?;
+        src.hset(b"small", &[(&b"f"[..], &b"v"[..])])?;
+        src.expire_at(b"small", now_ms() as i64 + 100_000, &[])?;
+        src.select(3)?.set(b"three", b"3", Default::default())?;
+
+        let mut bytes = Vec::new();
+        let (_, saved) = export(&src, &mut bytes, None, |_, _| {})?;
+        assert_eq!((saved.keys, saved.expires), (6, 1));
+        assert_eq!(saved.bytes, bytes.len() as u64);
+        assert!(bytes.starts_with(b"REDIS0010"));
+
+        let (_b, dst) = db();
+        let loaded = file::import(&dst, bytes.as_slice(), |_, _| {})?;
+        assert!(loaded.checksum_verified);
+        assert_eq!(loaded.keys, 6);
+        for key in [&b"list"[..], b"set", b"zset", b"fat", b"small"] {
+            assert_eq!(dst.dump_payload(key)?, src.dump_payload(key)?, "{key:?}");
+        }
+        assert_eq!(dst.ttl(b"small")?, src.ttl(b"small")?);
+        assert_eq!(dst.select(3)?.get(b"three")?, Some(b"3".to_vec()));
+        Ok(())
+    }
+
+    #[test]
+    fn an_empty_directory_is_a_header_and_a_checksum() -> Result<()> {
+        let (_a, src) = db();
+        let (bytes, saved) = export(&src, Vec::new(), None, |_, _| {})?;
+        assert_eq!(saved.keys, 0);
+        assert_eq!(&bytes[bytes.len() - 9..bytes.len() - 8], &[OP_EOF]);
+        let (_b, dst) = db();
+        assert_eq!(file::import(&dst, bytes.as_slice(), |_, _| {})?.keys, 0);
+        Ok(())
+    }
+}

@@ -358,7 +358,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             since: "2.6.0",
             complexity: "This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed.",
             summary: "Atomically transfer a key from a Redis instance to another one.",
-            syntax: "host port:integer <key_or_empty_string: key | \"\"> destination-db:integer timeout:integer [COPY] [REPLACE] [AUTH password | AUTH2 username password] [KEYS key [key ...]]",
+            syntax: "host port:integer <key_or_empty_string: key | \"\"> destination-db:integer timeout:integer [COPY] [REPLACE] [authentication: AUTH password | AUTH2 username password] [KEYS key [key ...]]",
             tips: &["nondeterministic_output"],
         },
     },

@@ -56,6 +56,15 @@ pub enum ValueType {
     Zset,
 }
 
+/// The format `export` writes.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// Strata's portable dump (docs/format.md): every type, streams with their groups.
+    Strata,
+    /// A Redis 7.0 RDB file (version 10) that redis-server loads.
+    Rdb,
+}
+
 /// The subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -120,9 +129,13 @@ pub enum Command {
         #[arg(long)]
         limit: Option<u64>,
     },
-    /// Write every key of every database to a portable dump file (`-` for stdout).
+    /// Write every key of every database to a portable dump file, or with `--format rdb` to a
+    /// Redis 7.0 RDB file (`-` for stdout).
     Export {
-        /// The dump file to write.
+        /// The file's format.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Strata)]
+        format: ExportFormat,
+        /// The file to write.
         file: PathBuf,
     },
     /// Load a dump file or a Redis RDB file (`-` for stdin) into the directory, creating it if

@@ -105,7 +105,7 @@ fn run(cli: &Cli) -> Outcome {
             }
             ops::list(&db, f, *limit, true, json)
         }
-        Command::Export { file } => transfer::export(&root, file, json),
+        Command::Export { format, file } => transfer::export(&root, *format, file, json),
         Command::Import { file } => transfer::import(&root, file, json),
         Command::Stats => stats::stats(&root, json),
         Command::Check { repair } => check::check(&root, *repair, json),

@@ -63,6 +63,8 @@ pub struct Session {
     pub subscriptions: Subscriptions,
     /// REPLCONF listening-port: the port of the replica on this connection (0: not said).
     pub replica_port: u16,
+    /// REPLCONF capa: what the replica on this connection said it understands.
+    pub replica_capa: ReplicaCapa,
     /// Keys the running write command named but left unchanged (SMOVE of a member the
     /// destination already has): WATCH does not see them, as Redis signals only modified keys.
     pub unchanged: Vec<Bytes>,
@@ -81,8 +83,21 @@ pub struct Session {
     pub script_keys: Option<Vec<Bytes>>,
 }
 
-/// A replica's PSYNC: the history it follows and the next offset it needs (`?` and -1 when it
-/// has none), plus what REPLCONF told about it.
+/// What a replica told with REPLCONF capa / rdb-only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplicaCapa {
+    /// `capa strata`: a Strata replica, which gets Strata's own stream (docs/replication.md);
+    /// any other replica (redis-server, `redis-cli --rdb`) gets an RDB file.
+    pub strata: bool,
+    /// `capa eof`: the RDB may come in the EOF-marker form (`$EOF:<mark>`), streamed as it is
+    /// made instead of written to a file first to announce its length.
+    pub eof: bool,
+    /// `rdb-only 1`: the replica wants the RDB file only; the link closes after it.
+    pub rdb_only: bool,
+}
+
+/// A replica's PSYNC (or SYNC): the history it follows and the next offset it needs (`?` and -1
+/// when it has none), plus what REPLCONF told about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PsyncRequest {
     /// The replication id the replica has, or `?`.
@@ -91,6 +106,10 @@ pub struct PsyncRequest {
     pub offset: i64,
     /// REPLCONF listening-port.
     pub listening_port: u16,
+    /// REPLCONF capa and rdb-only.
+    pub capa: ReplicaCapa,
+    /// The pre-2.8 SYNC: the RDB comes without a `+FULLRESYNC` line first.
+    pub sync: bool,
 }
 
 /// How many channels, patterns and shard channels a session is subscribed to.
@@ -173,6 +192,7 @@ impl Session {
             in_script: false,
             subscriptions: Subscriptions::default(),
             replica_port: 0,
+            replica_capa: ReplicaCapa::default(),
             unchanged: Vec::new(),
             stats: LocalStats::default(),
             monitor: false,

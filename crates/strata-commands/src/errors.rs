@@ -445,8 +445,13 @@ pub const MASTERDOWN: &str =
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 pub const WAIT_ON_REPLICA: &str = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.";
-pub const SYNC_UNSUPPORTED: &str =
-    "ERR SYNC is not supported: Strata replicas use PSYNC with a Strata leader";
+pub const MIGRATE_KEYS_WITH_KEY: &str =
+    "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string";
+pub const MIGRATE_CONNECT: &str = "IOERR error or timeout connecting to the client";
+pub const MIGRATE_WRITING: &str = "IOERR error or timeout writing to target instance";
+pub const MIGRATE_READING: &str = "IOERR error or timeout reading to target instance";
+/// Followed by the target's error line without its `-`.
+pub const MIGRATE_TARGET_ERROR: &str = "ERR Target instance replied with error: ";
 
 // ----- streams -----
 

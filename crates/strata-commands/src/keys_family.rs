@@ -343,6 +343,26 @@ pub static COMMANDS: &[CommandSpec] = &[
         },
     },
     CommandSpec {
+        name: "migrate",
+        arity: Arity::AtLeast(6),
+        flags: Flags(WRITE | MOVABLEKEYS),
+        keys: Keys::Custom(Range::new(3, 3, 1), migrate_keys),
+        key_specs: &[
+            KeySpec::range(RW | ACCESS | DELETE, 3, 0, 1, 0),
+            KeySpec::keyword(RW | ACCESS | DELETE | INCOMPLETE, "KEYS", -2, -1, 1, 0),
+        ],
+        acl: Acl(acl::KEYSPACE | acl::DANGEROUS),
+        handler: Handler::Reply(migrate),
+        docs: Docs {
+            group: "generic",
+            since: "2.6.0",
+            complexity: "This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed.",
+            summary: "Atomically transfer a key from a Redis instance to another one.",
+            syntax: "host port:integer <key_or_empty_string: key | \"\"> destination-db:integer timeout:integer [COPY] [REPLACE] [authentication: AUTH password | AUTH2 username password] [KEYS key [key ...]]",
+            tips: &["nondeterministic_output"],
+        },
+    },
+    CommandSpec {
         name: "restore",
         arity: Arity::AtLeast(4),
         // NO_TOUCH: the handler sets the key's access time itself (IDLETIME).
@@ -869,6 +889,174 @@ fn dump(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     }
     let payload = ctx.session.db.dump_payload(key)?;
     Ok(Frame::bulk_or_null(payload.map(Bytes::from)))
+}
+
+/// MIGRATE's keys beyond index 3: those after KEYS (when the key argument is empty).
+fn migrate_keys(argv: &[Bytes], db: u32, out: &mut Vec<(u32, usize)>) {
+    if !argv.get(3).is_some_and(|k| k.is_empty()) {
+        return;
+    }
+    if let Some(at) = (6..argv.len()).find(|&i| is(&argv[i], "keys")) {
+        out.extend((at + 1..argv.len()).map(|i| (db, i)));
+    }
+}
+
+/// MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE] [AUTH password]
+/// [AUTH2 username password] [KEYS key ...], as Redis 7.0 runs it: DUMP of every key found
+/// (with its remaining TTL) sent as RESTORE commands after SELECT (and AUTH) over one
+/// connection ([`crate::migration`]), one reply line read per command; keys the target took are
+/// deleted here unless COPY. A timeout of 0 or less is 1000 ms. A connection that fails before
+/// any reply is tried once more, unless it timed out.
+fn migrate(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
+    use crate::migration::{push_command, Link, LinkError};
+    let mut a = Args::new(argv);
+    let (host, port, key, db_arg, timeout_arg) =
+        (a.value()?, a.value()?, a.value()?, a.value()?, a.value()?);
+    let (mut copy, mut replace) = (false, false);
+    let (mut user, mut password): (Option<&[u8]>, Option<&[u8]>) = (None, None);
+    let mut keys: Vec<&[u8]> = vec![key];
+    while !a.is_done() {
+        if a.opt("COPY") {
+            copy = true;
+        } else if a.opt("REPLACE") {
+            replace = true;
+        } else if a.opt("AUTH") {
+            if a.is_done() {
+                return Err(syntax());
+            }
+            password = Some(a.value()?);
+        } else if a.opt("AUTH2") {
+            if a.remaining() < 2 {
+                return Err(syntax());
+            }
+            user = Some(a.value()?);
+            password = Some(a.value()?);
+        } else if a.opt("KEYS") {
+            if !key.is_empty() {
+                return Err(Failure::text(errors::MIGRATE_KEYS_WITH_KEY));
+            }
+            keys = a.rest_slices();
+            break;
+        } else {
+            return Err(syntax());
+        }
+    }
+    let timeout = crate::args::int(timeout_arg)?;
+    let dbid = crate::args::int(db_arg)?;
+    let timeout =
+        std::time::Duration::from_millis(if timeout <= 0 { 1000 } else { timeout as u64 });
+    let db = ctx.session.db.clone();
+    let mut found: Vec<&[u8]> = Vec::new();
+    for k in keys {
+        if db.exists(k)? {
+            found.push(k);
+        }
+    }
+    if found.is_empty() {
+        return Ok(Frame::simple("NOKEY"));
+    }
+    // The request: AUTH, SELECT (every time: no connection is kept), one RESTORE per key still
+    // alive.
+    let mut request = Vec::new();
+    if let Some(pass) = password {
+        match user {
+            Some(u) => push_command(&mut request, &[b"AUTH", u, pass]),
+            None => push_command(&mut request, &[b"AUTH", pass]),
+        }
+    }
+    push_command(&mut request, &[b"SELECT", dbid.to_string().as_bytes()]);
+    let now = strata::now_ms();
+    let mut sent: Vec<&[u8]> = Vec::new();
+    for k in found {
+        let ttl = match db.ttl(k)? {
+            Ttl::Missing => continue,
+            Ttl::Persistent => 0,
+            Ttl::ExpiresAt(at) if at < now => continue,
+            Ttl::ExpiresAt(at) => (at - now).max(1),
+        };
+        if db.key_type(k)? == Some(KeyType::Stream) {
+            return Err(Failure::text(errors::DUMP_STREAM));
+        }
+        let Some(payload) = db.dump_payload(k)? else {
+            continue;
+        };
+        let ttl = ttl.to_string();
+        let mut args: Vec<&[u8]> = vec![b"RESTORE", k, ttl.as_bytes(), &payload];
+        if replace {
+            args.push(b"REPLACE");
+        }
+        push_command(&mut request, &args);
+        sent.push(k);
+    }
+    let expected = usize::from(password.is_some()) + 1;
+    // Each attempt: the replies read (AUTH, SELECT, then one per key) and how it ended.
+    let attempt = || -> (Vec<Vec<u8>>, Option<LinkError>) {
+        let mut replies = Vec::new();
+        let mut link = match Link::connect(host, port, timeout) {
+            Ok(l) => l,
+            Err(e) => return (replies, Some(e)),
+        };
+        if let Err(e) = link.send(&request) {
+            return (replies, Some(e));
+        }
+        for _ in 0..expected + sent.len() {
+            match link.line() {
+                Ok(line) => replies.push(line),
+                Err(e) => return (replies, Some(e)),
+            }
+        }
+        (replies, None)
+    };
+    let (replies, failure) = crate::migration::blocking(|| {
+        let (replies, failure) = attempt();
+        let retry = match failure {
+            Some(LinkError::Write { timed_out }) => !timed_out,
+            Some(LinkError::Read { timed_out }) => !timed_out && replies.len() <= expected,
+            _ => false,
+        };
+        if retry {
+            attempt()
+        } else {
+            (replies, failure)
+        }
+    });
+    if failure == Some(LinkError::Connect) {
+        return Err(Failure::text(errors::MIGRATE_CONNECT));
+    }
+    if let Some(LinkError::Write { .. }) = failure {
+        return Err(Failure::text(errors::MIGRATE_WRITING));
+    }
+    // AUTH's or SELECT's error wins over the keys' own.
+    let head_error = replies
+        .iter()
+        .take(expected)
+        .find(|r| r.first() == Some(&b'-'))
+        .cloned();
+    let mut target_error: Option<Vec<u8>> = None;
+    let mut deleted: Vec<&[u8]> = Vec::new();
+    for (k, reply) in sent.iter().zip(replies.iter().skip(expected)) {
+        if head_error.is_some() || reply.first() == Some(&b'-') {
+            if target_error.is_none() {
+                target_error = Some(head_error.clone().unwrap_or_else(|| reply.clone()));
+            }
+        } else if !copy {
+            deleted.push(k);
+        }
+    }
+    for k in &deleted {
+        if db.del(&[*k])? > 0 {
+            ctx.notify(crate::notify::GENERIC, "del", k);
+        }
+    }
+    if let Some(e) = target_error {
+        let mut text = errors::MIGRATE_TARGET_ERROR.as_bytes().to_vec();
+        text.extend_from_slice(&e[1..]);
+        return Err(Failure::text(String::from_utf8_lossy(&text).into_owned()));
+    }
+    if failure.is_some() {
+        return Err(Failure::text(errors::MIGRATE_READING));
+    }
+    Ok(Frame::ok())
 }
 
 /// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f], checked in Redis's order

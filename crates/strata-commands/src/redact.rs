@@ -1,8 +1,8 @@
 //! Which arguments of a command are secrets that the slow log and MONITOR show as
 //! `(redacted)`, as Redis's `redactClientCommandArgument` calls mark them: AUTH's password (and
 //! user), HELLO's `AUTH user password`, the values of CONFIG SET's sensitive directives
-//! (`requirepass`, `masterauth`, `masteruser`), and every argument of ACL SETUSER after the
-//! user name's position. Knows no family; reads only command names and arguments.
+//! (`requirepass`, `masterauth`, `masteruser`), every argument of ACL SETUSER after the
+//! user name's position, and MIGRATE's `AUTH password` / `AUTH2 user password`. Knows no family; reads only command names and arguments.
 
 use std::borrow::Cow;
 
@@ -45,6 +45,24 @@ pub fn shown<'a>(spec: &CommandSpec, argv: &'a [Bytes]) -> Cow<'a, [Bytes]> {
             }
         }
         "acl|setuser" => hide.extend(2..argv.len()),
+        "migrate" => {
+            // The options up to KEYS, as MIGRATE parses them.
+            let mut j = 6;
+            while j < argv.len() {
+                let more = argv.len() - 1 - j;
+                if is(&argv[j], "auth") && more >= 1 {
+                    hide.push(j + 1);
+                    j += 2;
+                } else if is(&argv[j], "auth2") && more >= 2 {
+                    hide.extend([j + 1, j + 2]);
+                    j += 3;
+                } else if is(&argv[j], "keys") {
+                    break;
+                } else {
+                    j += 1;
+                }
+            }
+        }
         _ => {}
     }
     if hide.is_empty() {

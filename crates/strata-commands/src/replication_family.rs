@@ -1,6 +1,7 @@
 //! Replication commands: REPLICAOF/SLAVEOF, ROLE and WAIT for users; REPLCONF and PSYNC, which
-//! a replica sends its leader to start the stream (the server then takes the connection over);
-//! SYNC, the pre-2.8 protocol Strata does not speak. The replication itself belongs to the
+//! a replica sends its leader to start the stream, and SYNC, the pre-2.8 form `redis-cli --rdb`
+//! still sends (the server then takes the connection over: Strata's own stream for a replica
+//! that said `capa strata`, an RDB file for any other). The replication itself belongs to the
 //! server (`ServerApi::replicaof`, `role`, `wait_replicas`).
 
 use bytes::Bytes;
@@ -9,7 +10,7 @@ use strata_resp::Frame;
 use crate::command::*;
 use crate::cursor::{self, Args, Failure, Reply};
 use crate::errors;
-use crate::{Ctx, Outcome, PsyncRequest};
+use crate::{Ctx, Outcome, PsyncRequest, ReplicaCapa};
 
 /// The replication family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
@@ -123,7 +124,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: Keys::None,
         key_specs: &[],
         acl: Acl::NONE,
-        handler: Handler::Reply(sync),
+        handler: Handler::Outcome(sync),
         docs: Docs {
             group: "server",
             since: "1.0.0",
@@ -191,8 +192,17 @@ fn replconf(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
         let option = String::from_utf8_lossy(name).to_ascii_lowercase();
         match option.as_str() {
             "listening-port" => ctx.session.replica_port = port(value, errors::NOT_INTEGER)?,
-            // Strata's replicas say `capa strata`; Redis's capabilities mean nothing here.
-            "capa" | "ip-address" | "rdb-only" | "rdb-filter-only" => {}
+            // Strata's replicas say `capa strata`; Redis's say `capa eof` (and `psync2`, which
+            // changes nothing here).
+            "capa" => {
+                if value.eq_ignore_ascii_case(b"strata") {
+                    ctx.session.replica_capa.strata = true;
+                } else if value.eq_ignore_ascii_case(b"eof") {
+                    ctx.session.replica_capa.eof = true;
+                }
+            }
+            "rdb-only" => ctx.session.replica_capa.rdb_only = value.as_ref() == b"1",
+            "ip-address" | "rdb-filter-only" => {}
             // Acknowledgements travel inside the replication stream; a client's gets no reply.
             "ack" | "getack" | "fack" => return Ok(Outcome::Silent),
             _ => {
@@ -215,17 +225,30 @@ fn psync(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Result<Outcome, Failure> {
         replid: String::from_utf8_lossy(replid).into_owned(),
         offset: strata::num::parse_i64(offset).unwrap_or(-1),
         listening_port: ctx.session.replica_port,
+        capa: ctx.session.replica_capa,
+        sync: false,
     }))
 }
 
-fn sync(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
-    Err(Failure::text(errors::SYNC_UNSUPPORTED))
+/// SYNC: a full copy as an RDB file, without the `+FULLRESYNC` line (what `redis-cli --rdb`
+/// and `redis-cli --replica` send). A Strata replica never sends it.
+fn sync(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Result<Outcome, Failure> {
+    Ok(Outcome::Handover(PsyncRequest {
+        replid: "?".into(),
+        offset: -1,
+        listening_port: ctx.session.replica_port,
+        capa: ReplicaCapa {
+            strata: false,
+            ..ctx.session.replica_capa
+        },
+        sync: true,
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use crate::testing::Harness;
-    use crate::{Frame, Outcome, PsyncRequest};
+    use crate::{Frame, Outcome, PsyncRequest, ReplicaCapa};
 
     #[test]
     fn replicaof_and_wait_check_their_numbers() {
@@ -271,20 +294,34 @@ mod tests {
             h.error(&["REPLCONF", "capa", "x", "bogus", "y"]),
             "ERR Unrecognized REPLCONF option: bogus"
         );
-        assert!(h.error(&["SYNC"]).starts_with("ERR "));
+        assert_eq!(
+            h.run(&["REPLCONF", "capa", "eof", "capa", "psync2", "rdb-only", "1"]),
+            Frame::ok()
+        );
+        match h.outcome(&["SYNC"]) {
+            Outcome::Handover(req) => {
+                assert!(req.sync && req.capa.eof && req.capa.rdb_only && !req.capa.strata)
+            }
+            other => panic!("SYNC gave {other:?}"),
+        }
     }
 
     #[test]
     fn replica_acknowledgements_get_no_reply_and_psync_hands_the_connection_over() {
         let mut h = Harness::new();
         assert_eq!(h.outcome(&["REPLCONF", "ACK", "100"]), Outcome::Silent);
-        h.run(&["REPLCONF", "listening-port", "7001"]);
+        h.run(&["REPLCONF", "listening-port", "7001", "capa", "strata"]);
         assert_eq!(
             h.outcome(&["PSYNC", "?", "-1"]),
             Outcome::Handover(PsyncRequest {
                 replid: "?".into(),
                 offset: -1,
                 listening_port: 7001,
+                capa: ReplicaCapa {
+                    strata: true,
+                    ..ReplicaCapa::default()
+                },
+                sync: false,
             })
         );
     }

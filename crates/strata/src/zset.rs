@@ -622,6 +622,32 @@ impl Db {
         Ok(())
     }
 
+    /// Like [`Db::zset_each`], from the highest score down (as Redis saves a sorted set).
+    pub fn zset_each_rev(&self, key: &[u8], mut f: impl FnMut(&[u8], f64)) -> Result<()> {
+        let Some(c) = self.load_collection(key, KeyType::ZSet)? else {
+            return Ok(());
+        };
+        let mut bad = false;
+        self.for_each_sub_rev(CF_ZSCORE, key, &c, None, |sub, _| {
+            match split_zscore_sub(sub) {
+                Some((score, member)) => {
+                    f(member, score);
+                    true
+                }
+                None => {
+                    bad = true;
+                    false
+                }
+            }
+        })?;
+        if bad {
+            return Err(Error::Corrupt(
+                "zset score entry shorter than 8 bytes".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// ZCARD: the number of members, O(1).
     pub fn zcard(&self, key: &[u8]) -> Result<u64> {
         Ok(self

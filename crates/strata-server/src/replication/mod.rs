@@ -3,10 +3,12 @@
 //! current state does not allow (-LOADING, -MASTERDOWN, -READONLY, -NOREPLICAS). Offsets are the
 //! leader's RocksDB sequence numbers, or its redo log's offsets with the write-back tier
 //! (`Db::last_seq`); the stream and its rules are in `docs/replication.md`.
-//! The two sides of a link live in `leader` and `follower`, the framing in `wire`.
+//! The two sides of a link live in `leader` and `follower`, the framing in `wire`; a replica that
+//! is not Strata gets an RDB file from `rdb_feed`.
 
 mod follower;
 mod leader;
+mod rdb_feed;
 mod socket;
 pub mod wire;
 
@@ -463,8 +465,9 @@ impl Replication {
     }
 }
 
-/// Takes a connection that sent PSYNC over (from the connection task): a plain socket leaves
-/// tokio, a TLS one is relayed to a local socket (see `socket`).
+/// Takes a connection that sent PSYNC or SYNC over (from the connection task): a plain socket
+/// leaves tokio, a TLS one is relayed to a local socket (see `socket`); then Strata's own stream
+/// (a replica that said `capa strata`) or an RDB file (any other).
 pub fn take_over(
     server: Arc<Server>,
     stream: crate::stream::ClientStream,
@@ -476,7 +479,8 @@ pub fn take_over(
         crate::stream::ClientStream::Tls(tls) => socket::relay_tls(tls),
     };
     match socket {
-        Ok(socket) => attach(server, socket, ip, req),
+        Ok(socket) if req.capa.strata => attach(server, socket, ip, req),
+        Ok(socket) => rdb_feed::serve(server, socket, ip, req),
         Err(e) => crate::log::warning!("Can't hand a replica's connection over: {e}"),
     }
 }

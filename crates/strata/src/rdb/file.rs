@@ -26,14 +26,14 @@ const KEYS_PER_BATCH: usize = 256;
 const OP_FUNCTION2: u8 = 245;
 const OP_FUNCTION: u8 = 246;
 const OP_MODULE_AUX: u8 = 247;
-const OP_IDLE: u8 = 248;
-const OP_FREQ: u8 = 249;
-const OP_AUX: u8 = 250;
-const OP_RESIZEDB: u8 = 251;
-const OP_EXPIRETIME_MS: u8 = 252;
+pub(super) const OP_IDLE: u8 = 248;
+pub(super) const OP_FREQ: u8 = 249;
+pub(super) const OP_AUX: u8 = 250;
+pub(super) const OP_RESIZEDB: u8 = 251;
+pub(super) const OP_EXPIRETIME_MS: u8 = 252;
 const OP_EXPIRETIME: u8 = 253;
-const OP_SELECTDB: u8 = 254;
-const OP_EOF: u8 = 255;
+pub(super) const OP_SELECTDB: u8 = 254;
+pub(super) const OP_EOF: u8 = 255;
 
 /// The newest RDB version this module reads (Redis 7.0's).
 pub const MAX_VERSION: u32 = 10;

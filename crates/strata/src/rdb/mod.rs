@@ -4,7 +4,7 @@
 //! [`value`] decodes and encodes whole values by type byte, [`payload`] is the DUMP trailer
 //! (version and [`crc64`]), and `restore` applies them to a [`crate::Db`]
 //! ([`crate::Db::dump_payload`], [`crate::Db::restore_payload`]); [`file`] loads a whole RDB
-//! file. Nothing here knows RESP or
+//! file and [`save`] writes one. Nothing here knows RESP or
 //! command syntax; Strata's own export format is [`crate::dump`], not this.
 
 pub mod compact;
@@ -14,6 +14,7 @@ pub mod file;
 mod lzf;
 pub mod payload;
 mod restore;
+pub mod save;
 pub mod value;
 
 pub use restore::{RestoreOptions, Restored};

@@ -13,7 +13,7 @@ use crate::meta::KeyType;
 
 use super::encoding::{bad, Reader};
 use super::payload;
-use super::value::{read_value, write_value};
+use super::value::{read_value, write_value, Staged};
 
 /// How [`Db::restore_payload`] writes its key.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -105,8 +105,8 @@ impl Db {
     /// DUMP: `key`'s value serialized as Redis 7.0 does (type byte, body, RDB version 10,
     /// CRC-64), `None` if the key does not exist. The TTL is not part of it.
     pub fn dump_payload(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let mut out = Vec::new();
-        Ok(write_value(self, key, &mut out)?.map(|_| payload::seal(out)))
+        let mut out = Staged::in_memory(Vec::new());
+        Ok(write_value(self, key, false, &mut out)?.map(|_| payload::seal(out.buf)))
     }
 
     /// RESTORE: writes `key` from `payload`, a DUMP payload whose trailer the caller has checked

@@ -7,7 +7,8 @@
 //! length is checked; damage is [`Error::BadRdb`], never a panic. [`write_value`] encodes a key
 //! the way Redis 7.0 does by default: listpacks for small hashes and sorted sets (at most 128
 //! entries of at most 64 bytes), quicklist v2 of listpacks for lists, plain encodings otherwise
-//! (sets always plain). Streams and modules are not handled yet. Knows nothing of keys, TTLs or
+//! (sets always plain), streaming a large value through [`Staged`]; it is the one encoder of
+//! DUMP, RDB files and SYNC. Streams and modules are not handled yet. Knows nothing of TTLs or
 //! payload trailers.
 
 use std::io::Read;
@@ -228,111 +229,275 @@ fn score_text(s: f64) -> String {
     format!("{s:e}")
 }
 
-/// Appends listpack-encoded quicklist v2 nodes holding `items`.
-fn put_quicklist(out: &mut Vec<u8>, items: &[Vec<u8>]) {
-    let mut nodes: Vec<Vec<u8>> = Vec::new();
-    let mut lp = Listpack::new();
-    let (mut in_node, mut bytes) = (0usize, 0usize);
-    for item in items {
-        if in_node > 0 && (in_node >= LISTPACK_MAX_ENTRIES || bytes + item.len() > LIST_NODE_BYTES)
-        {
-            nodes.push(std::mem::take(&mut lp).finish());
-            in_node = 0;
-            bytes = 0;
+/// Staged bytes spill to the sink once they reach this size (after a whole element).
+const SPILL_AT: usize = 64 * 1024;
+
+/// Receives the bytes a [`Staged`] value spills.
+pub type Spill<'a> = &'a mut dyn FnMut(&[u8]) -> Result<()>;
+
+/// Where [`write_value`] puts an encoded value: bytes collect in [`Staged::buf`]; with a sink,
+/// they spill into it whenever the buffer passes 64 KiB after a whole element, so a value of any
+/// size costs that much memory. Nothing spills before the value's first element, so a key that
+/// turns out to have vanished can still be dropped with what was staged before it.
+pub struct Staged<'a> {
+    /// The bytes not handed to the sink yet.
+    pub buf: Vec<u8>,
+    sink: Option<Spill<'a>>,
+    spilled: bool,
+    failed: Option<Error>,
+}
+
+impl<'a> Staged<'a> {
+    /// Stages into `buf` only (a DUMP payload: the whole value stays in memory).
+    pub fn in_memory(buf: Vec<u8>) -> Staged<'a> {
+        Staged {
+            buf,
+            sink: None,
+            spilled: false,
+            failed: None,
         }
-        lp.push(item);
-        in_node += 1;
-        bytes += item.len() + 2;
     }
-    if in_node > 0 {
-        nodes.push(lp.finish());
+
+    /// Stages into `buf`, spilling into `sink`.
+    pub fn spilling(buf: Vec<u8>, sink: Spill<'a>) -> Staged<'a> {
+        Staged {
+            buf,
+            sink: Some(sink),
+            spilled: false,
+            failed: None,
+        }
     }
-    out.push(LIST_QUICKLIST_2);
-    put_len(out, nodes.len() as u64);
-    for node in nodes {
-        put_len(out, CONTAINER_PACKED);
-        put_len(out, node.len() as u64);
-        out.extend_from_slice(&node);
+
+    /// Marks the end of an element: spills when the buffer is large.
+    fn element_done(&mut self) {
+        if self.failed.is_some() || self.buf.len() < SPILL_AT {
+            return;
+        }
+        if let Some(sink) = self.sink.as_mut() {
+            match sink(&self.buf) {
+                Ok(()) => {
+                    self.buf.clear();
+                    self.spilled = true;
+                }
+                Err(e) => self.failed = Some(e),
+            }
+        }
+    }
+
+    /// Whether an element callback should still write (no earlier sink failure).
+    fn ok(&self) -> bool {
+        self.failed.is_none()
+    }
+
+    /// Ends a value whose elements were counted: `announced` was written as its length and
+    /// `seen` elements followed. Drops the value (back to `mark`) if none came (the key vanished
+    /// in between); a partial value is an error.
+    fn close(&mut self, mark: usize, announced: u64, seen: u64) -> Result<bool> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        if seen == 0 && !self.spilled {
+            self.buf.truncate(mark);
+            return Ok(false);
+        }
+        if seen == announced {
+            return Ok(true);
+        }
+        Err(Error::Corrupt(format!(
+            "a collection announced {announced} elements but {seen} were read"
+        )))
     }
 }
 
-/// Appends the type byte and body of `key`'s value as Redis 7.0 would write it (see the module
-/// docs for the encodings chosen). `None` if the key does not exist.
-pub fn write_value(db: &Db, key: &[u8], out: &mut Vec<u8>) -> Result<Option<KeyType>> {
+/// Whether a hash field, hash value or sorted-set member fits in a listpack.
+fn small(s: &[u8]) -> bool {
+    s.len() <= LISTPACK_MAX_VALUE
+}
+
+/// Where a list's quicklist node ends: the rule [`write_value`] cuts nodes by (at most 128
+/// items and about 8 KiB each, as Redis 7.0's default `list-max-listpack-size -2`).
+struct NodeCut {
+    in_node: usize,
+    bytes: usize,
+}
+
+impl NodeCut {
+    /// Whether `item` starts a new node (the current one being non-empty and full); counts it.
+    fn starts_node(&mut self, item: &[u8]) -> bool {
+        let new = self.in_node > 0
+            && (self.in_node >= LISTPACK_MAX_ENTRIES || self.bytes + item.len() > LIST_NODE_BYTES);
+        if new {
+            self.in_node = 0;
+            self.bytes = 0;
+        }
+        self.in_node += 1;
+        self.bytes += item.len() + 2;
+        new
+    }
+}
+
+/// Appends a listpack blob as an RDB string.
+fn put_blob(out: &mut Vec<u8>, lp: Listpack) {
+    let blob = lp.finish();
+    put_len(out, blob.len() as u64);
+    out.extend_from_slice(&blob);
+}
+
+/// Writes `key`'s value as Redis 7.0 would (see the module docs for the encodings chosen): its
+/// type byte, then (with `named`, as in an RDB file) the key itself, then the body. A large
+/// collection is read once to count its list nodes (lists) and once to write it, a member at a
+/// time; at most 128 entries are held to choose a listpack. `None` if the key does not exist
+/// (nothing is staged then). The key must not change meanwhile: callers hold its lock or read a
+/// snapshot.
+pub fn write_value(
+    db: &Db,
+    key: &[u8],
+    named: bool,
+    out: &mut Staged<'_>,
+) -> Result<Option<KeyType>> {
     let Some(kind) = db.key_type(key)? else {
         return Ok(None);
     };
-    let small = |s: &[u8]| s.len() <= LISTPACK_MAX_VALUE;
-    match kind {
-        KeyType::String => {
-            let Some(v) = db.get(key)? else {
-                return Ok(None);
-            };
-            out.push(STRING);
-            put_string(out, &v);
+    let mark = out.buf.len();
+    let head = |out: &mut Staged<'_>, t: u8| {
+        out.buf.push(t);
+        if named {
+            put_string(&mut out.buf, key);
         }
+    };
+    let written = match kind {
+        KeyType::String => match db.get(key)? {
+            Some(v) => {
+                head(out, STRING);
+                put_string(&mut out.buf, &v);
+                true
+            }
+            None => false,
+        },
         KeyType::List => {
-            let mut items = Vec::new();
-            db.list_each(key, |v| items.push(v.to_vec()))?;
-            put_quicklist(out, &items);
+            let n = db.llen(key)?;
+            let mut cut = NodeCut {
+                in_node: 0,
+                bytes: 0,
+            };
+            let mut nodes = 0u64;
+            db.list_each(key, |v| {
+                if cut.starts_node(v) || nodes == 0 {
+                    nodes += 1;
+                }
+            })?;
+            head(out, LIST_QUICKLIST_2);
+            put_len(&mut out.buf, nodes);
+            let mut cut = NodeCut {
+                in_node: 0,
+                bytes: 0,
+            };
+            let (mut lp, mut seen, mut emitted) = (Listpack::new(), 0u64, 0u64);
+            let flush = |out: &mut Staged<'_>, lp: Listpack| {
+                put_len(&mut out.buf, CONTAINER_PACKED);
+                put_blob(&mut out.buf, lp);
+                out.element_done();
+            };
+            db.list_each(key, |v| {
+                if !out.ok() {
+                    return;
+                }
+                if cut.starts_node(v) {
+                    flush(out, std::mem::take(&mut lp));
+                    emitted += 1;
+                }
+                lp.push(v);
+                seen += 1;
+            })?;
+            if seen > 0 {
+                flush(out, lp);
+                emitted += 1;
+            }
+            out.close(mark, nodes, emitted)? && out.close(mark, n, seen)?
         }
         KeyType::Set => {
-            let mut items = Vec::new();
-            db.set_each(key, |v| items.push(v.to_vec()))?;
-            out.push(SET);
-            put_len(out, items.len() as u64);
-            for m in &items {
-                put_string(out, m);
-            }
+            let n = db.scard(key)?;
+            head(out, SET);
+            put_len(&mut out.buf, n);
+            let mut seen = 0u64;
+            db.set_each(key, |m| {
+                if out.ok() {
+                    put_string(&mut out.buf, m);
+                    seen += 1;
+                    out.element_done();
+                }
+            })?;
+            out.close(mark, n, seen)?
         }
         KeyType::Hash => {
-            let mut pairs = Vec::new();
-            db.hash_each(key, |f, v| pairs.push((f.to_vec(), v.to_vec())))?;
-            if pairs.len() <= LISTPACK_MAX_ENTRIES
-                && pairs.iter().all(|(f, v)| small(f) && small(v))
-            {
-                let mut lp = Listpack::new();
-                for (f, v) in &pairs {
-                    lp.push(f);
-                    lp.push(v);
+            let n = db.hlen(key)?;
+            let mut seen = 0u64;
+            if n as usize <= LISTPACK_MAX_ENTRIES {
+                let mut pairs = Vec::new();
+                db.hash_each(key, |f, v| pairs.push((f.to_vec(), v.to_vec())))?;
+                seen = pairs.len() as u64;
+                if pairs.iter().all(|(f, v)| small(f) && small(v)) {
+                    head(out, HASH_LISTPACK);
+                    let mut lp = Listpack::new();
+                    for (f, v) in &pairs {
+                        lp.push(f);
+                        lp.push(v);
+                    }
+                    put_blob(&mut out.buf, lp);
+                } else {
+                    head(out, HASH);
+                    put_len(&mut out.buf, n);
+                    for (f, v) in &pairs {
+                        put_string(&mut out.buf, f);
+                        put_string(&mut out.buf, v);
+                    }
                 }
-                out.push(HASH_LISTPACK);
-                let blob = lp.finish();
-                put_len(out, blob.len() as u64);
-                out.extend_from_slice(&blob);
             } else {
-                out.push(HASH);
-                put_len(out, pairs.len() as u64);
-                for (f, v) in &pairs {
-                    put_string(out, f);
-                    put_string(out, v);
-                }
+                head(out, HASH);
+                put_len(&mut out.buf, n);
+                db.hash_each(key, |f, v| {
+                    if out.ok() {
+                        put_string(&mut out.buf, f);
+                        put_string(&mut out.buf, v);
+                        seen += 1;
+                        out.element_done();
+                    }
+                })?;
             }
+            out.close(mark, n, seen)?
         }
         KeyType::ZSet => {
+            let n = db.zcard(key)?;
+            let mut seen = 0u64;
             let mut scored = Vec::new();
-            db.zset_each(key, |m, s| scored.push((m.to_vec(), s)))?;
-            if scored.len() <= LISTPACK_MAX_ENTRIES && scored.iter().all(|(m, _)| small(m)) {
+            if n as usize <= LISTPACK_MAX_ENTRIES {
+                db.zset_each(key, |m, s| scored.push((m.to_vec(), s)))?;
+            }
+            if n as usize <= LISTPACK_MAX_ENTRIES && scored.iter().all(|(m, _)| small(m)) {
+                seen = scored.len() as u64;
+                head(out, ZSET_LISTPACK);
                 let mut lp = Listpack::new();
                 for (m, s) in &scored {
                     lp.push(m);
                     lp.push(score_text(*s).as_bytes());
                 }
-                out.push(ZSET_LISTPACK);
-                let blob = lp.finish();
-                put_len(out, blob.len() as u64);
-                out.extend_from_slice(&blob);
+                put_blob(&mut out.buf, lp);
             } else {
                 // Highest score first, as Redis saves its skiplist from the tail.
-                out.push(ZSET_2);
-                put_len(out, scored.len() as u64);
-                for (m, s) in scored.iter().rev() {
-                    put_string(out, m);
-                    put_binary_double(out, *s);
-                }
+                head(out, ZSET_2);
+                put_len(&mut out.buf, n);
+                db.zset_each_rev(key, |m, s| {
+                    if out.ok() {
+                        put_string(&mut out.buf, m);
+                        put_binary_double(&mut out.buf, s);
+                        seen += 1;
+                        out.element_done();
+                    }
+                })?;
             }
+            out.close(mark, n, seen)?
         }
         KeyType::Stream => return Err(Error::BadRdb("streams are not serialized yet".to_string())),
-    }
-    Ok(Some(kind))
+    };
+    Ok(written.then_some(kind))
 }

@@ -196,7 +196,7 @@ impl Db {
     }
 
     /// One iterator over the collection's sub-key range, bounded on the side it walks towards.
-    fn walk_sub(
+    pub(crate) fn walk_sub(
         &self,
         cf: &str,
         key: &[u8],

@@ -597,49 +597,32 @@ impl Db {
     /// assert_eq!(seen, vec![(b"a".to_vec(), 1.0), (b"b".to_vec(), 2.0)]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn zset_each(&self, key: &[u8], mut f: impl FnMut(&[u8], f64)) -> Result<()> {
-        let Some(c) = self.load_collection(key, KeyType::ZSet)? else {
-            return Ok(());
-        };
-        let mut bad = false;
-        self.for_each_sub(CF_ZSCORE, key, &c, None, |sub, _| {
-            match split_zscore_sub(sub) {
-                Some((score, member)) => {
-                    f(member, score);
-                    true
-                }
-                None => {
-                    bad = true;
-                    false
-                }
-            }
-        })?;
-        if bad {
-            return Err(Error::Corrupt(
-                "zset score entry shorter than 8 bytes".into(),
-            ));
-        }
-        Ok(())
+    pub fn zset_each(&self, key: &[u8], f: impl FnMut(&[u8], f64)) -> Result<()> {
+        self.zset_walk(key, false, f)
     }
 
     /// Like [`Db::zset_each`], from the highest score down (as Redis saves a sorted set).
-    pub fn zset_each_rev(&self, key: &[u8], mut f: impl FnMut(&[u8], f64)) -> Result<()> {
+    pub fn zset_each_rev(&self, key: &[u8], f: impl FnMut(&[u8], f64)) -> Result<()> {
+        self.zset_walk(key, true, f)
+    }
+
+    /// Every member with its score in score order (`rev`: highest first).
+    fn zset_walk(&self, key: &[u8], rev: bool, mut f: impl FnMut(&[u8], f64)) -> Result<()> {
         let Some(c) = self.load_collection(key, KeyType::ZSet)? else {
             return Ok(());
         };
         let mut bad = false;
-        self.for_each_sub_rev(CF_ZSCORE, key, &c, None, |sub, _| {
-            match split_zscore_sub(sub) {
-                Some((score, member)) => {
-                    f(member, score);
-                    true
-                }
-                None => {
-                    bad = true;
-                    false
-                }
+        let visit = |sub: &[u8], _: &[u8]| match split_zscore_sub(sub) {
+            Some((score, member)) => {
+                f(member, score);
+                true
             }
-        })?;
+            None => {
+                bad = true;
+                false
+            }
+        };
+        self.walk_sub(CF_ZSCORE, key, &c, None, rev, visit)?;
         if bad {
             return Err(Error::Corrupt(
                 "zset score entry shorter than 8 bytes".into(),

@@ -110,8 +110,10 @@ def test_disk_full_refuses_writes_keeps_reads_and_recovers_when_space_is_freed(s
 
     assert c.call("GET", "after") == b"space-freed"
     # A single write that would eat into the margin is refused on its own; small ones go on.
+    # It eats half the margin: the free space moves by a few MB meanwhile (RocksDB deletes
+    # obsolete log files; the server's own figure is from its once-a-second check).
     free = os.statvfs(small_fs).f_bavail * os.statvfs(small_fs).f_frsize
-    huge = free - (MIN_FREE_MB << 20) + (1 << 20)
+    huge = free - (MIN_FREE_MB << 20) + ((MIN_FREE_MB << 20) // 2)
     assert c.call("SET", "huge", os.urandom(huge)) == RespError(MISCONF)
     assert c.call("SET", "small", "ok") == b"OK"
     assert b"aof_last_write_status:ok" in c.call("INFO", "persistence")

@@ -1382,17 +1382,32 @@ pub fn check_command(
     check_slow(ctx, spec, argv)
 }
 
+/// Checks the connection's user against a call of `spec`: the refusal, logged in the ACL LOG
+/// as made in `context`, with the row judged. Each caller words the refusal its own way.
+fn refusal(
+    ctx: &mut Ctx<'_>,
+    spec: &'static CommandSpec,
+    argv: &[Bytes],
+    context: Context,
+) -> Option<(Denied, &'static CommandSpec)> {
+    if ctx.session.user.unrestricted() {
+        return None;
+    }
+    let user = ctx.session.user.clone();
+    let (denied, row) = check_user(&user, spec, argv).err()?;
+    log_denied(ctx, denied, row, argv, context);
+    Some((denied, row))
+}
+
 #[cold]
 fn check_slow(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Result<(), Frame> {
-    let user = ctx.session.user.clone();
-    let Err((denied, row)) = check_user(&user, spec, argv) else {
-        return Ok(());
-    };
     let context = match ctx.session.multi.is_some() {
         true => Context::Multi,
         false => Context::Toplevel,
     };
-    log_denied(ctx, denied, row, argv, context);
+    let Some((denied, row)) = refusal(ctx, spec, argv, context) else {
+        return Ok(());
+    };
     Err(errors::err(match denied {
         Denied::Command => errors::noperm_command(row.name),
         Denied::Key(_) => errors::NOPERM_KEY.to_string(),
@@ -1407,14 +1422,9 @@ pub fn check_at_exec(
     spec: &'static CommandSpec,
     argv: &[Bytes],
 ) -> Result<(), Frame> {
-    if ctx.session.user.unrestricted() {
-        return Ok(());
-    }
-    let user = ctx.session.user.clone();
-    let Err((denied, row)) = check_user(&user, spec, argv) else {
+    let Some((denied, _)) = refusal(ctx, spec, argv, Context::Multi) else {
         return Ok(());
     };
-    log_denied(ctx, denied, row, argv, Context::Multi);
     Err(errors::err(errors::noperm_at_exec(match denied {
         Denied::Command => "no permission to execute the command or subcommand",
         Denied::Key(_) => "no permission to touch the specified keys",
@@ -1438,14 +1448,9 @@ pub fn check_in_script(
     spec: &'static CommandSpec,
     argv: &[Bytes],
 ) -> Result<(), String> {
-    if ctx.session.user.unrestricted() {
-        return Ok(());
-    }
-    let user = ctx.session.user.clone();
-    let Err((denied, row)) = check_user(&user, spec, argv) else {
+    let Some((denied, _)) = refusal(ctx, spec, argv, Context::Lua) else {
         return Ok(());
     };
-    log_denied(ctx, denied, row, argv, Context::Lua);
     Err(format!(
         "ERR The user executing the script {}",
         denial_text(denied)

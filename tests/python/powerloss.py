@@ -7,7 +7,8 @@ but not yet fsynced, which is the case ``appendfsync`` is about. This module sim
 - while the server runs, ``powerloss_shim.c`` (loaded with LD_PRELOAD) appends to a side log the
   length of every file under the data directory at the start of each successful
   fsync/fdatasync of it: those bytes are durable once the sync returns;
-- ``crash`` kills the server with SIGKILL and then cuts every write-ahead log (``NNNNNN.log``),
+- ``crash`` kills the server with SIGKILL and then cuts every write-ahead log (``NNNNNN.log``, and
+  the write-back tier's ``redo/NNNNNNNNNNNN.log``),
   MANIFEST and table file (``.sst``, ``.blob``) back to its last durable length, and deletes
   those created since the server started that were never synced. Files that were there when
   the server started count as durable at the length they had then (``arm`` records it).
@@ -99,8 +100,15 @@ def read_durable(log_path: Path) -> dict[str, int]:
     return durable
 
 
+# Directories under the data directory whose files a power cut may cut too: the write-back
+# tier's redo log (``redo/NNNNNNNNNNNN.log``; its ``archive/`` holds segments synced before a
+# checkpoint moved them there, so a power cut leaves them whole).
+SUBDIRS = ("redo",)
+
+
 def droppable(data_dir: Path) -> list[Path]:
-    return [p for p in data_dir.iterdir() if DROPPABLE.match(p.name) and p.is_file()]
+    dirs = [data_dir] + [data_dir / d for d in SUBDIRS if (data_dir / d).is_dir()]
+    return [p for d in dirs for p in d.iterdir() if DROPPABLE.match(p.name) and p.is_file()]
 
 
 def arm(data_dir: Path, log_path: Path):

@@ -32,10 +32,20 @@ pytestmark = pytest.mark.skipif(
     redis_is_strata(), reason="the simulation drops the tails of RocksDB's files; Redis's AOF has others")
 
 
+# Both write paths: RocksDB's own log, and the write-back tier's redo log (`redo/`), which
+# replaces it for every write when the tier is on.
+TIERS = ["write-through", "write-back"]
+
+
+@pytest.fixture(params=TIERS)
+def memory_tier(request) -> str:
+    return request.param
+
+
 @pytest.fixture
-def power_loss_server(start_strata):
+def power_loss_server(start_strata, memory_tier):
     def start(**directives):
-        server = start_strata(**directives)
+        server = start_strata(memory_tier=memory_tier, **directives)
         try:
             return server, PowerLoss(server)
         except Unavailable as e:
@@ -87,10 +97,14 @@ def test_power_loss_with_appendfsync_always_loses_no_acknowledged_write(power_lo
     assert report.lost_writes == 0 and report.max_lost_seconds == 0.0
 
 
-def test_power_loss_during_constant_memtable_flushes_loses_no_acknowledged_write(power_loss_server):
+def test_power_loss_during_constant_memtable_flushes_loses_no_acknowledged_write(power_loss_server,
+                                                                                 memory_tier):
     # 128 KB write buffers: the log switches files and memtables flush to table files every few
-    # hundred writes, so cuts land among unsynced table files and closed logs too.
-    server, power_loss = power_loss_server(appendfsync="always", write_buffer_size="128kb")
+    # hundred writes, so cuts land among unsynced table files and closed logs too. With the
+    # write-back tier, a 64 KB dirty limit makes it checkpoint (write its layer to RocksDB, flush,
+    # move to a new redo segment and delete the old) every few hundred writes as well.
+    tier = {"memory_tier_dirty_size": "64kb"} if memory_tier == "write-back" else {}
+    server, power_loss = power_loss_server(appendfsync="always", write_buffer_size="128kb", **tier)
     report = run_crash_cycles(server, cycles=max(2, CYCLES * 2 // 3), writers=4, seed=SEED + 1,
                               min_run=0.5, max_run=2.0, power_loss=power_loss)
     print(f"always, small memtables: {report.summary()}")
@@ -111,11 +125,11 @@ def test_power_loss_with_appendfsync_everysec_loses_only_about_the_last_second(p
     assert report.max_lost_seconds <= EVERYSEC_BOUND, report.summary()
 
 
-def test_power_loss_with_torn_and_zeroed_log_tails_recovers_a_prefix(start_strata):
+def test_power_loss_with_torn_and_zeroed_log_tails_recovers_a_prefix(start_strata, memory_tier):
     # A disk may have written back part of the unsynced tail: the log then ends in a torn
     # record, or in zeros where its length got ahead of its data. Recovery must open and keep
     # an acknowledged prefix (with no holes), whatever is left.
-    server = start_strata(appendfsync="everysec")
+    server = start_strata(appendfsync="everysec", memory_tier=memory_tier)
     try:
         power_loss = PowerLoss(server, torn_tails=True, seed=SEED)
     except Unavailable as e:

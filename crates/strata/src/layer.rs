@@ -8,7 +8,9 @@
 //! This module knows nothing of RocksDB beyond the write-batch operations of `pending.rs`.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use foldhash::HashMap;
 use std::ops::Bound;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -49,6 +51,8 @@ pub(crate) type Point = Option<Vec<u8>>;
 /// key the layer already holds costs one hash lookup; a new key is also queued for the order
 /// (its bytes shared, not copied). An ordered map was measured first: with a million keys that
 /// share their first bytes (a large hash's fields), its lookups were a quarter of a write's CPU.
+/// The hash is foldhash, seeded per process (the keys come from clients): SipHash, the
+/// standard library's, was 5% of an LPUSH's CPU.
 #[derive(Default)]
 pub(crate) struct Points {
     map: HashMap<Arc<[u8]>, Point>,

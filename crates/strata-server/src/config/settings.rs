@@ -222,7 +222,8 @@ choices! {
 }
 
 choices! {
-    /// Where writes go first, from the `memory-tier` directive (docs/architecture.md).
+    /// Where writes go first, from the `memory-tier` directive (docs/architecture.md); the
+    /// server's default is the write-back tier.
     pub enum MemoryTier {
         /// Straight to RocksDB and its log, one write batch per command.
         WriteThrough = "write-through",

@@ -150,7 +150,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     // Strata's storage knobs. RocksDB clamps write buffers to 64kb..=64gb.
     row("block-cache-size", &[], Memory { min: 0, max: LONG_MAX as u64 }, "256mb", Fixed, field!(block_cache_size)),
     row("hot-cache-size", &[], Memory { min: 0, max: LONG_MAX as u64 }, "256mb", Fixed, field!(hot_cache_size)),
-    row("memory-tier", &[], Enum(MemoryTier::NAMES), "write-through", Fixed, field!(memory_tier)),
+    row("memory-tier", &[], Enum(MemoryTier::NAMES), "write-back", Fixed, field!(memory_tier)),
     row("memory-tier-dirty-size", &[], Memory { min: 64 * 1024, max: LONG_MAX as u64 }, "256mb", Fixed, field!(memory_tier_dirty_size)),
     row("write-buffer-size", &[], Memory { min: 64 * 1024, max: 64 * GB }, "16mb", Fixed, field!(write_buffer_size)),
     row("min-free-disk", &[], Memory { min: 0, max: LONG_MAX as u64 }, "256mb", Fixed, field!(min_free_disk)),

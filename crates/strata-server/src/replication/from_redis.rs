@@ -186,7 +186,13 @@ struct Master<'a> {
 
 impl Master<'_> {
     /// Processes one command of the stream, `len` bytes of it.
+    /// The offset moves on under the link's guard with the command's effect, so a stopped link
+    /// (REPLICAOF, shutdown) records exactly what was applied.
     fn process(&mut self, argv: &[Bytes], len: u64, stream: &mut socket::Link) -> io::Result<()> {
+        let link = self.link;
+        let Some(_guard) = link.guard() else {
+            return Err(io::Error::other("replication stopped"));
+        };
         let name = &argv[0];
         if name.eq_ignore_ascii_case(b"replconf") {
             // GETACK is answered with the offset before it, as Redis's replicas do.
@@ -218,9 +224,6 @@ impl Master<'_> {
             self.skip(argv, "wrong number of arguments");
             return Ok(());
         }
-        let Some(_guard) = self.link.guard() else {
-            return Err(io::Error::other("replication stopped"));
-        };
         if let Some(multi) = self.session.multi.as_mut() {
             if !spec.has(command::NOT_QUEUED) {
                 multi.queue(argv);

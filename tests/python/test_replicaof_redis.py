@@ -249,8 +249,14 @@ def test_a_dropped_link_resumes_with_a_partial_resync(leader, start_strata):
     strata = replica_of(start_strata, leader)
     before = info(leader, "stats")
     for round in range(3):
+        # The stream's last SELECT was database 5: Redis does not send it again after +CONTINUE.
+        with leader.client(db=5) as c5:
+            c5.set("before-the-drop", round)
+        wait_caught_up(leader, strata)
         with strata.client() as s:
             assert s.execute_command("CLIENT", "KILL", "TYPE", "master") == 1
+        with leader.client(db=5) as c5:
+            c5.incr("after-the-drop")
         with leader.client() as c:
             for i in range(100):
                 c.set(f"r{round}:{i}", i)
@@ -265,8 +271,13 @@ def test_a_dropped_link_resumes_with_a_partial_resync(leader, start_strata):
 def test_a_restarted_strata_replica_continues_where_it_stopped(leader, start_strata):
     fill_every_type(leader)
     strata = replica_of(start_strata, leader)
+    with leader.client(db=2) as c2:
+        c2.set("last-write-in-db-2", 1)
+    wait_caught_up(leader, strata)
     full = info(leader, "stats")["sync_full"]
     strata.stop()
+    with leader.client(db=2) as c2:
+        c2.rpush("while-away-in-db-2", 1)
     with leader.client() as c:
         for i in range(200):
             c.rpush("while-away", i)

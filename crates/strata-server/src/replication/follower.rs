@@ -9,7 +9,7 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -68,6 +68,8 @@ pub struct Link {
     pub sync_bytes: AtomicU64,
     /// The leader is a Redis: `applied` and `leader_replid` are its offset and id.
     pub from_redis: AtomicBool,
+    /// The database a Redis leader's commands go to (its last SELECT).
+    pub stream_db: AtomicU32,
     /// Commands of a Redis leader's stream this server does not know (skipped, logged).
     pub skipped: AtomicU64,
     /// Commands of a Redis leader's stream that answered an error here.
@@ -84,27 +86,42 @@ pub fn encode_state(replid: &str, applied: u64) -> Vec<u8> {
     v
 }
 
-/// The progress record of a Redis leader's stream:
-/// `[2][leader replid, 40 bytes][processed offset u64 LE][1: written at a clean shutdown]`.
-/// Only a clean one may be resumed: while running, writes are not recorded with the offset.
-pub fn encode_redis_state(replid: &str, offset: u64, clean: bool) -> Vec<u8> {
-    let mut v = Vec::with_capacity(50);
+/// Where a Redis leader's stream stands: its history, the offset processed, and the database
+/// its commands go to (Redis sends SELECT only when that changes, even across a +CONTINUE).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedisPosition {
+    /// The leader's replication id.
+    pub replid: String,
+    /// The leader's offset processed.
+    pub offset: u64,
+    /// The database the stream's commands go to.
+    pub db: u32,
+}
+
+/// The progress record of a Redis leader's stream: `[2][leader replid, 40 bytes][processed
+/// offset u64 LE][stream database u32 LE][1: written at a clean shutdown]`. Only a clean one may
+/// be resumed: while running, writes are not recorded with the offset.
+pub fn encode_redis_state(at: &RedisPosition, clean: bool) -> Vec<u8> {
+    let mut v = Vec::with_capacity(54);
     v.push(2);
-    v.extend_from_slice(&replid.as_bytes()[..replid.len().min(40)]);
+    v.extend_from_slice(&at.replid.as_bytes()[..at.replid.len().min(40)]);
     v.resize(41, b'0');
-    v.extend_from_slice(&offset.to_le_bytes());
+    v.extend_from_slice(&at.offset.to_le_bytes());
+    v.extend_from_slice(&at.db.to_le_bytes());
     v.push(u8::from(clean));
     v
 }
 
 /// Reads a clean progress record of a Redis leader's stream (see [`encode_redis_state`]).
-pub fn decode_redis_state(raw: &[u8]) -> Option<(String, u64)> {
-    if raw.len() != 50 || raw[0] != 2 || raw[49] != 1 {
+pub fn decode_redis_state(raw: &[u8]) -> Option<RedisPosition> {
+    if raw.len() != 54 || raw[0] != 2 || raw[53] != 1 {
         return None;
     }
-    let id = std::str::from_utf8(&raw[1..41]).ok()?.to_string();
-    let offset = u64::from_le_bytes(raw[41..49].try_into().ok()?);
-    Some((id, offset))
+    Some(RedisPosition {
+        replid: std::str::from_utf8(&raw[1..41]).ok()?.to_string(),
+        offset: u64::from_le_bytes(raw[41..49].try_into().ok()?),
+        db: u32::from_le_bytes(raw[49..53].try_into().ok()?),
+    })
 }
 
 /// Reads a progress record.
@@ -124,7 +141,9 @@ impl Link {
     pub fn new(server: &Server, host: String, port: u16) -> Link {
         let redis = server.replication.take_redis_resume(server.db.last_seq());
         let from_redis = redis.is_some();
+        let stream_db = redis.as_ref().map_or(0, |at| at.db);
         let (replid, applied) = redis
+            .map(|at| (at.replid, at.offset))
             .or_else(|| {
                 server
                     .db
@@ -150,6 +169,7 @@ impl Link {
             sync_started_ms: AtomicU64::new(0),
             sync_bytes: AtomicU64::new(0),
             from_redis: AtomicBool::new(from_redis),
+            stream_db: AtomicU32::new(stream_db),
             skipped: AtomicU64::new(0),
             failed: AtomicU64::new(0),
         }
@@ -618,13 +638,14 @@ mod tests {
 
     #[test]
     fn only_a_clean_redis_progress_record_reads_back() {
-        let id = "b".repeat(40);
-        let clean = encode_redis_state(&id, 777, true);
-        assert_eq!(decode_redis_state(&clean), Some((id.clone(), 777)));
-        assert_eq!(
-            decode_redis_state(&encode_redis_state(&id, 777, false)),
-            None
-        );
+        let at = RedisPosition {
+            replid: "b".repeat(40),
+            offset: 777,
+            db: 5,
+        };
+        let clean = encode_redis_state(&at, true);
+        assert_eq!(decode_redis_state(&clean), Some(at.clone()));
+        assert_eq!(decode_redis_state(&encode_redis_state(&at, false)), None);
         assert_eq!(
             decode_state(&clean),
             None,

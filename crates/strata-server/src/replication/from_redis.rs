@@ -95,11 +95,17 @@ pub fn follow(
     control.set_read_timeout(Some(ACK_EVERY))?;
     let timeout_ms = server.config().repl_timeout.max(1) * 1000;
 
+    // The stream goes on in the database of the last SELECT processed (a transaction cut by
+    // the dropped link is sent again: the offset stayed before its MULTI).
+    let db = server
+        .db
+        .select(link.stream_db.load(Ordering::Acquire))
+        .map_err(|e| io::Error::other(format!("the master's database: {e}")))?;
     let mut master = Master {
         server,
         link,
         entry: &entry,
-        session: Session::new(entry.id, server.db.clone(), false),
+        session: Session::new(entry.id, db, false),
         offset: link.applied.load(Ordering::Acquire),
     };
     master.session.block_mode = BlockMode::NoBlock;
@@ -210,6 +216,9 @@ impl Master<'_> {
         // Redis's replicas count it.
         if self.session.multi.is_none() {
             self.link.applied.store(self.offset, Ordering::Release);
+            self.link
+                .stream_db
+                .store(self.session.db.index(), Ordering::Release);
         }
         Ok(())
     }
@@ -331,7 +340,14 @@ fn load_rdb(
     let db = &server.db;
     db.aux_put(
         REPLICATION_STATE,
-        &follower::encode_redis_state(replid, offset, false),
+        &follower::encode_redis_state(
+            &follower::RedisPosition {
+                replid: replid.to_string(),
+                offset,
+                db: 0,
+            },
+            false,
+        ),
     )
     .map_err(storage)?;
     notice!("MASTER <-> REPLICA sync: Flushing old data");
@@ -369,6 +385,7 @@ fn load_rdb(
     };
     *link.leader_replid.lock() = replid.to_string();
     link.applied.store(offset, Ordering::Release);
+    link.stream_db.store(0, Ordering::Release);
     link.loading.store(false, Ordering::Release);
     notice!(
         "MASTER <-> REPLICA sync: loaded {} keys ({} expired keys dropped, {} function libraries skipped) in {:.1}s",

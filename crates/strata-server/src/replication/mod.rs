@@ -63,7 +63,7 @@ pub struct Replication {
     /// A Redis leader's id and offset saved at the last clean shutdown, with this directory's
     /// last sequence number when they were read: the first link resumes from them if nothing
     /// was written since (see [`Replication::load_redis_resume`]).
-    redis_resume: Mutex<Option<(String, u64, u64)>>,
+    redis_resume: Mutex<Option<(follower::RedisPosition, u64)>>,
 }
 
 impl Replication {
@@ -126,7 +126,7 @@ impl Replication {
     /// once this server runs, its writes are no longer recorded with the offset, so after a
     /// crash the next link needs a full copy.
     pub fn load_redis_resume(&self, db: &strata::Db) {
-        let Some((id, offset)) = db
+        let Some(at) = db
             .aux_get(strata::replication::REPLICATION_STATE)
             .ok()
             .flatten()
@@ -134,22 +134,22 @@ impl Replication {
         else {
             return;
         };
-        let unclean = follower::encode_redis_state(&id, offset, false);
+        let unclean = follower::encode_redis_state(&at, false);
         if let Err(e) = db.aux_put(strata::replication::REPLICATION_STATE, &unclean) {
             crate::log::warning!("Can't update the replication state: {e}");
             return;
         }
-        *self.redis_resume.lock() = Some((id, offset, db.last_seq()));
+        *self.redis_resume.lock() = Some((at, db.last_seq()));
     }
 
     /// The Redis leader's id and offset to resume from, if the data is still what it was at
     /// start-up (`seq`: the directory's last sequence number now).
-    fn take_redis_resume(&self, seq: u64) -> Option<(String, u64)> {
+    fn take_redis_resume(&self, seq: u64) -> Option<follower::RedisPosition> {
         self.redis_resume
             .lock()
             .take()
-            .filter(|&(_, _, then)| then == seq)
-            .map(|(id, offset, _)| (id, offset))
+            .filter(|&(_, then)| then == seq)
+            .map(|(at, _)| at)
     }
 
     /// Before a clean shutdown: stops a Redis leader's link and records where its stream
@@ -162,10 +162,13 @@ impl Replication {
         if !link.from_redis.load(Ordering::Acquire) || link.loading.load(Ordering::Acquire) {
             return;
         }
-        let id = link.leader_replid.lock().clone();
-        let offset = link.applied.load(Ordering::Acquire);
-        if id.len() == 40 {
-            let state = follower::encode_redis_state(&id, offset, true);
+        let at = follower::RedisPosition {
+            replid: link.leader_replid.lock().clone(),
+            offset: link.applied.load(Ordering::Acquire),
+            db: link.stream_db.load(Ordering::Acquire),
+        };
+        if at.replid.len() == 40 {
+            let state = follower::encode_redis_state(&at, true);
             if let Err(e) = db.aux_put(strata::replication::REPLICATION_STATE, &state) {
                 crate::log::warning!("Can't record the master's replication offset: {e}");
             }

@@ -135,7 +135,8 @@ pub fn follow(
             ));
         }
         if last_ack.elapsed() >= ACK_EVERY {
-            send_ack(&mut stream, master.offset)?;
+            // What is applied: not the commands of a MULTI still open.
+            send_ack(&mut stream, link.applied.load(Ordering::Acquire))?;
             last_ack = Instant::now();
         }
         match stream.read(&mut chunk) {

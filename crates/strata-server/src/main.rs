@@ -371,6 +371,8 @@ fn finish(server: &Server) -> i32 {
     while server.bgsave_in_progress() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
+    // A Redis leader's link stops here, its offset recorded with the data flushed below.
+    server.replication.stop_for_shutdown(&server.db);
     server.db.shutdown();
     notice!("Flushing the database before exiting.");
     let code = match server.db.flush() {

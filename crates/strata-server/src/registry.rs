@@ -101,6 +101,8 @@ pub struct ClientEntry {
     pub no_evict: AtomicBool,
     /// In MONITOR mode (flag `O`).
     pub monitor: AtomicBool,
+    /// The link to a Redis leader applying its stream (flag `M`, type `master`).
+    pub master: AtomicBool,
     /// Set by CLIENT KILL (or the timeout sweep): the connection must close.
     pub killed: AtomicBool,
     /// Set by CLIENT KILL of the calling client itself: close once its reply is written.
@@ -163,10 +165,15 @@ impl ClientEntry {
             > 0
     }
 
-    /// Whether the client is of CLIENT LIST / CLIENT KILL type `kind` (normal or pubsub;
-    /// there are no masters or replicas).
+    /// Whether the client is of CLIENT LIST / CLIENT KILL type `kind` (normal, pubsub, or
+    /// master: the link to a Redis leader; Strata's replicas are not in the registry).
     fn is_type(&self, kind: &str) -> bool {
-        if kind.eq_ignore_ascii_case("normal") {
+        let master = self.master.load(Ordering::Relaxed);
+        if kind.eq_ignore_ascii_case("master") {
+            master
+        } else if master {
+            false
+        } else if kind.eq_ignore_ascii_case("normal") {
             !self.is_pubsub()
         } else if kind.eq_ignore_ascii_case("pubsub") {
             self.is_pubsub()
@@ -184,6 +191,9 @@ impl ClientEntry {
     /// CLIENT LIST `flags`, in Redis 7.0's order (`N` when none applies).
     fn flags(&self) -> String {
         let mut f = String::with_capacity(4);
+        if self.master.load(Ordering::Relaxed) {
+            f.push('M');
+        }
         if self.monitor.load(Ordering::Relaxed) {
             f.push('O');
         }
@@ -315,6 +325,7 @@ impl Registry {
             multi_mem: AtomicUsize::new(0),
             no_evict: AtomicBool::new(false),
             monitor: AtomicBool::new(false),
+            master: AtomicBool::new(false),
             killed: AtomicBool::new(false),
             close_after_reply: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
@@ -431,6 +442,7 @@ impl Registry {
             // Blocked and subscribed clients wait legitimately, as in Redis.
             let idle = now_ms.saturating_sub(last) > timeout_ms
                 && !e.blocked.load(Ordering::Relaxed)
+                && !e.master.load(Ordering::Relaxed)
                 && !e.is_pubsub();
             if idle {
                 e.kill();

@@ -1104,7 +1104,15 @@ impl ServerApi for ClientApi<'_> {
         self.server.replication.refusal(spec)
     }
 
+    /// The link to a Redis leader runs its scripts as sent, as Redis's master client does.
     fn script_write_refusal(&self) -> Option<Frame> {
+        if self
+            .client
+            .master
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return None;
+        }
         self.server.replication.script_write_refusal()
     }
 

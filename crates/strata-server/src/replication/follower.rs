@@ -3,11 +3,13 @@
 //! copy, then applies the leader's log batches in order, acknowledging as it goes, and
 //! reconnects after any failure until REPLICAOF points elsewhere. Each applied batch is written
 //! together with the progress record, so a restart resumes exactly where the data stops. Under
-//! `tls-replication yes` the link is TLS (the leader's TLS port, see `socket`).
+//! `tls-replication yes` the link is TLS (the leader's TLS port, see `socket`). A leader that
+//! turns out to be a Redis (it sends an RDB file, not Strata's family map) is followed by
+//! `from_redis` on the same connection.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,6 +19,7 @@ use parking_lot::Mutex;
 use strata::replication::REPLICATION_STATE;
 use strata_commands::ChannelKind;
 
+use super::from_redis;
 use super::socket;
 use super::wire;
 use crate::log::{notice, warning};
@@ -63,6 +66,14 @@ pub struct Link {
     pub sync_started_ms: AtomicU64,
     /// Bytes of the current copy received so far.
     pub sync_bytes: AtomicU64,
+    /// The leader is a Redis: `applied` and `leader_replid` are its offset and id.
+    pub from_redis: AtomicBool,
+    /// The database a Redis leader's commands go to (its last SELECT).
+    pub stream_db: AtomicU32,
+    /// Commands of a Redis leader's stream this server does not know (skipped, logged).
+    pub skipped: AtomicU64,
+    /// Commands of a Redis leader's stream that answered an error here.
+    pub failed: AtomicU64,
 }
 
 /// The progress record: `[1][leader replid, 40 bytes][last applied sequence number u64 LE]`.
@@ -73,6 +84,44 @@ pub fn encode_state(replid: &str, applied: u64) -> Vec<u8> {
     v.resize(41, b'0');
     v.extend_from_slice(&applied.to_le_bytes());
     v
+}
+
+/// Where a Redis leader's stream stands: its history, the offset processed, and the database
+/// its commands go to (Redis sends SELECT only when that changes, even across a +CONTINUE).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedisPosition {
+    /// The leader's replication id.
+    pub replid: String,
+    /// The leader's offset processed.
+    pub offset: u64,
+    /// The database the stream's commands go to.
+    pub db: u32,
+}
+
+/// The progress record of a Redis leader's stream: `[2][leader replid, 40 bytes][processed
+/// offset u64 LE][stream database u32 LE][1: written at a clean shutdown]`. Only a clean one may
+/// be resumed: while running, writes are not recorded with the offset.
+pub fn encode_redis_state(at: &RedisPosition, clean: bool) -> Vec<u8> {
+    let mut v = Vec::with_capacity(54);
+    v.push(2);
+    v.extend_from_slice(&at.replid.as_bytes()[..at.replid.len().min(40)]);
+    v.resize(41, b'0');
+    v.extend_from_slice(&at.offset.to_le_bytes());
+    v.extend_from_slice(&at.db.to_le_bytes());
+    v.push(u8::from(clean));
+    v
+}
+
+/// Reads a clean progress record of a Redis leader's stream (see [`encode_redis_state`]).
+pub fn decode_redis_state(raw: &[u8]) -> Option<RedisPosition> {
+    if raw.len() != 54 || raw[0] != 2 || raw[53] != 1 {
+        return None;
+    }
+    Some(RedisPosition {
+        replid: std::str::from_utf8(&raw[1..41]).ok()?.to_string(),
+        offset: u64::from_le_bytes(raw[41..49].try_into().ok()?),
+        db: u32::from_le_bytes(raw[49..53].try_into().ok()?),
+    })
 }
 
 /// Reads a progress record.
@@ -86,14 +135,23 @@ pub fn decode_state(raw: &[u8]) -> Option<(String, u64)> {
 }
 
 impl Link {
-    /// A link to `host:port`, resuming from the progress record of the data if there is one.
+    /// A link to `host:port`, resuming from the progress record of the data if there is one
+    /// (a Strata leader's), or from where a Redis leader's stream stopped at the last clean
+    /// shutdown if nothing was written since (see [`super::Replication::take_redis_resume`]).
     pub fn new(server: &Server, host: String, port: u16) -> Link {
-        let (replid, applied) = server
-            .db
-            .aux_get(REPLICATION_STATE)
-            .ok()
-            .flatten()
-            .and_then(|raw| decode_state(&raw))
+        let redis = server.replication.take_redis_resume(server.db.last_seq());
+        let from_redis = redis.is_some();
+        let stream_db = redis.as_ref().map_or(0, |at| at.db);
+        let (replid, applied) = redis
+            .map(|at| (at.replid, at.offset))
+            .or_else(|| {
+                server
+                    .db
+                    .aux_get(REPLICATION_STATE)
+                    .ok()
+                    .flatten()
+                    .and_then(|raw| decode_state(&raw))
+            })
             .unwrap_or_else(|| ("?".to_string(), 0));
         Link {
             host,
@@ -110,7 +168,18 @@ impl Link {
             loading: AtomicBool::new(false),
             sync_started_ms: AtomicU64::new(0),
             sync_bytes: AtomicU64::new(0),
+            from_redis: AtomicBool::new(from_redis),
+            stream_db: AtomicU32::new(stream_db),
+            skipped: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
         }
+    }
+
+    /// Whether nothing more from the leader may be applied; a Redis leader's stream applies
+    /// each command under the guard this returns.
+    pub(super) fn guard(&self) -> Option<parking_lot::MutexGuard<'_, ()>> {
+        let guard = self.apply_guard.lock();
+        (!self.stopped()).then_some(guard)
     }
 
     /// Whether the link is up and following the log.
@@ -137,11 +206,11 @@ impl Link {
         }
     }
 
-    fn stopped(&self) -> bool {
+    pub(super) fn stopped(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }
 
-    fn set_state(&self, server: &Server, state: u8) {
+    pub(super) fn set_state(&self, server: &Server, state: u8) {
         let was_up = self.is_up();
         self.state.store(state, Ordering::Relaxed);
         if state == CONNECTED {
@@ -209,7 +278,7 @@ pub fn spawn(server: Arc<Server>, link: Arc<Link>) {
     }
 }
 
-fn command(parts: &[&[u8]]) -> Vec<u8> {
+pub(super) fn command(parts: &[&[u8]]) -> Vec<u8> {
     let mut out = format!("*{}\r\n", parts.len()).into_bytes();
     for p in parts {
         out.extend_from_slice(format!("${}\r\n", p.len()).as_bytes());
@@ -239,6 +308,8 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
     tcp.set_nodelay(true)?;
     tcp.set_read_timeout(Some(timeout))?;
     tcp.set_write_timeout(Some(timeout))?;
+    // Kept by this connection for its socket options and the registry (a Redis leader's link).
+    let control = tcp.try_clone()?;
     *link.socket.lock() = Some(tcp.try_clone()?);
     if link.stopped() {
         return Ok(());
@@ -289,20 +360,40 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
         &mut input,
         &[b"REPLCONF", b"listening-port", port.as_bytes()],
     )?;
-    let _ = ask(&mut input, &[b"REPLCONF", b"capa", b"strata"])?;
+    // A Strata leader takes `capa strata`; a Redis leader ignores it and takes the others.
+    let _ = ask(
+        &mut input,
+        &[
+            b"REPLCONF",
+            b"capa",
+            b"eof",
+            b"capa",
+            b"psync2",
+            b"capa",
+            b"strata",
+        ],
+    )?;
     let (replid, offset) = {
         let id = link.leader_replid.lock().clone();
         let applied = link.applied.load(Ordering::Acquire);
-        if id == "?" || applied == 0 {
+        // A Redis leader's offsets start at 0; a Strata leader's applied sequence number 0
+        // means nothing was copied yet.
+        let from_redis = link.from_redis.load(Ordering::Acquire);
+        if id == "?" || (applied == 0 && !from_redis) {
             ("?".to_string(), "-1".to_string())
         } else {
             (id, (applied + 1).to_string())
         }
     };
-    let reply = ask(
+    let mut reply = ask(
         &mut input,
         &[b"PSYNC", replid.as_bytes(), offset.as_bytes()],
     )?;
+    // A Redis leader keeps the link alive with newlines until it answers (a diskless sync
+    // answers when its transfer starts).
+    while reply.is_empty() {
+        reply = wire::read_line(&mut input)?;
+    }
     let words: Vec<&str> = reply.split(' ').collect();
     let full = match words.first().copied() {
         Some("+FULLRESYNC") if words.len() == 3 => true,
@@ -313,13 +404,29 @@ fn follow(server: &Arc<Server>, link: &Arc<Link>) -> io::Result<()> {
             )))
         }
     };
-    // The family map comes first; anything else (Redis sends an RDB file) is not a Strata leader.
-    // Its first byte is looked at before framing is trusted with a length.
-    if input.fill_buf()?.first() != Some(&wire::FAMILY_IDS) {
-        return Err(io::Error::other(
-            "the master is not a Strata server (it sent an RDB payload); Strata replicates only from Strata",
-        ));
+    // A Strata leader sends its family map first; a Redis leader sends an RDB file after
+    // +FULLRESYNC (newlines while it prepares it, then `$`), and continues only a Redis
+    // history, as the id this server asked for names the leader it came from. The first byte
+    // is looked at before framing is trusted with a length.
+    let redis = match full {
+        true => input.fill_buf()?.first() != Some(&wire::FAMILY_IDS),
+        false => link.from_redis.load(Ordering::Acquire),
+    };
+    if redis {
+        let resync = match full {
+            true => from_redis::Resync::Full {
+                replid: words[1].to_string(),
+                offset: words[2]
+                    .parse()
+                    .map_err(|_| wire::invalid("bad FULLRESYNC offset"))?,
+            },
+            false => from_redis::Resync::Continue {
+                replid: words.get(1).map(|s| s.to_string()),
+            },
+        };
+        return from_redis::follow(server, link, input, &control, resync);
     }
+    link.from_redis.store(false, Ordering::Release);
     let (_, ids_raw) = wire::read_frame(&mut input)?;
     if ids_raw.len() != 20 {
         return Err(wire::invalid("bad family map"));
@@ -527,5 +634,22 @@ mod tests {
         let raw = encode_state(&id, 12345);
         assert_eq!(decode_state(&raw), Some((id, 12345)));
         assert_eq!(decode_state(&raw[..48]), None);
+    }
+
+    #[test]
+    fn only_a_clean_redis_progress_record_reads_back() {
+        let at = RedisPosition {
+            replid: "b".repeat(40),
+            offset: 777,
+            db: 5,
+        };
+        let clean = encode_redis_state(&at, true);
+        assert_eq!(decode_redis_state(&clean), Some(at.clone()));
+        assert_eq!(decode_redis_state(&encode_redis_state(&at, false)), None);
+        assert_eq!(
+            decode_state(&clean),
+            None,
+            "not taken for a Strata leader's record"
+        );
     }
 }

@@ -4,9 +4,11 @@
 //! leader's RocksDB sequence numbers, or its redo log's offsets with the write-back tier
 //! (`Db::last_seq`); the stream and its rules are in `docs/replication.md`.
 //! The two sides of a link live in `leader` and `follower`, the framing in `wire`; a replica that
-//! is not Strata gets an RDB file from `rdb_feed`.
+//! is not Strata gets an RDB file from `rdb_feed`. A leader that is a Redis is followed by
+//! `from_redis` (live migration).
 
 mod follower;
+mod from_redis;
 mod leader;
 mod rdb_feed;
 mod socket;
@@ -58,6 +60,10 @@ pub struct Replication {
     pub sync_partial_err: AtomicU64,
     gate: AtomicU8,
     good_replicas: AtomicU64,
+    /// A Redis leader's id and offset saved at the last clean shutdown, with this directory's
+    /// last sequence number when they were read: the first link resumes from them if nothing
+    /// was written since (see [`Replication::load_redis_resume`]).
+    redis_resume: Mutex<Option<(follower::RedisPosition, u64)>>,
 }
 
 impl Replication {
@@ -92,6 +98,7 @@ impl Replication {
             sync_partial_err: AtomicU64::new(0),
             gate: AtomicU8::new(0),
             good_replicas: AtomicU64::new(0),
+            redis_resume: Mutex::new(None),
         };
         repl.save_id(None);
         repl
@@ -113,6 +120,59 @@ impl Replication {
     /// replication id.
     pub fn mark_clean_shutdown(&self, offset: u64) {
         self.save_id(Some(offset));
+    }
+
+    /// Reads a Redis leader's position saved at a clean shutdown (start-up), and marks it used:
+    /// once this server runs, its writes are no longer recorded with the offset, so after a
+    /// crash the next link needs a full copy.
+    pub fn load_redis_resume(&self, db: &strata::Db) {
+        let Some(at) = db
+            .aux_get(strata::replication::REPLICATION_STATE)
+            .ok()
+            .flatten()
+            .and_then(|raw| follower::decode_redis_state(&raw))
+        else {
+            return;
+        };
+        let unclean = follower::encode_redis_state(&at, false);
+        if let Err(e) = db.aux_put(strata::replication::REPLICATION_STATE, &unclean) {
+            crate::log::warning!("Can't update the replication state: {e}");
+            return;
+        }
+        *self.redis_resume.lock() = Some((at, db.last_seq()));
+    }
+
+    /// The Redis leader's id and offset to resume from, if the data is still what it was at
+    /// start-up (`seq`: the directory's last sequence number now).
+    fn take_redis_resume(&self, seq: u64) -> Option<follower::RedisPosition> {
+        self.redis_resume
+            .lock()
+            .take()
+            .filter(|&(_, then)| then == seq)
+            .map(|(at, _)| at)
+    }
+
+    /// Before a clean shutdown: stops a Redis leader's link and records where its stream
+    /// stopped, so the next start continues with PSYNC <id> <offset>.
+    pub fn stop_for_shutdown(&self, db: &strata::Db) {
+        let Some(link) = self.link() else {
+            return;
+        };
+        link.stop();
+        if !link.from_redis.load(Ordering::Acquire) || link.loading.load(Ordering::Acquire) {
+            return;
+        }
+        let at = follower::RedisPosition {
+            replid: link.leader_replid.lock().clone(),
+            offset: link.applied.load(Ordering::Acquire),
+            db: link.stream_db.load(Ordering::Acquire),
+        };
+        if at.replid.len() == 40 {
+            let state = follower::encode_redis_state(&at, true);
+            if let Err(e) = db.aux_put(strata::replication::REPLICATION_STATE, &state) {
+                crate::log::warning!("Can't record the master's replication offset: {e}");
+            }
+        }
     }
 
     /// This directory's replication id.
@@ -426,6 +486,14 @@ impl Replication {
                     };
                     let _ = write!(out, "master_link_down_since_seconds:{secs}\r\n");
                 }
+                if link.from_redis.load(Ordering::Relaxed) {
+                    let _ = write!(
+                        out,
+                        "slave_repl_skipped_commands:{}\r\nslave_repl_failed_commands:{}\r\n",
+                        link.skipped.load(Ordering::Relaxed),
+                        link.failed.load(Ordering::Relaxed)
+                    );
+                }
                 let _ = write!(
                     out,
                     "slave_priority:{}\r\nslave_read_only:{}\r\nreplica_announced:{}\r\n",
@@ -487,6 +555,7 @@ pub fn take_over(
 
 /// Starts following the leader named in the configuration (`replicaof` at start-up).
 pub fn start_from_config(server: &Arc<Server>) {
+    server.replication.load_redis_resume(&server.db);
     let configured = server.config().replicaof.clone();
     if let Some(leader) = configured {
         let _ = Replication::replicaof(server, Some(leader));

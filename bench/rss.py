@@ -5,6 +5,7 @@ peak RSS against the configured budget (not run in CI; docs/reliability.md has f
     bench/rss.py                 # 20 GB (long: hours on a small machine)
     bench/rss.py --gb 2          # a quicker figure
     bench/rss.py --gb 2 --value-size 4096 --block-cache 64mb --write-buffer 16mb --hot-cache 32mb
+    bench/rss.py --gb 4 --stream  # XADD big * v <value> into one stream instead of SET keys
 
 The budget is block cache + hot cache + 4 column families x 3 memtables x write buffer; the
 rest of RSS (RocksDB's table readers, index/filter blocks of open files, allocator slack, the
@@ -68,6 +69,7 @@ def main():
     ap.add_argument("--hot-cache", default="32mb")
     ap.add_argument("--tmp", default=None, help="where the data dir goes")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--stream", action="store_true", help="append to one stream (XADD big * v <value>)")
     ap.add_argument("--min-free-gb", type=float, default=10.0,
                     help="stop loading when the data dir's filesystem has less free space")
     args = ap.parse_args()
@@ -93,7 +95,8 @@ def main():
     threading.Thread(target=sample, daemon=True).start()
     total = int(args.gb * (1 << 30))
     n = total // args.value_size
-    print(f"loading {args.gb} GB: {n} keys of {args.value_size} B; budget {budget >> 20} MB "
+    what = "stream entries" if args.stream else "keys"
+    print(f"loading {args.gb} GB: {n} {what} of {args.value_size} B; budget {budget >> 20} MB "
           f"(block cache {args.block_cache} + hot cache {args.hot_cache} + 12 x {args.write_buffer} memtables)",
           flush=True)
     sock = socket.create_connection(("127.0.0.1", server.port))
@@ -105,14 +108,23 @@ def main():
     while i < n:
         batch = min(args.pipeline, n - i)
         # Vary the value cheaply so blocks don't deduplicate: the key index in front.
-        sock.sendall(b"".join(encode_command("SET", b"key:%012d" % (i + j), b"%012d" % (i + j) + value[12:])
-                              for j in range(batch)))
+        if args.stream:
+            sock.sendall(b"".join(encode_command("XADD", "big", "*", "v", b"%012d" % (i + j) + value[12:])
+                                  for j in range(batch)))
+        else:
+            sock.sendall(b"".join(encode_command("SET", b"key:%012d" % (i + j), b"%012d" % (i + j) + value[12:])
+                                  for j in range(batch)))
+        # A SET answers +OK (one line), an XADD its ID as a bulk string (two).
+        lines = 2 * batch if args.stream else batch
         got = 0
         buf = b""
-        while got < batch:
+        while got < lines:
             buf += sock.recv(65536)
             got = buf.count(b"\r\n")
-        assert buf == b"+OK\r\n" * batch, buf[:200]
+        if args.stream:
+            assert buf.count(b"$") == batch and b"-" not in buf[:1], buf[:200]
+        else:
+            assert buf == b"+OK\r\n" * batch, buf[:200]
         i += batch
         now = time.monotonic()
         if now - last_report > 10:
@@ -139,7 +151,7 @@ def main():
     loaded = i * args.value_size / (1 << 30)
     if stopped_early:
         print(f"STOPPED EARLY at {loaded:.2f} of {args.gb} GB: {stopped_early}")
-    print(f"loaded {loaded:.2f} GB ({i} keys) in {elapsed:.0f}s ({i / elapsed:.0f} SET/s, "
+    print(f"loaded {loaded:.2f} GB ({i} {what}) in {elapsed:.0f}s ({i / elapsed:.0f} {'XADD' if args.stream else 'SET'}/s, "
           f"{loaded * 1024 / elapsed:.1f} MB/s); on disk {du >> 20} MB")
     print(f"RSS: peak {peak[0] >> 10} MB, final {final >> 10} MB; budget {budget >> 20} MB; "
           f"overhead over budget {(peak[0] * 1024 - budget) >> 20} MB")

@@ -571,6 +571,57 @@ def test_blocked_xreadgroup_is_served_new_entries_and_hears_of_a_destroyed_group
     assert results[0] == results[1]
 
 
+def _stat_line(conn, section, prefix):
+    lines = conn.call("INFO", section).decode().splitlines()
+    return next((x for x in lines if x.startswith(prefix)), "")
+
+
+def test_a_blocked_xreadgroup_ended_by_xgroup_destroy_counts_as_one_failed_call(strata_server, redis_server):
+    # Redis counts a blocked command when its wait ends (updateStatsOnUnblock), not when it
+    # blocks: once, failed, for the -NOGROUP a destroyed group answers. Redis's own suite
+    # checks this right after the reply ("XGROUP DESTROY should unblock XREADGROUP with -NOGROUP").
+    seen = []
+    for server in (strata_server, redis_server):
+        c = server.conn()
+        for _ in range(60):
+            c.call("CONFIG", "RESETSTAT")
+            c.call("DEL", "s")
+            c.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+            reader = server.conn()
+            reader.send_command("XREADGROUP", "GROUP", "g", "a", "BLOCK", "0", "STREAMS", "s", ">")
+            _wait_blocked(server, 1)
+            c.call("XGROUP", "DESTROY", "s", "g")
+            reply = reader.read_reply()
+            assert isinstance(reply, RespError) and reply.message.startswith(b"NOGROUP"), reply
+            reader.close()
+            got = (_stat_line(c, "errorstats", "errorstat_NOGROUP"),
+                   _stat_line(c, "commandstats", "cmdstat_xreadgroup").split("usec")[0],
+                   _stat_line(c, "commandstats", "cmdstat_xreadgroup").split(",")[-2:],
+                   _stat_line(c, "stats", "total_error_replies"))
+            assert got == ("errorstat_NOGROUP:count=1", "cmdstat_xreadgroup:calls=1,",
+                           ["rejected_calls=0", "failed_calls=1"], "total_error_replies:1"), got
+        seen.append(got)
+    assert seen[0] == seen[1]
+
+
+def test_xgroup_destroy_racing_a_blocking_xreadgroup_always_ends_it_with_nogroup(strata_server):
+    # The destroy is sent on another connection at once, so it lands before the read, while it
+    # registers, or after it blocked: whichever, the read answers -NOGROUP (at once, or when
+    # woken) and never stays blocked.
+    c = strata_server.conn()
+    reader = strata_server.conn(timeout=5)
+    for i in range(300):
+        c.call("DEL", "s")
+        c.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+        reader.send_command("XREADGROUP", "GROUP", "g", "a", "BLOCK", "0", "STREAMS", "s", ">")
+        if i % 3:
+            time.sleep(0.0005 * (i % 5))
+        assert c.call("XGROUP", "DESTROY", "s", "g") == 1
+        reply = reader.read_reply()
+        assert isinstance(reply, RespError) and reply.message.startswith(b"NOGROUP"), (i, reply)
+    assert "blocked_clients:0" in c.call("INFO", "clients").decode()
+
+
 def _events(server, script):
     """The keyspace/keyevent messages `script` raises with notify-keyspace-events KEA."""
     admin = server.conn()

@@ -1346,25 +1346,39 @@ fn xclaim(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
         Some(d) if d >= 0 && d <= now => d as u64,
         _ => now as u64,
     });
+    let got = claim_for(ctx, key, group, consumer, |db| {
+        db.xclaim(key, group, consumer, &ids, o)
+    })?;
+    Ok(claimed_frame(got, o.just_id))
+}
+
+/// What XCLAIM and XAUTOCLAIM share around their claim (`claim`, on the session's database):
+/// -NOGROUP worded for both, the `xgroup-createconsumer` event when the claim created
+/// `consumer`, and a group change that WATCH does not see.
+fn claim_for<T>(
+    ctx: &mut Ctx<'_>,
+    key: &Bytes,
+    group: &[u8],
+    consumer: &[u8],
+    claim: impl FnOnce(&strata::Db) -> strata::Result<T>,
+) -> Result<T, Failure> {
     let existed = ctx.session.db.stream_has_consumer(key, group, consumer)?;
-    let got = ctx
-        .session
-        .db
-        .xclaim(key, group, consumer, &ids, o)
-        .map_err(|e| or_nogroup(e, || nogroup(key, group)))?;
+    let got = claim(&ctx.session.db).map_err(|e| or_nogroup(e, || nogroup(key, group)))?;
     notify_created_consumer(ctx, key, group, consumer, existed)?;
     unsignalled(ctx, key);
-    Ok(Frame::Array(
-        got.into_iter()
-            .map(|e| {
-                if o.just_id {
-                    id_frame(e.0)
-                } else {
-                    maybe_entry_frame(e)
-                }
-            })
-            .collect(),
-    ))
+    Ok(got)
+}
+
+/// Claimed entries as XCLAIM and XAUTOCLAIM reply them: entries, or IDs alone with JUSTID.
+fn claimed_frame(claimed: Vec<MaybeEntry>, just_id: bool) -> Frame {
+    let frame = |e: MaybeEntry| {
+        if just_id {
+            id_frame(e.0)
+        } else {
+            maybe_entry_frame(e)
+        }
+    };
+    Frame::Array(claimed.into_iter().map(frame).collect())
 }
 
 fn xautoclaim(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
@@ -1393,27 +1407,12 @@ fn xautoclaim(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     if !ctx.session.db.stream_has_group(key, group)? {
         return Err(Failure::text(nogroup(key, group)));
     }
-    let existed = ctx.session.db.stream_has_consumer(key, group, consumer)?;
-    let (next, claimed, deleted) = ctx
-        .session
-        .db
-        .xautoclaim(key, group, consumer, min_idle, start, count, just_id)
-        .map_err(|e| or_nogroup(e, || nogroup(key, group)))?;
-    notify_created_consumer(ctx, key, group, consumer, existed)?;
-    unsignalled(ctx, key);
-    let claimed = claimed
-        .into_iter()
-        .map(|e| {
-            if just_id {
-                id_frame(e.0)
-            } else {
-                maybe_entry_frame(e)
-            }
-        })
-        .collect();
+    let (next, claimed, deleted) = claim_for(ctx, key, group, consumer, |db| {
+        db.xautoclaim(key, group, consumer, min_idle, start, count, just_id)
+    })?;
     Ok(Frame::Array(vec![
         id_frame(next),
-        Frame::Array(claimed),
+        claimed_frame(claimed, just_id),
         Frame::Array(deleted.into_iter().map(id_frame).collect()),
     ]))
 }
@@ -1686,7 +1685,7 @@ fn xinfo_stream(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
                 ("name", Frame::bulk(g.name)),
                 ("last-delivered-id", id_frame(g.last_delivered)),
                 ("entries-read", opt_int(g.entries_read)),
-                ("lag", opt_int(g.lag)),
+                ("lag", g.lag.map_or(Frame::Null, Frame::Integer)),
                 ("pel-count", Frame::Integer(g.pending as i64)),
                 ("pending", Frame::Array(pending.collect())),
                 ("consumers", Frame::Array(consumers)),
@@ -1724,7 +1723,7 @@ fn xinfo_groups(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
                         ("pending", Frame::Integer(g.pending as i64)),
                         ("last-delivered-id", id_frame(g.last_delivered)),
                         ("entries-read", opt_int(g.entries_read)),
-                        ("lag", opt_int(g.lag)),
+                        ("lag", g.lag.map_or(Frame::Null, Frame::Integer)),
                     ],
                 )
             })

@@ -13,6 +13,11 @@
 //! (a served BLMOVE's push) are queued and served in turn on the same thread, as Redis's
 //! ready-keys list. A waiter being served is never served twice at once; a waiter whose deadline
 //! passes meanwhile gets its reply (or the timeout) when that serving ends.
+//!
+//! As Redis's `updateStatsOnUnblock`, a blocked command counts in INFO commandstats when its
+//! wait ends, not when it blocked: once when served (failed if it answered an error) or ended
+//! by CLIENT UNBLOCK (always failed), and not at all when it timed out. The [`Ending`] carries
+//! that to the waiting connection, which counts it before sending the reply.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -44,7 +49,31 @@ struct Waiter {
     /// Its deadline passed (or it went away) while it was being served: reply the timeout if
     /// that serving finds nothing.
     expired: bool,
-    reply: Option<oneshot::Sender<Frame>>,
+    reply: Option<oneshot::Sender<Ending>>,
+}
+
+/// How a wait ended: the reply, and the call to count (none for a timeout).
+pub struct Ending {
+    pub frame: Frame,
+    pub call: Option<Call>,
+}
+
+/// A blocked command's call, counted when its wait ends.
+#[derive(Clone, Copy, Debug)]
+pub struct Call {
+    /// Microseconds the serving run took (0 for CLIENT UNBLOCK).
+    pub usec: u64,
+    /// It answered an error (or was ended by CLIENT UNBLOCK).
+    pub failed: bool,
+}
+
+impl Ending {
+    fn timeout() -> Ending {
+        Ending {
+            frame: Frame::NullArray,
+            call: None,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -100,8 +129,8 @@ impl Drop for ServingGuard {
 
 /// What one attempt to serve a waiter produced.
 enum Attempt {
-    /// A reply: the waiter is done.
-    Served(Frame),
+    /// A reply (and how long the run took, µs): the waiter is done.
+    Served(Frame, u64),
     /// The key holds nothing for it (or the wrong type): it stays blocked.
     Nothing { wrong_type: bool },
 }
@@ -145,7 +174,7 @@ impl Blocking {
         session: &Session,
         argv: &[Bytes],
         req: &BlockRequest,
-        reply: oneshot::Sender<Frame>,
+        reply: oneshot::Sender<Ending>,
     ) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let mut keys: Vec<Bytes> = Vec::with_capacity(req.keys.len());
@@ -216,7 +245,12 @@ impl Blocking {
         self.count.fetch_sub(1, Ordering::SeqCst);
         w.client.blocked.store(false, Ordering::Relaxed);
         if let Some(tx) = w.reply.take() {
-            let _ = tx.send(reply);
+            // Redis counts a command ended by CLIENT UNBLOCK as a failed call, either way.
+            let call = Some(Call {
+                usec: 0,
+                failed: true,
+            });
+            let _ = tx.send(Ending { frame: reply, call });
         }
         true
     }
@@ -275,20 +309,24 @@ impl Blocking {
                 continue;
             };
             w.serving = false;
-            let (frame, stop) = match attempt {
-                Attempt::Served(frame) => (Some(frame), false),
+            let (ending, stop) = match attempt {
+                Attempt::Served(frame, usec) => {
+                    let failed = matches!(frame, Frame::Error(_));
+                    let call = Some(Call { usec, failed });
+                    (Some(Ending { frame, call }), false)
+                }
                 Attempt::Nothing { wrong_type } if w.expired => {
-                    (Some(Frame::NullArray), !wrong_type)
+                    (Some(Ending::timeout()), !wrong_type)
                 }
                 Attempt::Nothing { wrong_type } => (None, !wrong_type),
             };
-            if let Some(frame) = frame {
+            if let Some(ending) = ending {
                 if let Some(mut w) = inner.remove(id) {
                     self.count.fetch_sub(1, Ordering::SeqCst);
                     w.client.blocked.store(false, Ordering::Relaxed);
                     if let Some(tx) = w.reply.take() {
                         // A client that went away meanwhile drops its receiver: nothing to do.
-                        let _ = tx.send(frame);
+                        let _ = tx.send(ending);
                     }
                 }
             }
@@ -315,6 +353,7 @@ fn run_for(
     session.protocol = protocol;
     session.block_mode = BlockMode::Serve(key.clone());
     let api = ClientApi { server, client };
+    let started = std::time::Instant::now();
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
         execute(
             &mut Ctx {
@@ -330,9 +369,13 @@ fn run_for(
         Ok(Outcome::Block(req)) => Attempt::Nothing {
             wrong_type: req.other_type,
         },
-        Ok(outcome) => Attempt::Served(outcome.into_reply()),
-        Err(_) => Attempt::Served(Frame::error("ERR internal error")),
+        Ok(outcome) => Attempt::Served(outcome.into_reply(), micros_since(started)),
+        Err(_) => Attempt::Served(Frame::error("ERR internal error"), micros_since(started)),
     }
+}
+
+fn micros_since(t: std::time::Instant) -> u64 {
+    u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
 /// Unregisters the waiter if the waiting future is dropped (server shutdown).
@@ -351,8 +394,8 @@ impl Drop for WaitGuard<'_> {
 
 /// How a wait ended.
 pub enum Woken {
-    /// The reply to send.
-    Reply(Frame),
+    /// The reply to send, and the call to count.
+    Reply(Ending),
     /// The client disconnected, was killed, or overflowed its query buffer while blocked.
     Gone,
 }
@@ -397,13 +440,13 @@ pub async fn wait(
         };
         tokio::select! {
             r = &mut rx => {
-                return Ok(Woken::Reply(r.unwrap_or(Frame::NullArray)));
+                return Ok(Woken::Reply(r.unwrap_or_else(|_| Ending::timeout())));
             }
             _ = sleep => {
                 timed_out = true;
                 if blocking.expire(id) {
                     // Served just now (the reply is already in the channel) or timed out.
-                    return Ok(Woken::Reply(rx.try_recv().unwrap_or(Frame::NullArray)));
+                    return Ok(Woken::Reply(rx.try_recv().unwrap_or_else(|_| Ending::timeout())));
                 }
                 // Being served right now: its outcome arrives on `rx`.
             }

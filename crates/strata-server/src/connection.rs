@@ -536,10 +536,17 @@ impl<'a> Conn<'a> {
         self.batch.read += read;
         self.note_activity();
         Ok(match woken? {
-            Woken::Reply(frame) => {
+            Woken::Reply(ending) => {
+                // Counted now, as Redis's updateStatsOnUnblock (see `blocking`); blocking
+                // commands have no subcommands, so the row is the command's own.
+                if let (Some(call), Some(spec)) =
+                    (ending.call, strata_commands::registry::lookup(&argv[0]))
+                {
+                    self.session.stats.ran(spec.name, call.usec, call.failed);
+                }
                 // CLIENT UNBLOCK ... ERROR's reply counts in errorstats, as in Redis.
-                self.session.stats.error(&frame);
-                Some(frame)
+                self.session.stats.error(&ending.frame);
+                Some(ending.frame)
             }
             Woken::Gone => None,
         })

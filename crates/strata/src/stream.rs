@@ -8,9 +8,11 @@
 //! so ID order is key order), groups (`0x02 name`), consumers (`0x03`), the group's pending
 //! entries list (`0x04`) and each consumer's own pending list (`0x05`); `docs/format.md` has the
 //! bytes. XADD writes the metadata and one entry; XRANGE and XREAD seek to the start ID and read
-//! only what they return; trimming walks from the head; DEL is the usual O(1) version drop. Every
-//! write holds the key's lock and commits one batch. This module knows nothing of RESP: errors
-//! that Redis words per command are [`StreamError`] values the command layer words.
+//! only what they return; trimming walks from the head (it must count what it removes, and
+//! `~` needs each entry's node) and deletes a long run with one range tombstone; DEL is the
+//! usual O(1) version drop. Every write holds the key's lock and commits one batch. This
+//! module knows nothing of RESP: errors that Redis words per command are [`StreamError`]
+//! values the command layer words.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -32,6 +34,12 @@ const TAG_GROUP: u8 = 2;
 const TAG_CONSUMER: u8 = 3;
 const TAG_PEL: u8 = 4;
 const TAG_CONSUMER_PEL: u8 = 5;
+
+/// Trims removing at least this many entries write one range tombstone instead of one
+/// tombstone per entry. Fewer go one by one: `XADD ... MAXLEN = n` trims one entry per call, and
+/// a range tombstone per call would pile up in the memtable, where every read must step over
+/// them.
+const RANGE_TRIM_MIN: usize = 32;
 
 /// Bytes of the stream-specific part of the metadata (after version and length).
 const EXTRA_LEN: usize = 16 * 3 + 8 * 4;
@@ -237,8 +245,9 @@ pub struct GroupInfo {
     pub last_delivered: StreamId,
     /// Entries read (None: unknown).
     pub entries_read: Option<u64>,
-    /// Lag (None: unknown).
-    pub lag: Option<u64>,
+    /// Lag (None: unknown). Negative when entries-read is past entries-added (an XSETID or
+    /// XGROUP ... ENTRIESREAD set them so), as Redis reports it.
+    pub lag: Option<i64>,
 }
 
 /// A consumer as XINFO CONSUMERS reports it.
@@ -411,17 +420,18 @@ impl Stream {
     }
 
     /// A group's lag as XINFO reports it (Redis's `streamReplyWithCGLag`).
-    fn lag(&self, g: &Group) -> Option<u64> {
+    fn lag(&self, g: &Group) -> Option<i64> {
         if self.entries_added == 0 {
             return Some(0);
         }
+        // Redis subtracts in `long long`: a group may have read more than was added.
+        let lag = |read: u64| (self.entries_added as i64).wrapping_sub(read as i64);
         if let Some(read) = g.entries_read {
             if !self.has_tombstones_from(g.last) {
-                return Some(self.entries_added.saturating_sub(read));
+                return Some(lag(read));
             }
         }
-        self.distance(g.last)
-            .map(|read| self.entries_added.saturating_sub(read))
+        self.distance(g.last).map(lag)
     }
 }
 
@@ -898,8 +908,20 @@ impl Db {
         if doomed.is_empty() {
             return Ok(0);
         }
-        for id in &doomed {
-            self.del_sub(batch, key, s, &entry_sub(*id));
+        if doomed.len() >= RANGE_TRIM_MIN {
+            // The doomed entries are the stream's head (and the entry XADD put in this batch,
+            // when it goes too): one range tombstone covers them all.
+            let last = doomed[doomed.len() - 1];
+            let end = last.next().map_or_else(|| vec![TAG_ENTRY + 1], entry_sub);
+            batch.delete_range_cf(
+                self.storage().cf(CF_DATA),
+                self.sub_key(key, &s.c, &entry_sub(StreamId::MIN)),
+                self.sub_key(key, &s.c, &end),
+            );
+        } else {
+            for id in &doomed {
+                self.del_sub(batch, key, s, &entry_sub(*id));
+            }
         }
         let removed = doomed.len() as u64;
         s.c.len -= removed;
@@ -1685,13 +1707,20 @@ impl Db {
         let now = now_ms();
         let mut out = Vec::new();
         let mut touched = false;
+        // The pending entries this call wrote or removed, newest last: an ID named twice sees
+        // what its first claim did (the batch is not readable before it commits).
+        let mut written: Vec<(StreamId, Option<Nack>)> = Vec::new();
         for &id in ids {
-            let prev = self.nack_load(key, &s, group, id)?;
+            let prev = match written.iter().rev().find(|(w, _)| *w == id) {
+                Some((_, n)) => n.clone(),
+                None => self.nack_load(key, &s, group, id)?,
+            };
             let fields = self.stream_entry(key, &s, id)?;
             if fields.is_none() {
                 // Deleted from the stream: it leaves the pending list.
                 if let Some(p) = &prev {
                     self.nack_del(&mut batch, key, &s, group, &mut g, &mut consumers, id, p)?;
+                    written.push((id, None));
                     group_dirty = true;
                 }
                 continue;
@@ -1740,6 +1769,7 @@ impl Db {
                 prev,
                 &nack,
             )?;
+            written.push((id, Some(nack)));
             out.push((id, if o.just_id { None } else { fields }));
         }
         if group_dirty || !out.is_empty() {
@@ -2073,6 +2103,28 @@ mod tests {
             false,
         )?;
         assert_eq!(h.iter().map(|e| e.0).collect::<Vec<_>>(), [id(2, 0)]);
+        Ok(())
+    }
+
+    #[test]
+    fn xclaim_of_an_id_named_twice_moves_it_once() -> Result<()> {
+        let (_d, db) = db();
+        for i in 1..=2 {
+            db.xadd(b"s", AddId::Exact(id(i, 0)), &[b"f", b"v"], false, None)?;
+        }
+        db.xgroup_create(b"s", b"g", GroupStart::Id(StreamId::MIN), false, None)?;
+        db.xreadgroup(b"s", b"g", b"alice", GroupRead::New, 1, false)?;
+        // 1-0 pending for alice, 2-0 not pending (FORCE makes it so): each named twice.
+        let o = ClaimOptions {
+            force: true,
+            ..ClaimOptions::default()
+        };
+        let ids = [id(1, 0), id(1, 0), id(2, 0), id(2, 0)];
+        let got = db.xclaim(b"s", b"g", b"bob", &ids, o)?;
+        assert_eq!(got.len(), 4);
+        let p = db.xpending_summary(b"s", b"g")?;
+        assert_eq!(p.count, 2);
+        assert_eq!(p.consumers, vec![(b"bob".to_vec(), 2)]);
         Ok(())
     }
 }

@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""Stream figures of issue 13, Strata side by side with Redis in one run: XADD at -P 1 and -P 16,
+XREADGROUP + XACK consumer throughput, and XRANGE of 100 entries from a big stream.
+
+    bench/streams.py                      # 3 rounds, a 10 M-entry stream for XRANGE
+    bench/streams.py --big 1000000 --rounds 1 --requests 50000   # a quick look
+
+Two servers, each on a free port with its own temp dir: `redis-aof` (redis-server --appendonly
+yes --appendfsync everysec) and `strata` (strata-server --appendfsync everysec). Every row runs
+on both in turn, round after round, and the table gives medians over the rounds of:
+
+- ops/s (the XRANGE and XADD rows from redis-benchmark, 50 connections; the consumer row from
+  one client connection that pipelines each XACK with the next XREADGROUP ... COUNT 100, counted
+  in entries consumed and acknowledged per second),
+- server CPU µs per op: utime + stime of the server process (all threads, /proc/<pid>/stat)
+  over the run, divided by the ops. On a shared, noisy machine this is the steadier figure;
+- each as a ratio strata / redis-aof (ops/s > 1: Strata faster; CPU < 1: Strata cheaper).
+
+The XRANGE stream (`big`) is filled before the first round with explicit IDs 1-0 ... N-0 over a
+pipelined connection; XRANGE starts at a random ID (`XRANGE big __rand_int__ + COUNT 100`,
+-r N). A fill that takes longer than --fill-limit seconds on a server stops there: the figures
+then say how many entries that stream has (the other server is filled to the same count).
+RSS while a large stream is appended: `bench/rss.py --stream` (see bench/README.md).
+"""
+
+import argparse
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+
+from harness import Server, encode_command  # noqa: E402
+
+TICKS = os.sysconf("SC_CLK_TCK")
+PAYLOAD = "x" * 100
+
+
+def cpu_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime, stime
+
+
+def log(msg: str):
+    print(f"[streams {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def benchmark(server: Server, args: list, n: int, pipeline: int, keyspace: int) -> float:
+    """redis-benchmark's requests per second for one command line."""
+    cmd = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(server.port), "-c", "50", "-n", str(n),
+           "-P", str(pipeline), "-r", str(keyspace), "-q", *args]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900).stdout
+    rates = re.findall(r"([\d.]+) requests per second", out)
+    if not rates:
+        raise RuntimeError(f"redis-benchmark said: {out[-500:]!r}")
+    return float(rates[-1])
+
+
+def fill_big(server: Server, n: int, deadline: float) -> int:
+    """XADD big i-0 v <20 bytes> for i in 1..n, pipelined; stops at the deadline. Returns the
+    number of entries added. Replies are counted, not parsed (an ID is one bulk string: two
+    CRLFs), so the client keeps up."""
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=120)
+    batch = 10000
+    done = 0
+    try:
+        while done < n and time.monotonic() < deadline:
+            upto = min(n, done + batch)
+            sock.sendall(b"".join(b"*5\r\n$4\r\nXADD\r\n$3\r\nbig\r\n$%d\r\n%d-0\r\n$1\r\nv\r\n$20\r\n%020d\r\n"
+                                  % (len(b"%d-0" % i), i, i) for i in range(done + 1, upto + 1)))
+            want, buf = 2 * (upto - done), b""
+            while buf.count(b"\r\n") < want:
+                chunk = sock.recv(1 << 20)
+                if not chunk:
+                    raise RuntimeError("connection closed")
+                buf += chunk
+            if buf.count(b"$") != upto - done:
+                raise RuntimeError(f"fill of big: {buf[:200]!r}")
+            done = upto
+    finally:
+        sock.close()
+    return done
+
+
+ENTRY_ID = re.compile(rb"\*2\r\n\$\d+\r\n(\d+-\d+)\r\n\*\d+\r\n")
+PING = encode_command("PING")
+
+
+def consume(server: Server, group: str, entries: int) -> int:
+    """Reads `entries` entries of `xs` through a new group (COUNT 100 per read), acknowledging
+    each batch pipelined with the next read. Returns the entries consumed.
+
+    The client must not be the bottleneck on a loaded machine: each request is followed by a
+    PING, so a reply is complete when the bytes end in +PONG, and the entry IDs are picked out
+    of the raw reply with a pattern instead of parsing it."""
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=120)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def until_pong() -> bytes:
+        buf = b""
+        while not buf.endswith(b"+PONG\r\n"):
+            chunk = sock.recv(1 << 20)
+            if not chunk:
+                raise RuntimeError("connection closed")
+            buf += chunk
+        return buf
+
+    try:
+        sock.sendall(encode_command("XGROUP", "CREATE", "xs", group, "0") + PING)
+        if not until_pong().startswith(b"+OK"):
+            raise RuntimeError("XGROUP CREATE failed")
+        read = encode_command("XREADGROUP", "GROUP", group, "c", "COUNT", 100, "STREAMS", "xs", ">") + PING
+        sock.sendall(read)
+        got, ids = 0, []
+        while True:
+            buf = until_pong()
+            if ids:
+                acked = b":%d\r\n" % len(ids)
+                if not buf.startswith(acked):
+                    raise RuntimeError(f"XACK answered {buf[:40]!r}")
+                buf = buf[len(acked):]
+            ids = ENTRY_ID.findall(buf)
+            got += len(ids)
+            if not ids or got >= entries:
+                break
+            sock.sendall(encode_command("XACK", "xs", group, *ids) + read)
+        if ids:
+            sock.sendall(encode_command("XACK", "xs", group, *ids) + PING)
+            until_pong()
+        return got
+    finally:
+        sock.close()
+
+
+def measure(server: Server, run) -> tuple[float, float]:
+    """(ops/s, server CPU µs per op) of `run()`, which returns the ops it did and the rate
+    redis-benchmark measured (None: ops over the wall time of the run)."""
+    pid = server.proc.pid
+    t0, c0 = time.monotonic(), cpu_ticks(pid)
+    ops, rate = run()
+    t1, c1 = time.monotonic(), cpu_ticks(pid)
+    return rate or ops / (t1 - t0), (c1 - c0) / TICKS * 1e6 / ops
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=100000, help="-n of the -P 1 rows")
+    ap.add_argument("--pipelined-requests", type=int, default=500000, help="-n of the -P 16 row")
+    ap.add_argument("--xrange-requests", type=int, default=30000)
+    ap.add_argument("--consume", type=int, default=100000, help="entries the consumer row reads per round")
+    ap.add_argument("--big", type=int, default=10_000_000, help="entries of the XRANGE stream")
+    ap.add_argument("--fill-limit", type=float, default=180.0, help="seconds a server's fill of it may take")
+    args = ap.parse_args()
+
+    servers = {"redis-aof": Server("redis", {"appendonly": "yes", "appendfsync": "everysec"}),
+               "strata": Server("strata", {"appendfsync": "everysec"})}
+    results: dict = {}
+    try:
+        for s in servers.values():
+            s.start()
+        # Strata first: if it cannot fill the whole stream in time, Redis gets as many.
+        big = args.big
+        for name in ("strata", "redis-aof"):
+            t = time.monotonic()
+            big = fill_big(servers[name], big, t + args.fill_limit)
+            log(f"{name}: filled big with {big} entries in {time.monotonic() - t:.0f}s")
+        if big < args.big:
+            log(f"big has {big} entries, not {args.big}: the fill took more than {args.fill_limit:.0f}s")
+        xadd = ["XADD", "xs", "*", "f", "__rand_int__", "payload", PAYLOAD]
+        xrange = ["XRANGE", "big", "__rand_int__", "+", "COUNT", "100"]
+        rows = [
+            ("XADD P1", lambda s, _: (args.requests, benchmark(s, xadd, args.requests, 1, 1000000))),
+            ("XADD P16", lambda s, _: (args.pipelined_requests,
+                                       benchmark(s, xadd, args.pipelined_requests, 16, 1000000))),
+            ("XREADGROUP+XACK (entries)", lambda s, rnd: (consume(s, f"g{rnd}", args.consume), None)),
+            (f"XRANGE 100 of {big}", lambda s, _: (args.xrange_requests,
+                                                   benchmark(s, xrange, args.xrange_requests, 1, big))),
+        ]
+        for rnd in range(args.rounds):
+            for row, run in rows:
+                for name, s in servers.items():
+                    ops, cpu = measure(s, lambda: run(s, rnd))
+                    results.setdefault((row, name), []).append((ops, cpu))
+                    log(f"round {rnd + 1} {row} {name}: {ops:,.0f} ops/s, {cpu:.1f} CPU µs/op")
+        print(f"\nStreams, medians of {args.rounds} rounds (redis-aof: appendonly yes, appendfsync everysec;"
+              f" strata: appendfsync everysec)")
+        print(f"{'row':34} {'redis-aof ops/s':>16} {'strata ops/s':>14} {'ratio':>6} "
+              f"{'redis µs/op':>12} {'strata µs/op':>13} {'CPU ratio':>9}")
+        for row, _ in rows:
+            r = results[(row, "redis-aof")]
+            t = results[(row, "strata")]
+            ro, so = statistics.median(x[0] for x in r), statistics.median(x[0] for x in t)
+            rc, sc = statistics.median(x[1] for x in r), statistics.median(x[1] for x in t)
+            print(f"{row:34} {ro:16,.0f} {so:14,.0f} {so / ro:5.2f}x {rc:12.1f} {sc:13.1f} {sc / rc:8.2f}x")
+    finally:
+        for s in servers.values():
+            s.cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -508,7 +508,10 @@ mod tests {
         Ok(())
     }
 
-    fn entries(db: &Db, key: &[u8]) -> Result<Vec<(u64, StreamId, Vec<Vec<u8>>)>> {
+    /// An entry with its node: node number, ID, fields and values.
+    type NodeEntry = (u64, StreamId, Vec<Vec<u8>>);
+
+    fn entries(db: &Db, key: &[u8]) -> Result<Vec<NodeEntry>> {
         let mut out = Vec::new();
         db.stream_each_in_node(key, |n, id, f| {
             out.push((n, id, f));
@@ -609,7 +612,7 @@ mod tests {
             x ^= x << 17;
             let mut v = value.clone();
             let at = (x as usize) % v.len();
-            v[at] ^= 1 << (x >> 32) % 8;
+            v[at] ^= 1 << ((x >> 32) % 8);
             match restore(&db, b"k", v) {
                 Err(Error::BadRdb(_)) => assert_eq!(db.get(b"k")?, Some(b"keep".to_vec())),
                 Err(e) => panic!("a damaged payload gave {e}"),

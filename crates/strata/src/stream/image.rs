@@ -170,7 +170,7 @@ impl StreamBuilder<'_> {
         if self.last_entry.is_some_and(|last| id <= last) {
             return Err(invalid("entry IDs out of order"));
         }
-        if fields.len() % 2 != 0 {
+        if !fields.len().is_multiple_of(2) {
             return Err(invalid("an entry with an odd number of fields"));
         }
         let refs: Vec<&[u8]> = fields.iter().map(|f| f.as_slice()).collect();

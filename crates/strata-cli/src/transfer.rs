@@ -28,12 +28,6 @@ fn write_export(
         ExportFormat::Strata => strata::dump::export(db, out, |n| bar.set_position(n)),
         ExportFormat::Rdb => {
             let (_, saved) = strata::rdb::save::export(db, out, None, |n, _| bar.set_position(n))?;
-            if saved.streams_skipped > 0 {
-                eprintln!(
-                    "strata: note: {} streams left out (RDB export does not write streams yet)",
-                    saved.streams_skipped
-                );
-            }
             Ok(saved.keys)
         }
     }

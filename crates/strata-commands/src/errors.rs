@@ -305,8 +305,6 @@ pub const INVALID_TTL: &str = "ERR Invalid TTL value, must be >= 0";
 pub const INVALID_IDLETIME: &str = "ERR Invalid IDLETIME value, must be >= 0";
 /// RESTORE with a FREQ outside 0..=255.
 pub const INVALID_FREQ: &str = "ERR Invalid FREQ value, must be >= 0 and <= 255";
-/// DUMP of a stream (not serialized yet, see docs/differences.md).
-pub const DUMP_STREAM: &str = "ERR DUMP of a stream is not supported by Strata yet";
 
 // ----- HyperLogLog -----
 

@@ -884,9 +884,6 @@ fn copy(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
 /// DUMP key: the value in Redis 7.0's serialization (see `strata::rdb`), nil for a missing key.
 fn dump(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     let key = Args::new(argv).key()?;
-    if ctx.session.db.key_type(key)? == Some(KeyType::Stream) {
-        return Err(Failure::text(errors::DUMP_STREAM));
-    }
     let payload = ctx.session.db.dump_payload(key)?;
     Ok(Frame::bulk_or_null(payload.map(Bytes::from)))
 }
@@ -974,9 +971,6 @@ fn migrate(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
             Ttl::ExpiresAt(at) if at < now => continue,
             Ttl::ExpiresAt(at) => (at - now).max(1),
         };
-        if db.key_type(k)? == Some(KeyType::Stream) {
-            return Err(Failure::text(errors::DUMP_STREAM));
-        }
         let Some(payload) = db.dump_payload(k)? else {
             continue;
         };

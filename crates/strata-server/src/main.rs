@@ -271,6 +271,9 @@ fn bind_all(binds: &[listener::BindAddr], port: u16) -> Result<Vec<std::net::Tcp
 }
 
 async fn serve(server: Arc<Server>, std_listeners: Vec<(std::net::TcpListener, bool)>) -> i32 {
+    // Before the first connection is accepted: a SIGTERM sent once the server answers must find
+    // the handler (without it the process died at once, its unflushed log records lost).
+    let signals = Signals::install();
     let mut accept_tasks = Vec::new();
     for (l, tls) in std_listeners {
         let local = l.local_addr().ok();
@@ -286,7 +289,7 @@ async fn serve(server: Arc<Server>, std_listeners: Vec<(std::net::TcpListener, b
     let cron = tokio::spawn(cron_loop(server.clone()));
     notice!("Ready to accept connections tcp");
 
-    let reason = wait_for_shutdown(&server).await;
+    let reason = wait_for_shutdown(&server, signals).await;
     warning!("{reason}");
     for t in &accept_tasks {
         t.abort();
@@ -342,15 +345,28 @@ async fn cron_loop(server: Arc<Server>) {
     }
 }
 
+/// The SIGTERM and SIGINT handlers (`None` if they could not be installed).
+struct Signals(Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>);
+
+impl Signals {
+    fn install() -> Signals {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(t), Ok(i)) => Signals(Some((t, i))),
+            _ => Signals(None),
+        }
+    }
+}
+
 /// Waits for SIGTERM, SIGINT or SHUTDOWN; returns what to log.
-async fn wait_for_shutdown(server: &Server) -> &'static str {
-    use tokio::signal::unix::{signal, SignalKind};
+async fn wait_for_shutdown(server: &Server, signals: Signals) -> &'static str {
     let mut shutdown = server.shutdown_signal();
-    let term = signal(SignalKind::terminate());
-    let int = signal(SignalKind::interrupt());
-    let (mut term, mut int) = match (term, int) {
-        (Ok(t), Ok(i)) => (t, i),
-        _ => {
+    let (mut term, mut int) = match signals.0 {
+        Some(handlers) => handlers,
+        None => {
             warning!("Can't install signal handlers; SHUTDOWN still works");
             let _ = shutdown.wait_for(|v| *v).await;
             return "User requested shutdown...";

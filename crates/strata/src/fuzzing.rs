@@ -108,15 +108,19 @@ pub fn any_record(data: &[u8]) {
 }
 
 /// Decodes `data` as a DUMP payload (trailer), as a value (type byte and body, read the way
-/// RESTORE reads it) and as each compact blob (listpack, ziplist, intset, zipmap). Any of them
+/// RESTORE reads it, streams included) and as each compact blob (listpack, ziplist, intset, zipmap). Any of them
 /// may refuse the bytes; none may panic. A value that decodes must encode back to a blob that
 /// decodes to the same elements.
 pub fn rdb_value(data: &[u8]) {
-    use crate::rdb::{compact, encoding::Reader, payload, value};
+    use crate::rdb::{compact, encoding::Reader, payload, stream, value};
     let _ = payload::open(data);
     let mut r = Reader::new(data);
     if let Ok(t) = r.u8() {
-        let _ = value::read_value(t, &mut r, &mut |_| Ok(()));
+        if value::is_stream_type(t) {
+            let _ = stream::read_stream(t, &mut r, &mut |_| Ok(()));
+        } else {
+            let _ = value::read_value(t, &mut r, &mut |_| Ok(()));
+        }
     }
     let mut entries: Vec<Vec<u8>> = Vec::new();
     let mut keep = |v: Vec<u8>| {

@@ -1233,6 +1233,13 @@ impl Drop for Storage {
             // Whatever the sync policy, records still in memory reach the operating system.
             let _ = t.write_out();
         }
+        // Stop and wait for RocksDB's flushes and compactions while this handle still holds
+        // the database. The `data`/`zscore` compaction filters upgrade a weak handle to look
+        // up metadata: if one held the last strong handle when this one went, the compaction
+        // thread would close the database itself and wait forever for its own compaction (a
+        // process exiting then hangs joining RocksDB's threads). After this no filter runs,
+        // so the database closes here.
+        self.db.cancel_all_background_work(true);
     }
 }
 

@@ -25,6 +25,9 @@ use crate::error::{Error, Result};
 use crate::meta::KeyType;
 use crate::storage::CF_DATA;
 
+mod image;
+pub use image::{GroupImage, StreamBuilder, StreamImage};
+
 /// Entries per radix-tree node in Redis (`stream-node-max-entries`, default): `~` trims whole
 /// nodes.
 pub const NODE_MAX_ENTRIES: u64 = 100;

@@ -4,8 +4,9 @@
 //! and the CRC-64 at the end, checked when the file has one. Keys whose expiry has passed are
 //! dropped; databases are kept. Memory is bounded by one compact blob (a listpack, an intset...)
 //! plus [`CHUNK`] elements: a large collection is written in several batches, so it is not
-//! atomic, and neither is the import (a failure leaves the keys loaded so far). Streams and
-//! module values are refused with an error naming the key.
+//! atomic, and neither is the import (a failure leaves the keys loaded so far). Streams load
+//! through [`super::stream::read_stream`], their entries written [`CHUNK`] at a time too; module
+//! values are refused with an error naming the key.
 
 use std::io::Read;
 
@@ -16,7 +17,8 @@ use crate::error::{Error, Result};
 use crate::meta::KeyType;
 
 use super::encoding::{bad, Reader};
-use super::value::{is_value_type, key_type_of, read_value};
+use super::stream::{read_stream, Part};
+use super::value::{is_stream_type, is_value_type, key_type_of, read_value};
 
 /// Elements of one collection applied per batch.
 pub const CHUNK: usize = 1000;
@@ -142,6 +144,14 @@ impl Loader {
     }
 }
 
+/// Names the key a decoding error is about.
+fn in_key(key: &[u8], e: Error) -> Error {
+    match e {
+        Error::BadRdb(m) => Error::BadRdb(format!("key {:?}: {m}", String::from_utf8_lossy(key))),
+        other => other,
+    }
+}
+
 fn header<R: Read>(r: &mut Reader<R>) -> Result<u32> {
     let mut magic = [0u8; 9];
     r.exact(&mut magic)
@@ -228,6 +238,36 @@ pub fn import<R: Read>(
                     "module data and pre-release function records are not supported",
                 ))
             }
+            t if is_stream_type(t) => {
+                let key = r.string()?;
+                let at = expire_at.take();
+                let dropping = at.is_some_and(|t| t <= now);
+                // Earlier keys first: the stream may spill writes of its own as it loads.
+                loader.apply()?;
+                let mut b = loader.db.stream_builder(&key, at.unwrap_or(0));
+                let image = read_stream(t, &mut r, &mut |p| match p {
+                    _ if dropping => Ok(()),
+                    Part::Node(fill) => {
+                        b.node(fill);
+                        Ok(())
+                    }
+                    Part::Entry(id, fields) => {
+                        b.entry(id, fields)?;
+                        if b.staged() >= CHUNK {
+                            b.spill()?;
+                        }
+                        Ok(())
+                    }
+                })
+                .map_err(|e| in_key(&key, e))?;
+                if dropping {
+                    summary.expired += 1;
+                } else {
+                    b.finish(&image).map_err(|e| in_key(&key, e))?;
+                    summary.keys += 1;
+                }
+                progress(r.position(), summary.keys + summary.expired);
+            }
             t if is_value_type(t) => {
                 let key = r.string()?;
                 let kind = key_type_of(t).ok_or_else(|| bad("unknown value type"))?;
@@ -262,13 +302,7 @@ pub fn import<R: Read>(
                 }
                 progress(r.position(), summary.keys + summary.expired);
             }
-            t => {
-                let what = match key_type_of(t) {
-                    Some(KeyType::Stream) => "streams are not supported yet".to_string(),
-                    _ => format!("unknown record type {t}"),
-                };
-                return Err(Error::BadRdb(what));
-            }
+            t => return Err(Error::BadRdb(format!("unknown record type {t}"))),
         }
     }
     loader.apply()?;

@@ -1,7 +1,8 @@
 //! Redis's RDB serialization, as DUMP/RESTORE payloads and RDB files use it (Redis 7.0, RDB
 //! version 10): [`encoding`] reads and writes its primitives (lengths, strings, doubles),
 //! [`compact`] walks the compact blobs inside values (ziplist, listpack, intset, zipmap),
-//! [`value`] decodes and encodes whole values by type byte, [`payload`] is the DUMP trailer
+//! [`value`] decodes and encodes whole values by type byte ([`stream`] those of streams),
+//! [`payload`] is the DUMP trailer
 //! (version and [`crc64`]), and `restore` applies them to a [`crate::Db`]
 //! ([`crate::Db::dump_payload`], [`crate::Db::restore_payload`]); [`file`] loads a whole RDB
 //! file and [`save`] writes one. Nothing here knows RESP or
@@ -15,6 +16,7 @@ mod lzf;
 pub mod payload;
 mod restore;
 pub mod save;
+pub mod stream;
 pub mod value;
 
 pub use restore::{RestoreOptions, Restored};

@@ -1,7 +1,7 @@
 //! DUMP and RESTORE on a [`Db`]: [`Db::dump_payload`] serializes a key's value as Redis 7.0's DUMP
 //! does, and [`Db::restore_payload`] writes a key from a payload's value, whole or not at all
 //! (one atomic batch under the key's lock: the old value is replaced only once the new one has
-//! decoded completely). The command layer parses arguments and words the replies.
+//! decoded completely; a stream goes through a [`crate::stream::StreamBuilder`] the same way). The command layer parses arguments and words the replies.
 
 use std::collections::HashSet;
 
@@ -13,7 +13,8 @@ use crate::meta::KeyType;
 
 use super::encoding::{bad, Reader};
 use super::payload;
-use super::value::{read_value, write_value, Staged};
+use super::stream::{read_stream, Part};
+use super::value::{is_stream_type, read_value, write_value, Staged};
 
 /// How [`Db::restore_payload`] writes its key.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -96,7 +97,7 @@ fn stage(batch: &mut Batch, key: &[u8], kind: KeyType, elements: &[Element]) -> 
             check_unique(scored.iter().map(|p| p.1))?;
             batch.zadd(key, &scored);
         }
-        KeyType::Stream => return Err(bad("stream values are not supported yet")),
+        KeyType::Stream => return Err(bad("streams are restored by restore_stream")),
     }
     Ok(())
 }
@@ -126,6 +127,9 @@ impl Db {
         }
         let mut r = Reader::new(payload);
         let t = r.u8()?;
+        if is_stream_type(t) {
+            return self.restore_stream(key, t, &mut r, opts);
+        }
         let mut elements = Vec::new();
         let kind = read_value(t, &mut r, &mut |e| {
             elements.push(e);
@@ -142,6 +146,31 @@ impl Db {
         }
         self.apply(&batch)?;
         Ok(Restored::Written(kind))
+    }
+
+    /// RESTORE of a stream (type byte `t`): decoded whole into one batch, then the old key is
+    /// replaced with it in one write.
+    fn restore_stream(
+        &self,
+        key: &[u8],
+        t: u8,
+        r: &mut Reader<&[u8]>,
+        opts: RestoreOptions,
+    ) -> Result<Restored> {
+        let mut b = self.stream_builder(key, opts.expire_at.unwrap_or(0));
+        let image = read_stream(t, r, &mut |p| match p {
+            Part::Node(fill) => {
+                b.node(fill);
+                Ok(())
+            }
+            Part::Entry(id, fields) => b.entry(id, fields),
+        })?;
+        if opts.expire_at.is_some_and(|at| at <= now_ms()) {
+            let deleted = opts.replace && self.del(&[key])? > 0;
+            return Ok(Restored::Expired { deleted });
+        }
+        b.finish(&image)?;
+        Ok(Restored::Written(KeyType::Stream))
     }
 }
 

@@ -7,15 +7,13 @@
 //! one element) whatever the data's size. The caller hands in a database nobody writes to
 //! meanwhile (an exclusive or read-only open, or a checkpoint), so the file is one moment's
 //! data. No LRU/LFU opcodes (Redis writes them only under an eviction policy that uses them),
-//! no function libraries (Strata's functions are not Redis's); streams are left out and counted
-//! (not serialized yet).
+//! no function libraries (Strata's functions are not Redis's).
 
 use std::io::Write;
 
 use crate::db::{now_ms, Db};
 use crate::error::{Error, Result};
 use crate::iter::KeyFilter;
-use crate::meta::KeyType;
 
 use super::crc64::crc64;
 use super::encoding::{put_len, put_string};
@@ -45,8 +43,6 @@ pub struct RdbSaved {
     pub expires: u64,
     /// Bytes written.
     pub bytes: u64,
-    /// Streams left out (not serialized yet).
-    pub streams_skipped: u64,
 }
 
 /// Writes to `W`, keeping the CRC-64 and the count of what went through.
@@ -113,10 +109,6 @@ pub fn export<W: Write>(
         w.put(&scratch)?;
         for info in d.iter(KeyFilter::new()) {
             let info = info?;
-            if info.kind == KeyType::Stream {
-                saved.streams_skipped += 1;
-                continue;
-            }
             let mut buf = std::mem::take(&mut scratch);
             buf.clear();
             if let Some(at) = info.expire_at {

@@ -7,9 +7,10 @@
 //! length is checked; damage is [`Error::BadRdb`], never a panic. [`write_value`] encodes a key
 //! the way Redis 7.0 does by default: listpacks for small hashes and sorted sets (at most 128
 //! entries of at most 64 bytes), quicklist v2 of listpacks for lists, plain encodings otherwise
-//! (sets always plain), streaming a large value through [`Staged`]; it is the one encoder of
-//! DUMP, RDB files and SYNC. Streams and modules are not handled yet. Knows nothing of TTLs or
-//! payload trailers.
+//! (sets always plain), streams as [`super::stream`] writes them, streaming a large value
+//! through [`Staged`]; it is the one encoder of DUMP, RDB files and SYNC. Streams are decoded by
+//! [`super::stream::read_stream`]; modules are not handled. Knows nothing of TTLs or payload
+//! trailers.
 
 use std::io::Read;
 
@@ -20,6 +21,7 @@ use crate::meta::KeyType;
 
 use super::compact::{intset_each, listpack_each, ziplist_each, zipmap_each, Listpack};
 use super::encoding::{bad, put_binary_double, put_len, put_string, Reader};
+use super::stream::write_stream;
 
 /// RDB value type bytes (`rdb.h`).
 pub mod types {
@@ -56,9 +58,15 @@ const LISTPACK_MAX_VALUE: usize = 64;
 /// Redis 7.0's default `list-max-listpack-size` (-2: 8 KiB per node).
 const LIST_NODE_BYTES: usize = 8 * 1024;
 
-/// Whether `t` is a value type byte this module reads.
+/// Whether `t` is a value type byte [`read_value`] reads (streams, 15 and 19, have their own
+/// reader: [`is_stream_type`], [`super::stream::read_stream`]).
 pub fn is_value_type(t: u8) -> bool {
     matches!(t, 0..=5 | 9..=14 | 16..=18)
+}
+
+/// Whether `t` is a stream's type byte.
+pub fn is_stream_type(t: u8) -> bool {
+    matches!(t, STREAM_LISTPACKS | STREAM_LISTPACKS_2)
 }
 
 /// The key type a value type byte stands for (`None` for module values and unknown bytes).
@@ -209,7 +217,7 @@ pub fn read_value<R: Read>(t: u8, r: &mut Reader<R>, sink: Sink<'_>) -> Result<K
             };
             pairs.finish(n)?
         }
-        _ => return Err(bad("stream values are not supported yet")),
+        _ => return Err(bad("streams are read by rdb::stream")),
     };
     if count == 0 {
         return Err(bad("empty collection"));
@@ -269,7 +277,7 @@ impl<'a> Staged<'a> {
     }
 
     /// Marks the end of an element: spills when the buffer is large.
-    fn element_done(&mut self) {
+    pub(super) fn element_done(&mut self) {
         if self.failed.is_some() || self.buf.len() < SPILL_AT {
             return;
         }
@@ -285,8 +293,22 @@ impl<'a> Staged<'a> {
     }
 
     /// Whether an element callback should still write (no earlier sink failure).
-    fn ok(&self) -> bool {
+    pub(super) fn ok(&self) -> bool {
         self.failed.is_none()
+    }
+
+    /// Ends a counted part of a value: the sink's failure if any, or an error when `seen`
+    /// pieces were written where `announced` were.
+    pub(super) fn check(&mut self, announced: u64, seen: u64) -> Result<()> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        if seen != announced {
+            return Err(Error::Corrupt(format!(
+                "a value announced {announced} parts but {seen} were read"
+            )));
+        }
+        Ok(())
     }
 
     /// Ends a value whose elements were counted: `announced` was written as its length and
@@ -497,7 +519,14 @@ pub fn write_value(
             }
             out.close(mark, n, seen)?
         }
-        KeyType::Stream => return Err(Error::BadRdb("streams are not serialized yet".to_string())),
+        KeyType::Stream => {
+            head(out, STREAM_LISTPACKS_2);
+            let written = write_stream(db, key, out)?;
+            if !written {
+                out.buf.truncate(mark);
+            }
+            written
+        }
     };
     Ok(written.then_some(kind))
 }

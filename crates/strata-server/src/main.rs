@@ -7,9 +7,11 @@
 mod blocking;
 mod config;
 mod connection;
+mod figures;
 mod info;
 mod listener;
 mod log;
+mod metrics;
 mod monitor;
 mod pause;
 mod protected;
@@ -153,6 +155,17 @@ fn run(config: Config) -> i32 {
     if std_listeners.is_empty() {
         return fatal("Configured to not listen anywhere, exiting.");
     }
+    let metrics_listeners = match metrics::Endpoint::bind(&config.metrics_bind, config.metrics_port)
+    {
+        Ok(l) => l,
+        Err(e) => return fatal(&e),
+    };
+    if config.metrics_port != 0 && metrics_listeners.is_empty() {
+        return fatal(&format!(
+            "Failed listening on metrics port {} (HTTP), aborting.",
+            config.metrics_port
+        ));
+    }
 
     let opts = strata::Options {
         databases: config.databases,
@@ -211,7 +224,11 @@ fn run(config: Config) -> i32 {
         Err(e) => return fatal(&format!("Can't start the runtime: {e}")),
     };
 
+    let metrics_at = (config.metrics_bind.clone(), config.metrics_port);
     let server = Arc::new(Server::new(db, config));
+    server
+        .metrics
+        .install(&metrics_at.0, metrics_at.1, metrics_listeners);
     if let Some(contexts) = tls_contexts {
         server.tls.install(contexts);
     }
@@ -284,6 +301,7 @@ async fn serve(server: Arc<Server>, std_listeners: Vec<(std::net::TcpListener, b
         }
     }
     let cron = tokio::spawn(cron_loop(server.clone()));
+    let metrics = tokio::spawn(metrics::serve(server.clone()));
     notice!("Ready to accept connections tcp");
 
     let reason = wait_for_shutdown(&server).await;
@@ -292,6 +310,7 @@ async fn serve(server: Arc<Server>, std_listeners: Vec<(std::net::TcpListener, b
         t.abort();
     }
     cron.abort();
+    metrics.abort();
     finish(&server)
 }
 

@@ -146,6 +146,8 @@ pub struct Server {
     pub replication: crate::replication::Replication,
     /// The TLS contexts in force.
     pub tls: crate::tls::Tls,
+    /// The Prometheus metrics endpoint's sockets.
+    pub metrics: crate::metrics::Endpoint,
     /// The enabled keyspace-event classes (`strata_commands::notify` bits; 0 = off).
     notify_flags: std::sync::atomic::AtomicU32,
     /// INFO stats counters.
@@ -211,6 +213,7 @@ impl Server {
             pubsub: crate::pubsub::Broker::default(),
             replication,
             tls: Default::default(),
+            metrics: Default::default(),
             notify_flags: std::sync::atomic::AtomicU32::new(0),
             stats: ServerStats::default(),
             command_stats: Default::default(),
@@ -562,7 +565,7 @@ impl Server {
 
     /// Records the current memory use for used_memory_peak; returns it.
     pub fn sample_memory(&self) -> u64 {
-        let rss = crate::info::process_rss();
+        let rss = crate::figures::process_rss();
         self.mem_peak.fetch_max(rss, Ordering::Relaxed);
         rss
     }
@@ -678,6 +681,23 @@ impl Server {
         let mut cfg = self.config_mut();
         let before = cfg.clone();
         cfg.set_many(pairs)?;
+        // A new metrics port or address is bound first: if it can't be, nothing changes.
+        let metrics = match self.metrics.differs(&cfg.metrics_bind, cfg.metrics_port) {
+            false => None,
+            true => match crate::metrics::Endpoint::bind(&cfg.metrics_bind, cfg.metrics_port) {
+                Ok(listeners) => Some(listeners),
+                Err(e) => {
+                    let name = pairs
+                        .iter()
+                        .map(|(n, _)| n.to_ascii_lowercase())
+                        .find(|n| n.starts_with("metrics-"))
+                        .unwrap_or_else(|| "metrics-port".to_string());
+                    warning!("{e}");
+                    *cfg = before;
+                    return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - Unable to listen on this port. Check server logs."));
+                }
+            },
+        };
         let tls_change = pairs.iter().find(|(n, _)| crate::tls::is_tls_parameter(n));
         if let Some((name, _)) = tls_change.filter(|_| crate::tls::wanted(&cfg)) {
             match crate::tls::configure(&cfg) {
@@ -690,6 +710,10 @@ impl Server {
                     return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - Unable to update TLS configuration. Check server logs."));
                 }
             }
+        }
+        if let Some(listeners) = metrics {
+            self.metrics
+                .install(&cfg.metrics_bind, cfg.metrics_port, listeners);
         }
         drop(cfg);
         self.apply_config();

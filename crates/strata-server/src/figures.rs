@@ -76,6 +76,42 @@ pub fn keyspace(server: &Server) -> Vec<DbFigures> {
         .collect()
 }
 
+/// MEMORY STATS and MEMORY DOCTOR's figures (see `strata_commands::memory_overhead`).
+pub fn memory_overhead(server: &Server) -> strata_commands::memory_overhead::MemoryOverhead {
+    use strata_commands::memory_overhead::{DbOverhead, MemoryOverhead};
+    let m = memory(server);
+    let replicas = server.replication.figures(server).replicas.len() as u64;
+    MemoryOverhead {
+        peak_allocated: m.peak,
+        total_allocated: m.rss,
+        startup_allocated: server.mem_startup,
+        repl_backlog: 0,
+        clients_slaves: 0,
+        clients_normal: server.registry.memory(),
+        lua_caches: m.scripts_bytes,
+        functions_caches: m.functions_bytes,
+        dbs: keyspace(server)
+            .into_iter()
+            .map(|d| DbOverhead {
+                db: d.db,
+                keys: d.keys,
+                hashtable_main: 0,
+                hashtable_expires: 0,
+            })
+            .collect(),
+        process_rss: m.rss,
+        normal_clients: server.registry.len() as u64,
+        replicas,
+        cached_scripts: m.scripts as u64,
+    }
+}
+
+/// Asks the allocator to return the memory it holds free to the system (MEMORY PURGE).
+pub fn purge_allocator() {
+    // SAFETY: mi_collect only walks and frees mimalloc's own free pages.
+    unsafe { mi_collect(true) };
+}
+
 /// Clients blocked on keys, plus those held by CLIENT PAUSE (INFO `blocked_clients`).
 pub fn blocked_clients(server: &Server) -> usize {
     server.blocking.blocked_clients() + server.pause.held()
@@ -124,6 +160,8 @@ pub fn total_system_memory() -> u64 {
 }
 
 extern "C" {
+    /// Frees what mimalloc holds unused (`force`: also what other threads abandoned).
+    fn mi_collect(force: bool);
     /// mimalloc's process figures (the global allocator, main.rs, links mimalloc in).
     fn mi_process_info(
         elapsed_msecs: *mut usize,

@@ -176,6 +176,8 @@ pub struct Server {
     ops: Mutex<OpsSampler>,
     ops_per_sec: AtomicU64,
     mem_peak: AtomicU64,
+    /// Memory in use once the data directory was open (MEMORY STATS `startup.allocated`).
+    pub mem_startup: u64,
     bgsave_running: AtomicBool,
     /// Whether writes were refused for lack of disk space at the last cron check (for logging).
     disk_full_seen: AtomicBool,
@@ -230,6 +232,7 @@ impl Server {
             }),
             ops_per_sec: AtomicU64::new(0),
             mem_peak: AtomicU64::new(0),
+            mem_startup: crate::figures::process_rss(),
             bgsave_running: AtomicBool::new(false),
             disk_full_seen: AtomicBool::new(false),
             stall_ms_seen: AtomicU64::new(0),
@@ -1159,6 +1162,14 @@ impl ServerApi for ClientApi<'_> {
 
     fn latency(&self) -> &strata_commands::latency::LatencyMonitor {
         &self.server.latency
+    }
+
+    fn memory_overhead(&self) -> strata_commands::memory_overhead::MemoryOverhead {
+        crate::figures::memory_overhead(self.server)
+    }
+
+    fn memory_purge(&self) {
+        crate::figures::purge_allocator();
     }
 
     fn command_stats(&self) -> &strata_commands::command_stats::CommandStats {

@@ -5,7 +5,7 @@
 //! [`MAX_REQUEST`] bytes, at most [`MAX_CONNECTIONS`] connections are open at once (others are
 //! closed at once), and the figures are gathered on the blocking pool, [`MAX_RENDERS`] at a
 //! time: no scraper can hold a worker or the server. CONFIG SET of either directive binds the new sockets first (an error leaves
-//! the old ones serving) and hands them to [`serve`], which swaps them in. Other paths get 404,
+//! the old ones serving) and hands them to [`serve`] (`listener::Rebindable`), which swaps them in. Other paths get 404,
 //! other methods 405; every response closes the connection.
 
 mod exposition;
@@ -14,10 +14,9 @@ mod series;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Semaphore;
 
 use crate::listener;
 use crate::log::{self, warning};
@@ -36,88 +35,47 @@ pub const MAX_CONNECTIONS: usize = 128;
 /// Scrapes whose figures are gathered at once.
 pub const MAX_RENDERS: usize = 2;
 
-/// The endpoint's listening state, shared by CONFIG SET and [`serve`].
-#[derive(Default)]
-pub struct Endpoint {
-    /// Sockets bound for [`serve`] to take over (replacing those it serves now).
-    pending: Mutex<Option<Vec<std::net::TcpListener>>>,
-    /// The addresses and port in force.
-    current: Mutex<(Vec<String>, u16)>,
-    changed: Notify,
-}
-
-impl Endpoint {
-    /// Binds every address of `bind` on `port` (none when `port` is 0). The error is the text
-    /// to log.
-    pub fn bind(bind: &[String], port: u16) -> Result<Vec<std::net::TcpListener>, String> {
-        if port == 0 {
-            return Ok(Vec::new());
-        }
-        let mut listeners = Vec::new();
-        for entry in bind {
-            let addr = listener::parse_bind(entry)?;
-            match listener::bind(&addr, port) {
-                Ok(l) => listeners.push(l),
-                Err(e) if addr.optional => warning!(
-                    "Skipping optional metrics bind address {}: {}",
+/// Binds every address of `bind` on `port` for the endpoint (none when `port` is 0). The
+/// error is the text to log.
+pub fn bind(bind: &[String], port: u16) -> Result<Vec<std::net::TcpListener>, String> {
+    if port == 0 {
+        return Ok(Vec::new());
+    }
+    let mut listeners = Vec::new();
+    for entry in bind {
+        let addr = listener::parse_bind(entry)?;
+        match listener::bind(&addr, port) {
+            Ok(l) => listeners.push(l),
+            Err(e) if addr.optional => warning!(
+                "Skipping optional metrics bind address {}: {}",
+                addr.text,
+                listener::os_error_text(&e)
+            ),
+            Err(e) => {
+                return Err(format!(
+                    "Could not create the metrics listening socket {}:{port}: bind: {}",
                     addr.text,
                     listener::os_error_text(&e)
-                ),
-                Err(e) => {
-                    return Err(format!(
-                        "Could not create the metrics listening socket {}:{port}: bind: {}",
-                        addr.text,
-                        listener::os_error_text(&e)
-                    ))
-                }
+                ))
             }
         }
-        Ok(listeners)
     }
-
-    /// Serves `listeners` (bound for `bind` and `port`) from now on, in place of the old ones.
-    pub fn install(&self, bind: &[String], port: u16, listeners: Vec<std::net::TcpListener>) {
-        *self.current.lock() = (bind.to_vec(), port);
-        *self.pending.lock() = Some(listeners);
-        self.changed.notify_one();
-    }
-
-    /// Whether `bind` and `port` differ from what is served now.
-    pub fn differs(&self, bind: &[String], port: u16) -> bool {
-        let current = self.current.lock();
-        current.0 != bind || current.1 != port
-    }
+    Ok(listeners)
 }
 
-/// Runs the endpoint for the server's lifetime: serves the sockets installed last.
+/// Runs the endpoint for the server's lifetime on the sockets installed last in
+/// `server.metrics` (CONFIG SET replaces them).
 pub async fn serve(server: Arc<Server>) {
     let scrapers = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let renders = Arc::new(Semaphore::new(MAX_RENDERS));
-    let mut loops: Vec<tokio::task::JoinHandle<()>> = Vec::new();
-    loop {
-        let taken = server.metrics.pending.lock().take();
-        if let Some(listeners) = taken {
-            for t in loops.drain(..) {
-                t.abort();
-            }
-            for l in listeners {
-                let local = l.local_addr().ok();
-                match TcpListener::from_std(l) {
-                    Ok(l) => {
-                        log::verbose!("Metrics endpoint listening on {local:?}");
-                        loops.push(tokio::spawn(accept_loop(
-                            server.clone(),
-                            l,
-                            scrapers.clone(),
-                            renders.clone(),
-                        )));
-                    }
-                    Err(e) => warning!("Could not register the metrics socket {local:?}: {e}"),
-                }
-            }
-        }
-        server.metrics.changed.notified().await;
-    }
+    let s = server.clone();
+    server
+        .metrics
+        .supervise(|l| {
+            log::verbose!("Metrics endpoint listening on {:?}", l.local_addr().ok());
+            tokio::spawn(accept_loop(s.clone(), l, scrapers.clone(), renders.clone()))
+        })
+        .await
 }
 
 async fn accept_loop(
@@ -299,7 +257,7 @@ mod tests {
 
     #[test]
     fn port_zero_listens_nowhere() -> Result<(), String> {
-        assert!(Endpoint::bind(&["127.0.0.1".to_string()], 0)?.is_empty());
+        assert!(bind(&["127.0.0.1".to_string()], 0)?.is_empty());
         Ok(())
     }
 
@@ -307,7 +265,7 @@ mod tests {
     fn a_taken_port_is_an_error() -> Result<(), Box<dyn std::error::Error>> {
         let taken = std::net::TcpListener::bind("127.0.0.1:0")?;
         let port = taken.local_addr()?.port();
-        let err = Endpoint::bind(&["127.0.0.1".to_string()], port)
+        let err = bind(&["127.0.0.1".to_string()], port)
             .err()
             .ok_or("bound a taken port")?;
         assert!(err.contains("Address already in use"), "{err}");

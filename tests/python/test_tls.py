@@ -382,3 +382,47 @@ def test_stalled_handshakes_are_closed_after_the_handshake_timeout(start_strata,
     assert s.recv(100) == b""  # closed by the server
     assert 5 < time.monotonic() - start < 19
     s.close()
+
+
+def test_config_set_tls_port_relistens_and_a_taken_port_changes_nothing(start_strata, certs):
+    server = start_strata(**tls_directives(certs))
+    old = int(server.directives["tls_port"])
+    plain = server.client()
+    plain.set("k", "v")
+    new = free_port()
+    assert plain.config_set("tls-port", new)
+    server.directives["tls_port"] = new
+    assert tls_client(server, certs).get("k") == b"v"
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", old), timeout=2).close()
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    with pytest.raises(redis.ResponseError) as e:
+        plain.config_set("tls-port", taken.getsockname()[1])
+    taken.close()
+    assert str(e.value) == ("CONFIG SET failed (possibly related to argument 'tls-port') - "
+                            "Unable to listen on this port. Check server logs.")
+    assert plain.config_get("tls-port")["tls-port"] == str(new)
+    assert tls_client(server, certs).ping()
+    assert plain.config_set("tls-port", 0)
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", new), timeout=2).close()
+    assert plain.ping()
+
+
+def test_config_set_tls_port_on_a_server_started_without_tls(start_strata, certs):
+    server = start_strata()
+    plain = server.client()
+    port = free_port()
+    # Without a certificate TLS can't be configured: Redis's error, nothing changes.
+    with pytest.raises(redis.ResponseError) as e:
+        plain.config_set("tls-port", port)
+    assert str(e.value) == ("CONFIG SET failed (possibly related to argument 'tls-port') - "
+                            "Unable to update TLS configuration. Check server logs.")
+    assert plain.config_get("tls-port")["tls-port"] == "0"
+    assert plain.config_set("tls-cert-file", certs.path("server.crt"), "tls-key-file", certs.path("server.key"),
+                            "tls-ca-cert-file", certs.path("ca.crt"), "tls-auth-clients", "no")
+    assert plain.config_set("tls-port", port)
+    server.directives["tls_port"] = port
+    assert tls_client(server, certs).ping()

@@ -382,6 +382,12 @@ pub trait ServerApi: Send + Sync {
             std::sync::OnceLock::new();
         EVENTS.get_or_init(Default::default)
     }
+    /// MEMORY STATS and MEMORY DOCTOR's figures.
+    fn memory_overhead(&self) -> crate::memory_overhead::MemoryOverhead {
+        crate::memory_overhead::MemoryOverhead::default()
+    }
+    /// MEMORY PURGE: asks the allocator to return free memory to the system.
+    fn memory_purge(&self) {}
     /// The server's command statistics and latency histograms (LATENCY HISTOGRAM).
     fn command_stats(&self) -> &crate::command_stats::CommandStats {
         static STATS: std::sync::OnceLock<crate::command_stats::CommandStats> =

@@ -618,6 +618,86 @@ pub static COMMANDS: &[CommandSpec] = &[
         },
     },
     CommandSpec {
+        name: "memory|stats",
+        arity: Arity::Exactly(2),
+        flags: Flags::NONE,
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: Handler::Reply(memory_stats),
+        docs: Docs {
+            group: "server",
+            since: "4.0.0",
+            complexity: "O(1)",
+            summary: "Show memory usage details",
+            syntax: "",
+            tips: &[
+                "nondeterministic_output",
+                "request_policy:all_shards",
+                "response_policy:special",
+            ],
+        },
+    },
+    CommandSpec {
+        name: "memory|doctor",
+        arity: Arity::Exactly(2),
+        flags: Flags::NONE,
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: Handler::Reply(memory_doctor),
+        docs: Docs {
+            group: "server",
+            since: "4.0.0",
+            complexity: "O(1)",
+            summary: "Outputs memory problems report",
+            syntax: "",
+            tips: &[
+                "nondeterministic_output",
+                "request_policy:all_shards",
+                "response_policy:special",
+            ],
+        },
+    },
+    CommandSpec {
+        name: "memory|malloc-stats",
+        arity: Arity::Exactly(2),
+        flags: Flags::NONE,
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: Handler::Reply(memory_malloc_stats),
+        docs: Docs {
+            group: "server",
+            since: "4.0.0",
+            complexity: "Depends on how much memory is allocated, could be slow",
+            summary: "Show allocator internal stats",
+            syntax: "",
+            tips: &[
+                "nondeterministic_output",
+                "request_policy:all_shards",
+                "response_policy:special",
+            ],
+        },
+    },
+    CommandSpec {
+        name: "memory|purge",
+        arity: Arity::Exactly(2),
+        flags: Flags::NONE,
+        keys: Keys::None,
+        key_specs: &[],
+        acl: Acl::NONE,
+        handler: Handler::Reply(memory_purge),
+        docs: Docs {
+            group: "server",
+            since: "4.0.0",
+            complexity: "Depends on how much memory is allocated, could be slow",
+            summary: "Ask the allocator to release memory",
+            syntax: "",
+            tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        },
+    },
+    CommandSpec {
         name: "memory|help",
         arity: Arity::Exactly(2),
         flags: Flags(LOADING | STALE),
@@ -1255,10 +1335,88 @@ fn memory_usage(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     })
 }
 
+/// MEMORY STATS: Redis 7.0's fields in its order, with Strata's figures (docs/differences.md).
+fn memory_stats(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    use crate::memory_overhead::Figure;
+    let m = ctx.server.memory_overhead();
+    let int = |n: u64| Frame::Integer(n.min(i64::MAX as u64) as i64);
+    let name = |s: &str| Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()));
+    let mut fields: Vec<(Frame, Frame)> = vec![
+        (name("peak.allocated"), int(m.peak_allocated)),
+        (name("total.allocated"), int(m.total_allocated)),
+        (name("startup.allocated"), int(m.startup_allocated)),
+        (name("replication.backlog"), int(m.repl_backlog)),
+        (name("clients.slaves"), int(m.clients_slaves)),
+        (name("clients.normal"), int(m.clients_normal)),
+        (name("cluster.links"), int(0)),
+        (name("aof.buffer"), int(0)),
+        (name("lua.caches"), int(m.lua_caches)),
+        (name("functions.caches"), int(m.functions_caches)),
+    ];
+    for d in &m.dbs {
+        let tables = vec![
+            (name("overhead.hashtable.main"), int(d.hashtable_main)),
+            (name("overhead.hashtable.expires"), int(d.hashtable_expires)),
+            (name("overhead.hashtable.slot-to-keys"), int(0)),
+        ];
+        fields.push((name(&format!("db.{}", d.db)), Frame::Map(tables)));
+    }
+    let a = m.allocator();
+    fields.extend([
+        (name("overhead.total"), int(m.overhead_total())),
+        (name("keys.count"), int(m.keys())),
+        (name("keys.bytes-per-key"), int(m.bytes_per_key())),
+        (name("dataset.bytes"), Frame::Integer(m.dataset())),
+        (
+            name("dataset.percentage"),
+            Frame::Double(m.dataset_percentage()),
+        ),
+        (name("peak.percentage"), Frame::Double(m.peak_percentage())),
+        (name("allocator.allocated"), int(a.allocated)),
+        (name("allocator.active"), int(a.active)),
+        (name("allocator.resident"), int(a.resident)),
+    ]);
+    for (field, figure) in m.fragmentation() {
+        let value = match figure {
+            Figure::Bytes(n) => Frame::Integer(n),
+            Figure::Ratio(r) => Frame::Double(r),
+        };
+        fields.push((name(field), value));
+    }
+    Ok(Frame::Map(fields))
+}
+
+/// MEMORY DOCTOR: Redis's report on the figures of MEMORY STATS.
+fn memory_doctor(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    let report = ctx.server.memory_overhead().doctor();
+    Ok(Frame::Verbatim(Bytes::from(report)))
+}
+
+/// MEMORY MALLOC-STATS: what Redis answers when it is not built with jemalloc.
+fn memory_malloc_stats(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    Ok(Frame::Bulk(Bytes::from_static(
+        b"Stats not supported for the current allocator",
+    )))
+}
+
+/// MEMORY PURGE: the allocator returns what it can; OK, as Redis without jemalloc.
+fn memory_purge(ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
+    ctx.server.memory_purge();
+    Ok(Frame::ok())
+}
+
 fn memory_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
     Ok(help::reply(
         "MEMORY",
         &[
+            "DOCTOR",
+            "    Return memory problems reports.",
+            "MALLOC-STATS",
+            "    Return internal statistics report from the memory allocator.",
+            "PURGE",
+            "    Attempt to purge dirty pages for reclamation by the allocator.",
+            "STATS",
+            "    Return information about the memory usage of the server.",
             "USAGE <key> [SAMPLES <count>]",
             "    Return memory in bytes used by <key> and its value. Nested values are",
             "    sampled up to <count> times (default: 5, 0 means sample all).",
@@ -1271,6 +1429,65 @@ mod tests {
     use crate::errors;
     use crate::testing::Harness;
     use crate::Frame;
+
+    #[test]
+    fn memory_stats_lists_redis_fields_in_order() {
+        let mut h = Harness::new();
+        let Frame::Map(fields) = h.run(&["MEMORY", "STATS"]) else {
+            panic!("MEMORY STATS is a map");
+        };
+        let names: Vec<String> = fields
+            .iter()
+            .map(|(k, _)| match k {
+                Frame::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "peak.allocated",
+                "total.allocated",
+                "startup.allocated",
+                "replication.backlog",
+                "clients.slaves",
+                "clients.normal",
+                "cluster.links",
+                "aof.buffer",
+                "lua.caches",
+                "functions.caches",
+                "overhead.total",
+                "keys.count",
+                "keys.bytes-per-key",
+                "dataset.bytes",
+                "dataset.percentage",
+                "peak.percentage",
+                "allocator.allocated",
+                "allocator.active",
+                "allocator.resident",
+                "allocator-fragmentation.ratio",
+                "allocator-fragmentation.bytes",
+                "allocator-rss.ratio",
+                "allocator-rss.bytes",
+                "rss-overhead.ratio",
+                "rss-overhead.bytes",
+                "fragmentation",
+                "fragmentation.bytes",
+            ]
+        );
+        assert!(matches!(fields[14].1, Frame::Double(_)));
+    }
+
+    #[test]
+    fn memory_malloc_stats_and_purge_answer_as_redis_without_jemalloc() {
+        let mut h = Harness::new();
+        assert_eq!(
+            h.run(&["MEMORY", "MALLOC-STATS"]),
+            Frame::Bulk("Stats not supported for the current allocator".into())
+        );
+        assert_eq!(h.run(&["MEMORY", "PURGE"]), Frame::ok());
+        assert!(matches!(h.run(&["MEMORY", "DOCTOR"]), Frame::Verbatim(_)));
+    }
 
     #[test]
     fn expire_options_and_ttls() {

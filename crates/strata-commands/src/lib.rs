@@ -29,6 +29,7 @@ pub mod isolation;
 pub mod keys_family;
 pub mod latency;
 pub mod list_family;
+pub mod memory_overhead;
 pub mod migration;
 pub mod monitor;
 pub mod notify;

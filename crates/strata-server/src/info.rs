@@ -1,11 +1,12 @@
 //! The INFO command's text: Redis 7's sections and field names (server, clients, memory,
 //! persistence, stats, replication, cpu, modules, errorstats, cluster, keyspace, plus the
 //! commandstats and the empty latencystats of `INFO all`), filled from the server's state, the storage engine and
-//! the operating system (`/proc/self/statm`, `getrusage`, `uname`). Only reads; changes nothing.
+//! the operating system (`uname`; the shared figures come from `figures.rs`). Only reads; changes nothing.
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
+use crate::figures;
 use crate::server::Server;
 
 /// The sections `INFO` / `INFO default` prints, in Redis's order.
@@ -147,7 +148,7 @@ fn clients_section(server: &Server, out: &mut String) {
         out,
         "blocked_clients",
         "{}",
-        server.blocking.blocked_clients() + server.pause.held()
+        figures::blocked_clients(server)
     );
     field!(out, "tracking_clients", "{}", server.tracking.clients());
     field!(
@@ -159,10 +160,9 @@ fn clients_section(server: &Server, out: &mut String) {
 }
 
 fn memory_section(server: &Server, out: &mut String) {
-    let rss = server.sample_memory();
-    let peak = server.mem_peak().max(rss);
+    let m = figures::memory(server);
+    let (rss, peak, total) = (m.rss, m.peak, m.total_system);
     let block_cache = server.config().block_cache_size;
-    let total = total_system_memory();
     out.push_str("# Memory\r\n");
     field!(out, "used_memory", "{rss}");
     field!(out, "used_memory_human", "{}", human_bytes(rss));
@@ -184,22 +184,18 @@ fn memory_section(server: &Server, out: &mut String) {
     field!(out, "total_system_memory_human", "{}", human_bytes(total));
     // Script memory: the bodies in the script cache and the libraries' code (the interpreters
     // belong to the worker threads and are not measured).
-    let (scripts, scripts_bytes) = server.scripts.usage();
-    let libraries = server.functions.libraries();
-    let functions: usize = libraries.iter().map(|l| l.functions.len()).sum();
-    let functions_bytes: usize = libraries.iter().map(|l| l.code.len()).sum();
     field!(out, "used_memory_lua", "0");
     field!(out, "used_memory_vm_eval", "0");
     field!(out, "used_memory_lua_human", "0B");
-    field!(out, "used_memory_scripts_eval", "{scripts_bytes}");
-    field!(out, "number_of_cached_scripts", "{scripts}");
-    field!(out, "number_of_functions", "{functions}");
-    field!(out, "number_of_libraries", "{}", libraries.len());
+    field!(out, "used_memory_scripts_eval", "{}", m.scripts_bytes);
+    field!(out, "number_of_cached_scripts", "{}", m.scripts);
+    field!(out, "number_of_functions", "{}", m.functions);
+    field!(out, "number_of_libraries", "{}", m.libraries);
     field!(out, "used_memory_vm_functions", "0");
     field!(out, "used_memory_vm_total", "0");
     field!(out, "used_memory_vm_total_human", "0B");
-    field!(out, "used_memory_functions", "{functions_bytes}");
-    let script_memory = (scripts_bytes + functions_bytes) as u64;
+    field!(out, "used_memory_functions", "{}", m.functions_bytes);
+    let script_memory = m.scripts_bytes + m.functions_bytes;
     field!(out, "used_memory_scripts", "{script_memory}");
     field!(
         out,
@@ -214,27 +210,15 @@ fn memory_section(server: &Server, out: &mut String) {
     // The global allocator (main.rs).
     field!(out, "mem_allocator", "mimalloc");
     field!(out, "strata_block_cache_size", "{block_cache}");
-    field!(
-        out,
-        "strata_sst_size",
-        "{}",
-        server.db.engine_property("rocksdb.total-sst-files-size")
-    );
+    field!(out, "strata_sst_size", "{}", m.engine.total_sst_bytes);
     // Where the memory goes (docs/reliability.md, "Resource bounds"): memtables of every column
     // family, and table readers (per-file metadata not charged to the block cache).
-    field!(
-        out,
-        "strata_memtables",
-        "{}",
-        server.db.engine_property("rocksdb.cur-size-all-mem-tables")
-    );
+    field!(out, "strata_memtables", "{}", m.engine.memtable_bytes);
     field!(
         out,
         "strata_table_readers",
         "{}",
-        server
-            .db
-            .engine_property("rocksdb.estimate-table-readers-mem")
+        m.engine.table_readers_bytes
     );
 }
 
@@ -443,8 +427,8 @@ fn latencystats_section(server: &Server, out: &mut String) {
 }
 
 fn cpu_section(out: &mut String) {
-    let (sys, user) = rusage(libc::RUSAGE_SELF);
-    let (csys, cuser) = rusage(libc::RUSAGE_CHILDREN);
+    let (sys, user) = figures::cpu_seconds(libc::RUSAGE_SELF);
+    let (csys, cuser) = figures::cpu_seconds(libc::RUSAGE_CHILDREN);
     out.push_str("# CPU\r\n");
     field!(out, "used_cpu_sys", "{sys:.6}");
     field!(out, "used_cpu_user", "{user:.6}");
@@ -454,61 +438,13 @@ fn cpu_section(out: &mut String) {
 
 fn keyspace_section(server: &Server, out: &mut String) {
     out.push_str("# Keyspace\r\n");
-    for i in 0..server.db.databases() {
-        let Ok(db) = server.db.select(i) else {
-            continue;
-        };
-        match db.keyspace_info() {
-            Ok((keys, expires, avg_ttl)) if keys > 0 => {
-                let _ = write!(
-                    out,
-                    "db{i}:keys={keys},expires={expires},avg_ttl={avg_ttl}\r\n"
-                );
-            }
-            _ => {}
-        }
+    for d in figures::keyspace(server) {
+        let _ = write!(
+            out,
+            "db{}:keys={},expires={},avg_ttl={}\r\n",
+            d.db, d.keys, d.expires, d.avg_ttl_ms
+        );
     }
-}
-
-/// Resident set size of this process in bytes.
-pub fn process_rss() -> u64 {
-    let page = page_size();
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map(|pages| pages * page)
-        .unwrap_or(0)
-}
-
-fn page_size() -> u64 {
-    // SAFETY: sysconf only reads a system constant.
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if n > 0 {
-        n as u64
-    } else {
-        4096
-    }
-}
-
-fn total_system_memory() -> u64 {
-    // SAFETY: sysconf only reads system constants.
-    let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) };
-    if pages > 0 {
-        pages as u64 * page_size()
-    } else {
-        0
-    }
-}
-
-/// (system, user) CPU seconds of `who`.
-fn rusage(who: libc::c_int) -> (f64, f64) {
-    // SAFETY: getrusage fills the zeroed struct we pass; nothing else is touched.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
-        return (0.0, 0.0);
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (secs(ru.ru_stime), secs(ru.ru_utime))
 }
 
 /// `uname -srm`, as Redis's `os` field.
@@ -564,10 +500,7 @@ mod tests {
     }
 
     #[test]
-    fn process_figures_are_available() {
-        assert!(process_rss() > 0);
+    fn os_name_is_known() {
         assert!(!os_name().is_empty());
-        let (_, user) = rusage(libc::RUSAGE_SELF);
-        assert!(user >= 0.0);
     }
 }

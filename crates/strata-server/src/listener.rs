@@ -3,7 +3,9 @@
 //! TCP_NODELAY and keepalive, on the TLS port completes the handshake (in a task of its own,
 //! bounded by [`crate::tls::HANDSHAKE_TIMEOUT`], so a client that stalls or sends garbage holds
 //! no worker), registers it (refusing it over `maxclients`, or from outside the loopback
-//! interface in protected mode) and spawns its connection task. Knows nothing of commands.
+//! interface in protected mode) and spawns its connection task. [`Rebindable`] holds sockets
+//! that CONFIG SET can replace while the server runs (`tls-port`, `metrics-port`): the new
+//! sockets are bound first, so a failure changes nothing. Knows nothing of commands.
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -68,6 +70,102 @@ pub fn bind(addr: &BindAddr, port: u16) -> io::Result<std::net::TcpListener> {
     socket.listen(BACKLOG)?;
     socket.set_nonblocking(true)?;
     Ok(socket.into())
+}
+
+/// Binds every `bind` address on `port`, skipping optional addresses that are unavailable.
+/// The error is Redis's message.
+pub fn bind_all(binds: &[BindAddr], port: u16) -> Result<Vec<std::net::TcpListener>, String> {
+    let mut listeners = Vec::new();
+    for b in binds {
+        match bind(b, port) {
+            Ok(l) => listeners.push(l),
+            Err(e)
+                if b.optional
+                    && matches!(
+                        e.raw_os_error(),
+                        Some(libc::EADDRNOTAVAIL | libc::EAFNOSUPPORT | libc::EPROTONOSUPPORT)
+                    ) =>
+            {
+                warning!(
+                    "Skipping optional bind address {}: {}",
+                    b.text,
+                    os_error_text(&e)
+                );
+            }
+            Err(e) => {
+                return Err(format!(
+                    "Could not create server TCP listening socket {}:{port}: bind: {}",
+                    b.text,
+                    os_error_text(&e)
+                ));
+            }
+        }
+    }
+    Ok(listeners)
+}
+
+/// [`bind_all`] for `bind` entries as configured (nothing when `port` is 0).
+pub fn bind_entries(entries: &[String], port: u16) -> Result<Vec<std::net::TcpListener>, String> {
+    if port == 0 {
+        return Ok(Vec::new());
+    }
+    let binds = entries
+        .iter()
+        .map(|e| parse_bind(e))
+        .collect::<Result<Vec<_>, _>>()?;
+    bind_all(&binds, port)
+}
+
+/// Listening sockets that can be replaced while the server runs.
+#[derive(Default)]
+pub struct Rebindable {
+    /// Sockets bound for [`Rebindable::supervise`] to take over.
+    pending: parking_lot::Mutex<Option<Vec<std::net::TcpListener>>>,
+    /// The addresses and port in force.
+    current: parking_lot::Mutex<(Vec<String>, u16)>,
+    changed: tokio::sync::Notify,
+}
+
+impl Rebindable {
+    /// Whether `bind` and `port` differ from what is served now.
+    pub fn differs(&self, bind: &[String], port: u16) -> bool {
+        let current = self.current.lock();
+        current.0 != bind || current.1 != port
+    }
+
+    /// The port served now (0: none).
+    pub fn port(&self) -> u16 {
+        self.current.lock().1
+    }
+
+    /// Serves `listeners` (bound for `bind` and `port`) from now on, in place of the old ones.
+    pub fn install(&self, bind: &[String], port: u16, listeners: Vec<std::net::TcpListener>) {
+        *self.current.lock() = (bind.to_vec(), port);
+        *self.pending.lock() = Some(listeners);
+        self.changed.notify_one();
+    }
+
+    /// Serves the sockets installed last, one `serve` task each, until aborted; the tasks of
+    /// replaced sockets are aborted (closing them).
+    pub async fn supervise(&self, serve: impl Fn(TcpListener) -> tokio::task::JoinHandle<()>) {
+        let mut tasks: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+        loop {
+            let taken = self.pending.lock().take();
+            if let Some(listeners) = taken {
+                for t in tasks.drain(..) {
+                    t.abort();
+                }
+                for l in listeners {
+                    let local = l.local_addr().ok();
+                    match TcpListener::from_std(l) {
+                        Ok(l) => tasks.push(serve(l)),
+                        Err(e) => warning!("Could not register listening socket {local:?}: {e}"),
+                    }
+                }
+            }
+            self.changed.notified().await;
+        }
+    }
 }
 
 /// `strerror` text of an I/O error, without Rust's "(os error N)" suffix.

@@ -7,9 +7,11 @@
 mod blocking;
 mod config;
 mod connection;
+mod figures;
 mod info;
 mod listener;
 mod log;
+mod metrics;
 mod monitor;
 mod pause;
 mod protected;
@@ -139,7 +141,7 @@ fn run(config: Config) -> i32 {
         if port == 0 {
             continue;
         }
-        match bind_all(&binds, port) {
+        match listener::bind_all(&binds, port) {
             Ok(ls) => std_listeners.extend(ls.into_iter().map(|l| (l, tls))),
             Err(e) => return fatal(&e),
         }
@@ -152,6 +154,16 @@ fn run(config: Config) -> i32 {
     }
     if std_listeners.is_empty() {
         return fatal("Configured to not listen anywhere, exiting.");
+    }
+    let metrics_listeners = match metrics::bind(&config.metrics_bind, config.metrics_port) {
+        Ok(l) => l,
+        Err(e) => return fatal(&e),
+    };
+    if config.metrics_port != 0 && metrics_listeners.is_empty() {
+        return fatal(&format!(
+            "Failed listening on metrics port {} (HTTP), aborting.",
+            config.metrics_port
+        ));
     }
 
     let opts = strata::Options {
@@ -211,7 +223,20 @@ fn run(config: Config) -> i32 {
         Err(e) => return fatal(&format!("Can't start the runtime: {e}")),
     };
 
+    let metrics_at = (config.metrics_bind.clone(), config.metrics_port);
+    let tls_at = (config.bind.clone(), config.tls_port);
     let server = Arc::new(Server::new(db, config));
+    server
+        .metrics
+        .install(&metrics_at.0, metrics_at.1, metrics_listeners);
+    // The TLS port's sockets can be replaced by CONFIG SET tls-port.
+    let (tls_listeners, std_listeners): (Vec<_>, Vec<_>) =
+        std_listeners.into_iter().partition(|(_, tls)| *tls);
+    server.tls_listeners.install(
+        &tls_at.0,
+        tls_at.1,
+        tls_listeners.into_iter().map(|(l, _)| l).collect(),
+    );
     if let Some(contexts) = tls_contexts {
         server.tls.install(contexts);
     }
@@ -238,38 +263,6 @@ fn run(config: Config) -> i32 {
     runtime.block_on(serve(server, std_listeners))
 }
 
-/// Binds every `bind` address on `port`, skipping optional addresses that are unavailable.
-/// The error is Redis's message.
-fn bind_all(binds: &[listener::BindAddr], port: u16) -> Result<Vec<std::net::TcpListener>, String> {
-    let mut listeners = Vec::new();
-    for b in binds {
-        match listener::bind(b, port) {
-            Ok(l) => listeners.push(l),
-            Err(e)
-                if b.optional
-                    && matches!(
-                        e.raw_os_error(),
-                        Some(libc::EADDRNOTAVAIL | libc::EAFNOSUPPORT | libc::EPROTONOSUPPORT)
-                    ) =>
-            {
-                warning!(
-                    "Skipping optional bind address {}: {}",
-                    b.text,
-                    listener::os_error_text(&e)
-                );
-            }
-            Err(e) => {
-                return Err(format!(
-                    "Could not create server TCP listening socket {}:{port}: bind: {}",
-                    b.text,
-                    listener::os_error_text(&e)
-                ));
-            }
-        }
-    }
-    Ok(listeners)
-}
-
 async fn serve(server: Arc<Server>, std_listeners: Vec<(std::net::TcpListener, bool)>) -> i32 {
     // Before the first connection is accepted: a SIGTERM sent once the server answers must find
     // the handler (without it the process died at once, its unflushed log records lost).
@@ -287,6 +280,15 @@ async fn serve(server: Arc<Server>, std_listeners: Vec<(std::net::TcpListener, b
         }
     }
     let cron = tokio::spawn(cron_loop(server.clone()));
+    let metrics = tokio::spawn(metrics::serve(server.clone()));
+    let tls_server = server.clone();
+    let tls = tokio::spawn(async move {
+        let s = tls_server.clone();
+        tls_server
+            .tls_listeners
+            .supervise(|l| tokio::spawn(listener::accept_loop(s.clone(), l, true)))
+            .await
+    });
     notice!("Ready to accept connections tcp");
 
     let reason = wait_for_shutdown(&server, signals).await;
@@ -295,6 +297,8 @@ async fn serve(server: Arc<Server>, std_listeners: Vec<(std::net::TcpListener, b
         t.abort();
     }
     cron.abort();
+    metrics.abort();
+    tls.abort();
     finish(&server)
 }
 

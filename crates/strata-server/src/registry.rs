@@ -230,6 +230,13 @@ impl ClientEntry {
 
     /// The CLIENT LIST line of this client (without the trailing newline), with Redis 7.0's
     /// fields in its order.
+    /// CLIENT LIST's `tot-mem`: the connection's buffers, its queued output and its entry.
+    pub fn total_memory(&self) -> usize {
+        self.buf_mem.load(Ordering::Relaxed)
+            + self.outbox.queued()
+            + std::mem::size_of::<ClientEntry>()
+    }
+
     pub fn line(&self, now_ms: u64) -> String {
         let name = self
             .name
@@ -241,7 +248,6 @@ impl ClientEntry {
         let user = String::from_utf8_lossy(&self.user.lock()).into_owned();
         let age = now_ms.saturating_sub(self.created_ms) / 1000;
         let idle = now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
-        let buf_mem = self.buf_mem.load(Ordering::Relaxed);
         let mut s = String::with_capacity(300);
         let _ = write!(
             s,
@@ -267,7 +273,7 @@ impl ClientEntry {
             self.rbs.load(Ordering::Relaxed),
             self.rbp.load(Ordering::Relaxed),
             self.outbox.queued(),
-            buf_mem + self.outbox.queued() + std::mem::size_of::<ClientEntry>(),
+            self.total_memory(),
             cmd,
             user,
             self.redir.load(Ordering::Relaxed),
@@ -363,6 +369,11 @@ impl Registry {
     /// Number of connected clients.
     pub fn len(&self) -> usize {
         self.lock().len()
+    }
+
+    /// The memory of every client's buffers (the sum of CLIENT LIST's `tot-mem`).
+    pub fn memory(&self) -> u64 {
+        self.lock().values().map(|c| c.total_memory() as u64).sum()
     }
 
     /// CLIENT LIST text: one line per client (in id order), each ending in `\n`.

@@ -146,6 +146,10 @@ pub struct Server {
     pub replication: crate::replication::Replication,
     /// The TLS contexts in force.
     pub tls: crate::tls::Tls,
+    /// The Prometheus metrics endpoint's sockets.
+    pub metrics: crate::listener::Rebindable,
+    /// The TLS port's sockets.
+    pub tls_listeners: crate::listener::Rebindable,
     /// The enabled keyspace-event classes (`strata_commands::notify` bits; 0 = off).
     notify_flags: std::sync::atomic::AtomicU32,
     /// INFO stats counters.
@@ -174,6 +178,8 @@ pub struct Server {
     ops: Mutex<OpsSampler>,
     ops_per_sec: AtomicU64,
     mem_peak: AtomicU64,
+    /// Memory in use once the data directory was open (MEMORY STATS `startup.allocated`).
+    pub mem_startup: u64,
     bgsave_running: AtomicBool,
     /// Whether writes were refused for lack of disk space at the last cron check (for logging).
     disk_full_seen: AtomicBool,
@@ -211,6 +217,8 @@ impl Server {
             pubsub: crate::pubsub::Broker::default(),
             replication,
             tls: Default::default(),
+            metrics: Default::default(),
+            tls_listeners: Default::default(),
             notify_flags: std::sync::atomic::AtomicU32::new(0),
             stats: ServerStats::default(),
             command_stats: Default::default(),
@@ -227,6 +235,7 @@ impl Server {
             }),
             ops_per_sec: AtomicU64::new(0),
             mem_peak: AtomicU64::new(0),
+            mem_startup: crate::figures::process_rss(),
             bgsave_running: AtomicBool::new(false),
             disk_full_seen: AtomicBool::new(false),
             stall_ms_seen: AtomicU64::new(0),
@@ -562,7 +571,7 @@ impl Server {
 
     /// Records the current memory use for used_memory_peak; returns it.
     pub fn sample_memory(&self) -> u64 {
-        let rss = crate::info::process_rss();
+        let rss = crate::figures::process_rss();
         self.mem_peak.fetch_max(rss, Ordering::Relaxed);
         rss
     }
@@ -673,11 +682,61 @@ impl Server {
 
     /// `CONFIG SET`, all or nothing: a TLS file or parameter among the pairs rebuilds the TLS
     /// contexts (when TLS is on), and if that fails every value is restored, the old contexts
-    /// stay, and the reply is Redis's.
+    /// stay, and the reply is Redis's. A new `tls-port` or metrics port is bound before
+    /// anything changes, and replaces the old sockets only once everything succeeded.
     pub fn config_set(&self, pairs: &[(String, String)]) -> Result<(), String> {
         let mut cfg = self.config_mut();
         let before = cfg.clone();
         cfg.set_many(pairs)?;
+        let refuse = |cfg: &mut Config, name: &str, why: &str| {
+            *cfg = before.clone();
+            Err(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+            ))
+        };
+        const NO_LISTEN: &str = "Unable to listen on this port. Check server logs.";
+        const NO_TLS: &str = "Unable to update TLS configuration. Check server logs.";
+        // A new metrics port or address is bound first: if it can't be, nothing changes.
+        let metrics = match self.metrics.differs(&cfg.metrics_bind, cfg.metrics_port) {
+            false => None,
+            true => match crate::metrics::bind(&cfg.metrics_bind, cfg.metrics_port) {
+                Ok(listeners) => Some(listeners),
+                Err(e) => {
+                    let name = pairs
+                        .iter()
+                        .map(|(n, _)| n.to_ascii_lowercase())
+                        .find(|n| n.starts_with("metrics-"))
+                        .unwrap_or_else(|| "metrics-port".to_string());
+                    warning!("{e}");
+                    return refuse(&mut cfg, &name, NO_LISTEN);
+                }
+            },
+        };
+        // A new tls-port (Redis's applyTLSPort): TLS is configured if it was not, then the
+        // port is bound; either failing changes nothing.
+        let tls_port = cfg.tls_port;
+        let tls_socket = match self.tls_listeners.port() != tls_port {
+            false => None,
+            true => {
+                if tls_port != 0 && self.tls.current().is_none() {
+                    match crate::tls::configure(&cfg) {
+                        Ok(contexts) => self.tls.install(contexts),
+                        Err(e) => {
+                            warning!("{e}");
+                            return refuse(&mut cfg, "tls-port", NO_TLS);
+                        }
+                    }
+                }
+                match crate::listener::bind_entries(&cfg.bind, tls_port) {
+                    Ok(listeners) if tls_port == 0 || !listeners.is_empty() => Some(listeners),
+                    Ok(_) => return refuse(&mut cfg, "tls-port", NO_LISTEN),
+                    Err(e) => {
+                        warning!("{e}");
+                        return refuse(&mut cfg, "tls-port", NO_LISTEN);
+                    }
+                }
+            }
+        };
         let tls_change = pairs.iter().find(|(n, _)| crate::tls::is_tls_parameter(n));
         if let Some((name, _)) = tls_change.filter(|_| crate::tls::wanted(&cfg)) {
             match crate::tls::configure(&cfg) {
@@ -690,6 +749,13 @@ impl Server {
                     return Err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - Unable to update TLS configuration. Check server logs."));
                 }
             }
+        }
+        if let Some(listeners) = metrics {
+            self.metrics
+                .install(&cfg.metrics_bind, cfg.metrics_port, listeners);
+        }
+        if let Some(listeners) = tls_socket {
+            self.tls_listeners.install(&cfg.bind, tls_port, listeners);
         }
         drop(cfg);
         self.apply_config();
@@ -1143,6 +1209,14 @@ impl ServerApi for ClientApi<'_> {
 
     fn latency(&self) -> &strata_commands::latency::LatencyMonitor {
         &self.server.latency
+    }
+
+    fn memory_overhead(&self) -> strata_commands::memory_overhead::MemoryOverhead {
+        crate::figures::memory_overhead(self.server)
+    }
+
+    fn memory_purge(&self) {
+        crate::figures::purge_allocator();
     }
 
     fn command_stats(&self) -> &strata_commands::command_stats::CommandStats {

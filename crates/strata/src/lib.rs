@@ -114,7 +114,7 @@ pub use check::{CheckReport, Problem};
 pub use db::{now_ms, Db, ExpiredHook, KeyScope, Options, Stats};
 pub use error::{Error, Result};
 pub use hash::HashScanPage;
-pub use info::EngineInfo;
+pub use info::{EngineGauges, EngineInfo};
 pub use iter::{KeyFilter, KeyInfo, Keys};
 pub use keyspace::{ExpireCondition, ScanPage, Ttl};
 pub use list::ListEnd;

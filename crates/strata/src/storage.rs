@@ -269,6 +269,10 @@ impl Storage {
         // refuse to open; skipping bad records could replay later ones and leave holes.) It is
         // RocksDB's default, set here so it cannot change under us; docs/reliability.md.
         db_opts.set_wal_recovery_mode(DBRecoveryMode::PointInTime);
+        // Counters only (no histograms or timers): the block cache's hits and misses for INFO
+        // and the metrics endpoint (`info.rs`, `EngineGauges`).
+        db_opts.enable_statistics();
+        db_opts.set_statistics_level(rocksdb::statistics::StatsLevel::ExceptHistogramOrTimers);
 
         // The data/zscore filters look up the metadata of the key a sub-key belongs to; they get the
         // database handle once it is open.

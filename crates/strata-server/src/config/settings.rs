@@ -326,6 +326,10 @@ pub struct Settings {
     pub compression: Compression,
     /// `bgsave-dir`, relative to `dir` (see [`Settings::bgsave_path`]).
     pub bgsave_dir: PathBuf,
+    /// `metrics-port`: the port of the Prometheus metrics endpoint; 0 = off.
+    pub metrics_port: u16,
+    /// `metrics-bind`: the addresses the metrics endpoint listens on (as `bind`).
+    pub metrics_bind: Vec<String>,
     /// `replicaof`: the leader this server replicates, if any.
     pub replicaof: Option<(String, u16)>,
     /// `masterauth`: the password for the leader.

@@ -156,6 +156,9 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("min-free-disk", &[], Memory { min: 0, max: LONG_MAX as u64 }, "256mb", Fixed, field!(min_free_disk)),
     row("compression", &[], Enum(Compression::NAMES), "lz4", Fixed, field!(compression)),
     row("bgsave-dir", &[], Str(non_empty), "backup", Mutable, field!(bgsave_dir)),
+    // The Prometheus metrics endpoint (docs/monitoring.md); a change at runtime re-listens.
+    row("metrics-port", &[], Int { min: 0, max: 65535 }, "0", Mutable, field!(metrics_port)),
+    row("metrics-bind", &[], Sp(Special::Bind), "127.0.0.1", Mutable, field!(metrics_bind)),
     // Replication. REPLICAOF changes `replicaof` at runtime (so CONFIG REWRITE keeps the role).
     row("replicaof", &["slaveof"], Sp(Special::ReplicaOf), "", Immutable, field!(replicaof)),
     row("masterauth", &[], Str(any), "", Mutable, field!(masterauth)),
@@ -299,7 +302,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("maxmemory-clients", &[], Percent { min: -100, max: LONG_MAX }, "0", Mutable, INERT),
     row("auto-aof-rewrite-min-size", &[], Memory { min: 0, max: LONG_MAX as u64 }, "67108864", Mutable, INERT),
     row("loading-process-events-interval-bytes", &[], Int { min: 1024, max: INT_MAX }, "2097152", Hidden, INERT),
-    row("tls-port", &[], Int { min: 0, max: 65535 }, "0", Fixed, field!(tls_port)),
+    row("tls-port", &[], Int { min: 0, max: 65535 }, "0", Mutable, field!(tls_port)),
     row("tls-session-cache-size", &[], Int { min: 0, max: INT_MAX }, "20480", Mutable, field!(tls_session_cache_size)),
     row("tls-session-cache-timeout", &[], Int { min: 0, max: INT_MAX }, "300", Mutable, field!(tls_session_cache_timeout)),
     row("tls-cluster", &[], Bool, "no", Mutable, INERT),

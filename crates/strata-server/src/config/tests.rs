@@ -896,6 +896,8 @@ fn every_redis_7_0_parameter_is_known_and_only_strata_adds_others() {
             "hot-cache-size",
             "memory-tier",
             "memory-tier-dirty-size",
+            "metrics-bind",
+            "metrics-port",
             "min-free-disk",
             "write-buffer-size",
         ])

@@ -427,12 +427,9 @@ impl Replication {
         self.refresh_gate(cfg);
     }
 
-    /// The INFO replication section.
-    pub fn info(&self, server: &Server, out: &mut String) {
-        use std::fmt::Write as _;
-        let cfg = server.config();
+    /// The replication figures INFO replication and the metrics endpoint report.
+    pub fn figures(&self, server: &Server) -> ReplicationFigures {
         let now = strata::now_ms();
-        out.push_str("# Replication\r\n");
         let link = self.link();
         let (offset, replid) = match &link {
             Some(link) => {
@@ -446,44 +443,79 @@ impl Replication {
             }
             None => (server.db.last_seq(), self.own_replid()),
         };
-        match &link {
+        let leader = link.map(|link| {
+            let up = link.is_up();
+            let last_io = link.last_io_ms.load(Ordering::Relaxed);
+            let loading = link.loading.load(Ordering::Acquire);
+            let since = link.down_since_ms.load(Ordering::Relaxed);
+            LeaderFigures {
+                host: link.host.clone(),
+                port: link.port,
+                up,
+                leader_offset: link.leader_offset.load(Ordering::Relaxed),
+                last_io_seconds_ago: (last_io != 0).then(|| now.saturating_sub(last_io) / 1000),
+                loading,
+                sync_read_bytes: link.sync_bytes.load(Ordering::Relaxed),
+                sync_last_io_seconds_ago: now
+                    .saturating_sub(link.sync_started_ms.load(Ordering::Relaxed).max(last_io))
+                    / 1000,
+                down_seconds: (!up && since != 0 && last_io != 0)
+                    .then(|| now.saturating_sub(since) / 1000),
+            }
+        });
+        let replicas = self
+            .attached_now()
+            .iter()
+            .map(|r| ReplicaFigures {
+                ip: r.ip.clone(),
+                port: r.port,
+                state: r.state_name(),
+                offset: r.ack.load(Ordering::Relaxed),
+                lag_seconds: now.saturating_sub(r.last_ack_ms.load(Ordering::Relaxed)) / 1000,
+            })
+            .collect();
+        ReplicationFigures {
+            offset,
+            replid,
+            leader,
+            replicas,
+            good_replicas: self.good_replicas.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The INFO replication section.
+    pub fn info(&self, server: &Server, out: &mut String) {
+        use std::fmt::Write as _;
+        let f = self.figures(server);
+        let cfg = server.config();
+        let offset = f.offset;
+        let replid = &f.replid;
+        out.push_str("# Replication\r\n");
+        match &f.leader {
             Some(link) => {
-                let up = link.is_up();
                 let _ = write!(
                     out,
                     "role:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:{}\r\n",
                     link.host,
                     link.port,
-                    if up { "up" } else { "down" }
+                    if link.up { "up" } else { "down" }
                 );
-                let last_io = link.last_io_ms.load(Ordering::Relaxed);
-                let io_ago = if last_io == 0 {
-                    -1
-                } else {
-                    (now.saturating_sub(last_io) / 1000) as i64
-                };
-                let loading = link.loading.load(Ordering::Acquire);
+                let io_ago = link.last_io_seconds_ago.map_or(-1, |s| s as i64);
                 let _ = write!(
                     out,
                     "master_last_io_seconds_ago:{io_ago}\r\nmaster_sync_in_progress:{}\r\nslave_read_repl_offset:{offset}\r\nslave_repl_offset:{offset}\r\n",
-                    u8::from(loading)
+                    u8::from(link.loading)
                 );
-                if loading {
-                    let started = link.sync_started_ms.load(Ordering::Relaxed);
+                if link.loading {
                     let _ = write!(
                         out,
                         "master_sync_total_bytes:-1\r\nmaster_sync_read_bytes:{}\r\nmaster_sync_left_bytes:-1\r\nmaster_sync_perc:-1.00\r\nmaster_sync_last_io_seconds_ago:{}\r\n",
-                        link.sync_bytes.load(Ordering::Relaxed),
-                        now.saturating_sub(started.max(last_io)) / 1000
+                        link.sync_read_bytes,
+                        link.sync_last_io_seconds_ago
                     );
                 }
-                if !up {
-                    let since = link.down_since_ms.load(Ordering::Relaxed);
-                    let secs = if since == 0 || last_io == 0 {
-                        -1
-                    } else {
-                        (now.saturating_sub(since) / 1000) as i64
-                    };
+                if !link.up {
+                    let secs = link.down_seconds.map_or(-1, |s| s as i64);
                     let _ = write!(out, "master_link_down_since_seconds:{secs}\r\n");
                 }
                 if link.from_redis.load(Ordering::Relaxed) {
@@ -504,25 +536,16 @@ impl Replication {
             }
             None => out.push_str("role:master\r\n"),
         }
-        let attached = self.attached_now();
-        let _ = write!(out, "connected_slaves:{}\r\n", attached.len());
+        let _ = write!(out, "connected_slaves:{}\r\n", f.replicas.len());
         let (min, max_lag) = (cfg.min_replicas_to_write, cfg.min_replicas_max_lag);
         if min > 0 && max_lag > 0 {
-            let _ = write!(
-                out,
-                "min_slaves_good_slaves:{}\r\n",
-                self.good_replicas.load(Ordering::Relaxed)
-            );
+            let _ = write!(out, "min_slaves_good_slaves:{}\r\n", f.good_replicas);
         }
-        for (i, r) in attached.iter().enumerate() {
-            let lag = now.saturating_sub(r.last_ack_ms.load(Ordering::Relaxed)) / 1000;
+        for (i, r) in f.replicas.iter().enumerate() {
             let _ = write!(
                 out,
-                "slave{i}:ip={},port={},state={},offset={},lag={lag}\r\n",
-                r.ip,
-                r.port,
-                r.state_name(),
-                r.ack.load(Ordering::Relaxed)
+                "slave{i}:ip={},port={},state={},offset={},lag={}\r\n",
+                r.ip, r.port, r.state, r.offset, r.lag_seconds
             );
         }
         let backlog = cfg.repl_backlog_size;
@@ -531,6 +554,57 @@ impl Replication {
             "master_failover_state:no-failover\r\nmaster_replid:{replid}\r\nmaster_replid2:{ZERO_ID}\r\nmaster_repl_offset:{offset}\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:1\r\nrepl_backlog_size:{backlog}\r\nrepl_backlog_first_byte_offset:1\r\nrepl_backlog_histlen:{offset}\r\n"
         );
     }
+}
+
+/// What INFO replication and the metrics endpoint report about replication, read once.
+pub struct ReplicationFigures {
+    /// The replication offset: the last sequence number written here (a leader) or applied
+    /// from the leader (a replica).
+    pub offset: u64,
+    /// The replication id the data follows.
+    pub replid: String,
+    /// The link to the leader, on a replica.
+    pub leader: Option<LeaderFigures>,
+    /// The replicas attached now.
+    pub replicas: Vec<ReplicaFigures>,
+    /// Replicas within `min-replicas-max-lag`, at the last check.
+    pub good_replicas: u64,
+}
+
+/// A replica's view of its link to the leader.
+pub struct LeaderFigures {
+    /// The leader's host, as REPLICAOF gave it.
+    pub host: String,
+    /// The leader's port.
+    pub port: u16,
+    /// Whether the link is up.
+    pub up: bool,
+    /// The leader's offset, from its last heartbeat.
+    pub leader_offset: u64,
+    /// Seconds since anything arrived from the leader (None: nothing yet).
+    pub last_io_seconds_ago: Option<u64>,
+    /// Whether a copy is being loaded.
+    pub loading: bool,
+    /// Bytes of the copy read so far.
+    pub sync_read_bytes: u64,
+    /// Seconds since the copy last made progress.
+    pub sync_last_io_seconds_ago: u64,
+    /// Seconds the link has been down (None when up or never up).
+    pub down_seconds: Option<u64>,
+}
+
+/// One attached replica, as a leader sees it.
+pub struct ReplicaFigures {
+    /// Its address.
+    pub ip: String,
+    /// Its listening port.
+    pub port: u16,
+    /// `wait_bgsave`, `send_bulk` or `online`.
+    pub state: &'static str,
+    /// The offset it last acknowledged.
+    pub offset: u64,
+    /// Seconds since its last acknowledgement.
+    pub lag_seconds: u64,
 }
 
 /// Takes a connection that sent PSYNC or SYNC over (from the connection task): a plain socket

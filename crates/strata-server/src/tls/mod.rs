@@ -77,7 +77,8 @@ pub fn wanted(cfg: &Settings) -> bool {
 }
 
 /// Whether setting `name` (a CONFIG SET parameter) rebuilds the TLS contexts: every `tls-*`
-/// parameter but `tls-port` (fixed while running) and `tls-auth-clients` (read per
+/// parameter but `tls-port` (which re-listens, configuring TLS first if it was off: see
+/// `Server::config_set`) and `tls-auth-clients` (read per
 /// connection, with no rebuild in Redis either).
 pub fn is_tls_parameter(name: &str) -> bool {
     name.get(..4)

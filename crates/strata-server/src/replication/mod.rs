@@ -461,6 +461,12 @@ impl Replication {
                     / 1000,
                 down_seconds: (!up && since != 0 && last_io != 0)
                     .then(|| now.saturating_sub(since) / 1000),
+                from_redis: link.from_redis.load(Ordering::Relaxed).then(|| {
+                    (
+                        link.skipped.load(Ordering::Relaxed),
+                        link.failed.load(Ordering::Relaxed),
+                    )
+                }),
             }
         });
         let replicas = self
@@ -518,12 +524,10 @@ impl Replication {
                     let secs = link.down_seconds.map_or(-1, |s| s as i64);
                     let _ = write!(out, "master_link_down_since_seconds:{secs}\r\n");
                 }
-                if link.from_redis.load(Ordering::Relaxed) {
+                if let Some((skipped, failed)) = link.from_redis {
                     let _ = write!(
                         out,
-                        "slave_repl_skipped_commands:{}\r\nslave_repl_failed_commands:{}\r\n",
-                        link.skipped.load(Ordering::Relaxed),
-                        link.failed.load(Ordering::Relaxed)
+                        "slave_repl_skipped_commands:{skipped}\r\nslave_repl_failed_commands:{failed}\r\n"
                     );
                 }
                 let _ = write!(
@@ -591,6 +595,8 @@ pub struct LeaderFigures {
     pub sync_last_io_seconds_ago: u64,
     /// Seconds the link has been down (None when up or never up).
     pub down_seconds: Option<u64>,
+    /// With a Redis leader: the commands of its stream skipped (unknown here) and failed.
+    pub from_redis: Option<(u64, u64)>,
 }
 
 /// One attached replica, as a leader sees it.

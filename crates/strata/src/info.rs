@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use crate::db::Db;
-use crate::storage::{CF_DATA, CF_EXPIRE, CF_META, CF_ZSCORE};
+use crate::storage::{Storage, CF_DATA, CF_EXPIRE, CF_META, CF_ZSCORE};
 
 /// Engine figures, summed over Strata's column families.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -70,16 +70,19 @@ pub struct EngineGauges {
 const FAMILIES: [&str; 4] = [CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE];
 const LEVELS: usize = 7;
 
+/// An integer property of the engine, added up over the data's column families.
+fn sum_over_families(s: &Storage, name: &str) -> u64 {
+    FAMILIES
+        .iter()
+        .filter_map(|cf| s.property_int(cf, name))
+        .sum()
+}
+
 impl Db {
     /// Engine and disk figures for the whole directory.
     pub fn engine_info(&self) -> EngineInfo {
         let s = self.storage();
-        let sum = |name: &str| -> u64 {
-            FAMILIES
-                .iter()
-                .filter_map(|cf| s.property_int(cf, name))
-                .sum()
-        };
+        let sum = |name: &str| sum_over_families(s, name);
         let files_per_level = (0..LEVELS)
             .map(|l| {
                 FAMILIES
@@ -109,12 +112,7 @@ impl Db {
     /// The gauges a monitor polls (see [`EngineGauges`]).
     pub fn engine_gauges(&self) -> EngineGauges {
         let s = self.storage();
-        let sum = |name: &str| -> u64 {
-            FAMILIES
-                .iter()
-                .filter_map(|cf| s.property_int(cf, name))
-                .sum()
-        };
+        let sum = |name: &str| sum_over_families(s, name);
         // The block cache and the background jobs are shared: any one family reports them.
         let one = |name: &str| s.property_int(CF_META, name).unwrap_or(0);
         let tickers = s

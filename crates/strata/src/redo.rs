@@ -338,7 +338,10 @@ pub(crate) fn record_at(data: &[u8], at: usize) -> Option<&[u8]> {
     let header = data.get(at..at.checked_add(RECORD_HEADER)?)?;
     let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as usize;
     let crc = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
-    if len > MAX_RECORD {
+    // Zeros where a record's length reached the disk before its data read as an empty record
+    // whose checksum matches (the CRC of nothing is 0); the log never writes one (a payload is a
+    // write batch, 12 bytes at least), so it ends the log like any torn record.
+    if len == 0 || len > MAX_RECORD {
         return None;
     }
     let start = at + RECORD_HEADER;
@@ -387,6 +390,30 @@ mod tests {
         log.ok_or("no log")?.drop_through(ended)?;
         let (_, seen, _) = replay(dir.path())?;
         assert_eq!(seen, vec![b"three".to_vec()]);
+        Ok(())
+    }
+
+    #[test]
+    fn a_zeroed_tail_is_cut_like_a_torn_one() -> R {
+        let dir = tempfile::tempdir()?;
+        let (log, _, _) = replay(dir.path())?;
+        let log = log.ok_or("no log")?;
+        log.append(b"kept");
+        log.sync()?;
+        drop(log);
+        // A power cut after the file's length grew but before its data was written: zeros.
+        let seg = super::segments(dir.path())?
+            .into_iter()
+            .max()
+            .ok_or("no segment")?;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(super::segment_path(dir.path(), seg))?;
+        std::io::Write::write_all(&mut f, &[0u8; 64])?;
+        drop(f);
+        let (_, seen, cut) = replay(dir.path())?;
+        assert!(cut);
+        assert_eq!(seen, vec![b"kept".to_vec()]);
         Ok(())
     }
 

@@ -396,6 +396,10 @@ impl Storage {
             ))),
             None => {
                 self.db.put(FORMAT_KEY, [FORMAT_VERSION])?;
+                // RocksDB's log buffer is written out by the writes that follow, and with the
+                // write-back tier there are none: write it now, so that a crash, or the `strata`
+                // tool opening the directory read-only, finds the marker.
+                self.db.flush_wal(true)?;
                 Ok(())
             }
             Some(v) if v.as_slice() == [FORMAT_VERSION] => Ok(()),

@@ -399,66 +399,38 @@ fn replication_series(server: &Server, e: &mut Exposition) {
         "The repl-backlog-size setting: bytes of archived log kept for replicas.",
         server.config().repl_backlog_size as f64,
     );
-    let replicas: Vec<(String, String, &str, u64, u64)> = f
-        .replicas
-        .iter()
-        .map(|r| {
-            (
-                r.ip.clone(),
-                r.port.to_string(),
-                r.state,
-                r.offset,
-                r.lag_seconds,
-            )
-        })
-        .collect();
-    e.family(
+    // One gauge per attached replica, labelled as redis_exporter labels them.
+    let per_replica =
+        |e: &mut Exposition, name: &str, help: &str, value: &dyn Fn(u64, u64) -> f64| {
+            e.family(name, Gauge, help);
+            for r in &f.replicas {
+                let port = r.port.to_string();
+                let labels = [
+                    ("slave_ip", r.ip.as_str()),
+                    ("slave_port", port.as_str()),
+                    ("slave_state", r.state),
+                ];
+                e.sample(name, &labels, value(r.offset, r.lag_seconds));
+            }
+        };
+    per_replica(
+        e,
         "redis_connected_slave_offset_bytes",
-        Gauge,
         "The offset each attached replica last acknowledged.",
+        &|offset, _| offset as f64,
     );
-    for (ip, port, state, offset, _) in &replicas {
-        let labels = [
-            ("slave_ip", ip.as_str()),
-            ("slave_port", port.as_str()),
-            ("slave_state", state),
-        ];
-        e.sample(
-            "redis_connected_slave_offset_bytes",
-            &labels,
-            *offset as f64,
-        );
-    }
-    e.family(
+    per_replica(
+        e,
         "redis_connected_slave_lag_seconds",
-        Gauge,
         "Seconds since each attached replica last acknowledged.",
+        &|_, lag| lag as f64,
     );
-    for (ip, port, state, _, lag) in &replicas {
-        let labels = [
-            ("slave_ip", ip.as_str()),
-            ("slave_port", port.as_str()),
-            ("slave_state", state),
-        ];
-        e.sample("redis_connected_slave_lag_seconds", &labels, *lag as f64);
-    }
-    e.family(
+    per_replica(
+        e,
         "strata_connected_slave_lag_offset",
-        Gauge,
         "How far each attached replica's acknowledged offset is behind this server's (in offsets: sequence numbers).",
+        &|offset, _| f.offset.saturating_sub(offset) as f64,
     );
-    for (ip, port, state, offset, _) in &replicas {
-        let labels = [
-            ("slave_ip", ip.as_str()),
-            ("slave_port", port.as_str()),
-            ("slave_state", state),
-        ];
-        e.sample(
-            "strata_connected_slave_lag_offset",
-            &labels,
-            f.offset.saturating_sub(*offset) as f64,
-        );
-    }
     if let Some(l) = &f.leader {
         e.single(
             "redis_master_link_up",

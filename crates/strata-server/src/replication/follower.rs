@@ -560,6 +560,21 @@ fn send_ack(stream: &mut socket::Link, link: &Link) -> io::Result<()> {
     stream.flush()
 }
 
+/// The start of a full copy from either kind of leader: logs it, resets the progress figures,
+/// ends this directory's own history (replicas of this server start over) and marks the link
+/// loading. Returns when the copy started.
+pub(super) fn begin_copy(server: &Server, link: &Link, replid: &str, offset: u64) -> Instant {
+    notice!("Full resync from master: {replid}:{offset}");
+    let started = Instant::now();
+    link.sync_started_ms
+        .store(strata::now_ms(), Ordering::Relaxed);
+    link.sync_bytes.store(0, Ordering::Relaxed);
+    server.replication.new_history();
+    link.loading.store(true, Ordering::Release);
+    link.set_state(server, SYNC);
+    started
+}
+
 /// Receives a full copy: wipes this directory, loads the records, and records the progress.
 fn load_copy(
     server: &Arc<Server>,
@@ -568,15 +583,7 @@ fn load_copy(
     replid: &str,
     seq: u64,
 ) -> io::Result<()> {
-    notice!("Full resync from master: {replid}:{seq}");
-    let started = Instant::now();
-    link.sync_started_ms
-        .store(strata::now_ms(), Ordering::Relaxed);
-    link.sync_bytes.store(0, Ordering::Relaxed);
-    // This directory's own history ends here: replicas of this server start over.
-    server.replication.new_history();
-    link.loading.store(true, Ordering::Release);
-    link.set_state(server, SYNC);
+    let started = begin_copy(server, link, replid, seq);
     let db = &server.db;
     let storage = |e: strata::Error| io::Error::other(format!("loading the copy: {e}"));
     db.load_begin().map_err(storage)?;

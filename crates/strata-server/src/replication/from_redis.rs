@@ -25,7 +25,7 @@ use strata_commands::command;
 use strata_commands::{registry, run, BlockMode, Ctx, Outcome, Session};
 use strata_resp::{Frame, RequestDecoder};
 
-use super::follower::{self, Link, CONNECTED, SYNC};
+use super::follower::{self, Link, CONNECTED};
 use super::{socket, wire};
 use crate::log::{notice, warning};
 use crate::registry::ClientEntry;
@@ -311,14 +311,7 @@ fn load_rdb(
     replid: &str,
     offset: u64,
 ) -> io::Result<()> {
-    notice!("Full resync from master: {replid}:{offset}");
-    let started = Instant::now();
-    link.sync_started_ms
-        .store(strata::now_ms(), Ordering::Relaxed);
-    link.sync_bytes.store(0, Ordering::Relaxed);
-    server.replication.new_history();
-    link.loading.store(true, Ordering::Release);
-    link.set_state(server, SYNC);
+    let started = follower::begin_copy(server, link, replid, offset);
     // Newlines while the leader prepares the file, then `$<len>` or `$EOF:<40-byte mark>`.
     let line = loop {
         let first = input

@@ -20,3 +20,11 @@ pub mod stream;
 pub mod value;
 
 pub use restore::{RestoreOptions, Restored};
+
+/// A database in a fresh temporary directory, for this module's tests.
+#[cfg(test)]
+fn test_db() -> (tempfile::TempDir, crate::Db) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let db = crate::Db::open(dir.path()).expect("open");
+    (dir, db)
+}

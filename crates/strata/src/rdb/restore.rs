@@ -178,12 +178,7 @@ impl Db {
 mod tests {
     use super::*;
     use crate::rdb::payload;
-
-    fn db() -> (tempfile::TempDir, Db) {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let db = Db::open(dir.path()).expect("open");
-        (dir, db)
-    }
+    use crate::rdb::test_db as db;
 
     #[test]
     fn a_large_collection_round_trips_through_plain_encodings() -> Result<()> {

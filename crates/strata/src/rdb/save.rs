@@ -143,12 +143,7 @@ pub fn export<W: Write>(
 mod tests {
     use super::*;
     use crate::rdb::file;
-
-    fn db() -> (tempfile::TempDir, Db) {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let db = Db::open(dir.path()).expect("open");
-        (dir, db)
-    }
+    use crate::rdb::test_db as db;
 
     #[test]
     fn a_file_reads_back_key_for_key_with_ttls_and_databases() -> Result<()> {

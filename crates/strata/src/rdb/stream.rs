@@ -465,14 +465,9 @@ fn write_stream_as(db: &Db, key: &[u8], out: &mut Staged<'_>, t: u8) -> Result<b
 mod tests {
     use super::*;
     use crate::rdb::payload;
+    use crate::rdb::test_db as db;
     use crate::rdb::RestoreOptions;
     use crate::stream::{AddId, GroupRead, GroupStart};
-
-    fn db() -> (tempfile::TempDir, Db) {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let db = Db::open(dir.path()).expect("open");
-        (dir, db)
-    }
 
     /// 250 entries (several nodes, two field layouts), two deletions, two groups with pending
     /// entries of several consumers and a consumer owning none.

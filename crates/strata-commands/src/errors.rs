@@ -119,6 +119,9 @@ pub fn exec_abort_because(reason: &str) -> String {
 }
 pub const SCRIPT_FLUSH_MODE: &str = "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
 pub const SCRIPT_NO_ARGS: &str = "ERR Please specify at least one argument for this redis lib call";
+/// `redis.call` and its kin reached when no script runs (kept by a script past its run).
+pub const SCRIPT_NOT_RUNNING: &str =
+    "ERR redis.call/pcall can only be called inside a script invocation";
 /// A library registering two functions of one name.
 pub const FUNCTION_EXISTS_IN_LIBRARY: &str = "ERR Function already exists in the library";
 /// redis.register_function called by a function, after its library was loaded.

@@ -16,7 +16,7 @@
 
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 const SHARDS: usize = 64;
@@ -94,18 +94,13 @@ pub(crate) struct HotFamily<'a> {
     family: u8,
 }
 
-/// FNV-1a over the key, finished with a multiply-xorshift so the low bits (shard) and the whole
-/// (map key) are both well mixed. Cheap for short keys, which is what the hot path sees.
+/// The key's hash: foldhash, seeded once per process (keys come from clients), whose low bits
+/// (shard) and whole (map key) are both well mixed. FNV-1a, one byte at a time, was measured
+/// first: it was most of a cache lookup's 5% of a script's CPU.
 pub(crate) fn hash_key(family: u8, key: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ family as u64;
-    h = h.wrapping_mul(0x0100_0000_01b3);
-    for &b in key {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^ (h >> 33)
+    static SEED: std::sync::LazyLock<foldhash::fast::RandomState> =
+        std::sync::LazyLock::new(Default::default);
+    SEED.hash_one((family, key))
 }
 
 impl HotCache {

@@ -565,7 +565,6 @@ struct Vm {
     /// FUNCTION libraries' callbacks by function name, as of `fn_generation`.
     fcalls: HashMap<String, (String, Function)>,
     fn_generation: Option<u64>,
-    redis: Table,
     /// The table the (empty, read-only) globals table reads through to: KEYS and ARGV go here.
     hidden: Table,
     xpcall: Function,
@@ -595,6 +594,54 @@ const LUA_MEMORY_LIMIT: usize = 1 << 30;
 
 /// Interpreter memory past which a finished script's garbage is collected at once.
 const COLLECT_AFTER_BYTES: usize = 64 << 20;
+
+/// What the interpreter's `redis.call`, `redis.pcall`, `redis.setresp` and
+/// `redis.acl_check_cmd` act on while a script runs: its client, and its reply protocol.
+struct RunState<'r, 'c> {
+    ctx: RefCell<&'r mut Ctx<'c>>,
+    resp3: Cell<bool>,
+    read_only: bool,
+}
+
+thread_local! {
+    /// The [`RunState`] of the script this thread runs (null: none), its lifetimes erased.
+    static RUN: Cell<*const ()> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Publishes a [`RunState`] in [`RUN`] for as long as it lives (restoring what was there).
+struct RunGuard {
+    outer: *const (),
+}
+
+impl RunGuard {
+    fn enter(state: &RunState<'_, '_>) -> RunGuard {
+        let me = state as *const RunState<'_, '_> as *const ();
+        RunGuard {
+            outer: RUN.with(|r| r.replace(me)),
+        }
+    }
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        RUN.with(|r| r.set(self.outer));
+    }
+}
+
+/// Runs `f` on the running script's [`RunState`]; an error when no script runs on this thread.
+fn with_run<R>(f: impl FnOnce(&RunState<'_, '_>) -> mlua::Result<R>) -> mlua::Result<R> {
+    let at = RUN.with(Cell::get);
+    if at.is_null() {
+        return Err(mlua::Error::external(CallError(
+            errors::SCRIPT_NOT_RUNNING.into(),
+        )));
+    }
+    // SAFETY: `at` was set by `RunGuard::enter` from a `RunState` that outlives the guard,
+    // and the guard resets `RUN` before the state goes away; `f` is generic over the
+    // lifetimes, so it cannot keep the reference beyond this call.
+    let run = unsafe { &*(at as *const RunState<'_, '_>) };
+    f(run)
+}
 
 /// A Lua interpreter with Redis's libraries (`cjson` and the like come later) and without the
 /// functions Redis removes, its memory limited to [`LUA_MEMORY_LIMIT`].
@@ -671,6 +718,45 @@ impl Vm {
         }
         globals.raw_set("redis", redis.clone())?;
         globals.raw_set("bit", bit_library(&lua)?)?;
+        // Made once per interpreter: they reach the running script's client through `RUN`.
+        // redis.call and redis.pcall get their arguments packed in one table (see
+        // `pack_arguments`), so thousands of them cost no interpreter references.
+        for (name, raise) in [("call", true), ("pcall", false)] {
+            let f = lua.create_function(move |lua, (args, n): (Table, i64)| {
+                with_run(|run| {
+                    redis_call(
+                        lua,
+                        &run.ctx,
+                        run.resp3.get(),
+                        run.read_only,
+                        &args,
+                        n,
+                        raise,
+                    )
+                })
+            })?;
+            redis.raw_set(name, packing(&lua, f)?)?;
+        }
+        redis.raw_set(
+            "setresp",
+            lua.create_function(|_, v: Value| {
+                with_run(|run| match v {
+                    Value::Integer(n @ (2 | 3)) => {
+                        run.resp3.set(n == 3);
+                        Ok(())
+                    }
+                    _ => Err(mlua::Error::external(CallError(
+                        "ERR RESP version must be 2 or 3.".into(),
+                    ))),
+                })
+            })?,
+        )?;
+        redis.raw_set(
+            "acl_check_cmd",
+            lua.create_function(|_, args: mlua::Variadic<Value>| {
+                with_run(|run| acl_check_cmd(&run.ctx.borrow(), &args))
+            })?,
+        )?;
         libs::register(&lua, &globals)?;
         let xpcall: Function = globals.raw_get("xpcall")?;
         let handler = lua.create_function(error_handler)?;
@@ -719,7 +805,6 @@ impl Vm {
             functions: HashMap::new(),
             fcalls: HashMap::new(),
             fn_generation: None,
-            redis,
             hidden: sealed.hidden,
             xpcall,
             handler,
@@ -769,6 +854,33 @@ impl Vm {
         Ok(f)
     }
 
+    /// Sets the KEYS and ARGV globals a script sees (`None`: clears them), in one protected
+    /// call into the interpreter rather than one per table, string and field.
+    fn set_keys_and_args(&self, lists: Option<(&[Bytes], &[Bytes])>) -> mlua::Result<()> {
+        let named = [(c"KEYS", lists.map(|l| l.0)), (c"ARGV", lists.map(|l| l.1))];
+        // SAFETY: `exec_raw` runs the closure in a protected call with `hidden` at index 1 and
+        // LUA_MINSTACK free slots; each step pushes at most three values and pops them. A Lua
+        // error (out of memory) leaves the closure, which owns nothing that needs dropping.
+        unsafe {
+            self.lua.exec_raw::<()>(self.hidden.clone(), |state| {
+                for (name, items) in &named {
+                    ffi::lua_pushstring(state, name.as_ptr());
+                    match items {
+                        Some(items) => {
+                            ffi::lua_createtable(state, items.len() as std::ffi::c_int, 0);
+                            for (i, item) in items.iter().enumerate() {
+                                ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+                                ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+                            }
+                        }
+                        None => ffi::lua_pushnil(state),
+                    }
+                    ffi::lua_rawset(state, 1);
+                }
+            })
+        }
+    }
+
     fn run(&mut self, ctx: &mut Ctx<'_>, inv: &Invocation<'_>) -> Frame {
         let (f, name, is_function) = match inv.target {
             Target::Script { sha, body, skip } => match self.script(sha, body, skip) {
@@ -794,52 +906,33 @@ impl Vm {
                 Err(e) => return err(format!("ERR {}", lua_message(&e))),
             }
         } else {
-            let set = |name: &str, items: &[Bytes]| self.hidden.raw_set(name, table(items)?);
-            if let Err(e) = set("KEYS", inv.keys).and_then(|_| set("ARGV", inv.args)) {
+            if let Err(e) = self.set_keys_and_args(Some((inv.keys, inv.args))) {
                 return err(format!("ERR {}", lua_message(&e)));
             }
             None
         };
-        let resp3 = Cell::new(false);
-        let ctx = RefCell::new(ctx);
-        let outcome = self.lua.scope(|scope| {
-            // redis.call and redis.pcall get their arguments packed in one table (see
-            // `pack_arguments`), so thousands of them cost no interpreter references.
-            let call = scope.create_function_mut(|lua, (args, n): (Table, i64)| {
-                redis_call(lua, &ctx, resp3.get(), inv.read_only, &args, n, true)
-            })?;
-            let pcall = scope.create_function_mut(|lua, (args, n): (Table, i64)| {
-                redis_call(lua, &ctx, resp3.get(), inv.read_only, &args, n, false)
-            })?;
-            let setresp = scope.create_function(|_, v: Value| match v {
-                Value::Integer(n @ (2 | 3)) => {
-                    resp3.set(n == 3);
-                    Ok(())
-                }
-                _ => Err(mlua::Error::external(CallError(
-                    "ERR RESP version must be 2 or 3.".into(),
-                ))),
-            })?;
-            self.redis.raw_set("call", packing(&self.lua, call)?)?;
-            self.redis.raw_set("pcall", packing(&self.lua, pcall)?)?;
-            self.redis.raw_set("setresp", setresp)?;
-            let acl_check = scope.create_function(|_, args: mlua::Variadic<Value>| {
-                acl_check_cmd(&ctx.borrow(), &args)
-            })?;
-            self.redis.raw_set("acl_check_cmd", acl_check)?;
+        let state = RunState {
+            ctx: RefCell::new(ctx),
+            resp3: Cell::new(false),
+            read_only: inv.read_only,
+        };
+        let outcome = {
+            let _running = RunGuard::enter(&state);
             match &call_args {
                 // Lua 5.1's xpcall passes no arguments: bind them in a closure first.
-                Some((keys, args)) => {
-                    let bound: Function =
-                        self.bind.call((f.clone(), keys.clone(), args.clone()))?;
-                    self.xpcall
-                        .call::<MultiValue>((bound, self.handler.clone()))
-                }
+                Some((keys, args)) => self
+                    .bind
+                    .call::<Function>((f.clone(), keys.clone(), args.clone()))
+                    .and_then(|bound| {
+                        self.xpcall
+                            .call::<MultiValue>((bound, self.handler.clone()))
+                    }),
                 None => self
                     .xpcall
                     .call::<MultiValue>((f.clone(), self.handler.clone())),
             }
-        });
+        };
+        let resp3 = state.resp3;
         // A script that left much garbage has it collected now, so the next one starts with the
         // interpreter's memory free.
         if self.lua.used_memory() > COLLECT_AFTER_BYTES {
@@ -851,8 +944,7 @@ impl Vm {
         };
         if !is_function {
             // KEYS and ARGV belong to this call only (functions must not see them).
-            let _ = self.hidden.raw_set("KEYS", Value::Nil);
-            let _ = self.hidden.raw_set("ARGV", Value::Nil);
+            let _ = self.set_keys_and_args(None);
         }
         let ok = matches!(values.first(), Some(Value::Boolean(true)));
         let value = values.into_iter().nth(1).unwrap_or(Value::Nil);
@@ -936,8 +1028,8 @@ fn redis_call(
         // Numbers as Redis writes them ("%.17g"), not as Lua's tostring does.
         let bytes = match args.raw_get::<Value>(i)? {
             Value::String(s) => Bytes::copy_from_slice(&s.as_bytes()),
-            Value::Integer(n) => Bytes::from(libs::format_g(n as f64, 17)),
-            Value::Number(x) => Bytes::from(libs::format_g(x, 17)),
+            Value::Integer(n) => Bytes::from(number_argument(n as f64)),
+            Value::Number(x) => Bytes::from(number_argument(x)),
             _ => return fail(errors::SCRIPT_BAD_ARG.into()),
         };
         argv.push(bytes);
@@ -983,6 +1075,18 @@ fn redis_call(
     convert::frame_to_lua(lua, &frame, resp3)
 }
 
+/// A Lua number as a command argument, as Redis writes it (`%.17g`): a whole number below
+/// 2^53 (what scripts pass as counts and increments) is its decimal digits, written without
+/// the general formatter.
+fn number_argument(x: f64) -> String {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    if x.fract() == 0.0 && x.abs() < EXACT && !(x == 0.0 && x.is_sign_negative()) {
+        (x as i64).to_string()
+    } else {
+        libs::format_g(x, 17)
+    }
+}
+
 /// `redis.acl_check_cmd(command, args...)`: whether the script's user may run the call.
 fn acl_check_cmd(ctx: &Ctx<'_>, args: &[Value]) -> mlua::Result<bool> {
     let raise = |text: &str| Err(mlua::Error::external(CallError(text.to_string())));
@@ -993,8 +1097,8 @@ fn acl_check_cmd(ctx: &Ctx<'_>, args: &[Value]) -> mlua::Result<bool> {
     for v in args {
         argv.push(match v {
             Value::String(s) => Bytes::copy_from_slice(&s.as_bytes()),
-            Value::Integer(n) => Bytes::from(libs::format_g(*n as f64, 17)),
-            Value::Number(x) => Bytes::from(libs::format_g(*x, 17)),
+            Value::Integer(n) => Bytes::from(number_argument(*n as f64)),
+            Value::Number(x) => Bytes::from(number_argument(*x)),
             _ => return raise(errors::SCRIPT_BAD_ARG),
         });
     }
@@ -1158,6 +1262,32 @@ fn bit_library(lua: &Lua) -> mlua::Result<Table> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn number_arguments_are_written_as_redis_writes_them() {
+        for x in [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            42.0,
+            1e15,
+            -123_456_789.0,
+            9_007_199_254_740_991.0,
+            9_007_199_254_740_992.0,
+            1e17,
+            1e300,
+            0.5,
+            -3.25,
+            1.0 / 3.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
+            assert_eq!(number_argument(x), libs::format_g(x, 17), "{x}");
+        }
+        assert_eq!(number_argument(-1.0), "-1");
+        assert_eq!(number_argument(-0.0), "-0");
+    }
 
     #[test]
     fn shebang_flags_and_errors_follow_redis() {

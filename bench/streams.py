@@ -59,11 +59,12 @@ def benchmark(server: Server, args: list, n: int, pipeline: int, keyspace: int,
     (ms) are appended to `latencies` when given."""
     cmd = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(server.port), "-c", "50", "-n", str(n),
            "-P", str(pipeline), "-r", str(keyspace), "--csv", "--precision", "3", *args]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900).stdout
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    out = done.stdout
     # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms",...
     rows = [r for r in csv.reader(out.splitlines()) if len(r) >= 7 and r[0] != "test"]
     if not rows:
-        raise RuntimeError(f"redis-benchmark said: {out[-500:]!r}")
+        raise RuntimeError(f"redis-benchmark said: {out[-300:]!r} {done.stderr[-300:]!r}")
     if latencies is not None:
         latencies.append((float(rows[-1][4]), float(rows[-1][6])))
     return float(rows[-1][1])

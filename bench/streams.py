@@ -24,12 +24,15 @@ RSS while a large stream is appended: `bench/rss.py --stream` (see bench/README.
 """
 
 import argparse
+import csv
 import os
 import re
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
@@ -50,41 +53,80 @@ def log(msg: str):
     print(f"[streams {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def benchmark(server: Server, args: list, n: int, pipeline: int, keyspace: int) -> float:
-    """redis-benchmark's requests per second for one command line."""
+def benchmark(server: Server, args: list, n: int, pipeline: int, keyspace: int,
+              latencies: list | None = None) -> float:
+    """redis-benchmark's requests per second for one command line; its p50 and p99 latency
+    (ms) are appended to `latencies` when given."""
     cmd = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(server.port), "-c", "50", "-n", str(n),
-           "-P", str(pipeline), "-r", str(keyspace), "-q", *args]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900).stdout
-    rates = re.findall(r"([\d.]+) requests per second", out)
-    if not rates:
-        raise RuntimeError(f"redis-benchmark said: {out[-500:]!r}")
-    return float(rates[-1])
+           "-P", str(pipeline), "-r", str(keyspace), "--csv", "--precision", "3", *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    out = done.stdout
+    # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms",...
+    rows = [r for r in csv.reader(out.splitlines()) if len(r) >= 7 and r[0] != "test"]
+    if not rows:
+        raise RuntimeError(f"redis-benchmark said: {out[-300:]!r} {done.stderr[-300:]!r}")
+    if latencies is not None:
+        latencies.append((float(rows[-1][4]), float(rows[-1][6])))
+    return float(rows[-1][1])
 
 
 def fill_big(server: Server, n: int, deadline: float) -> int:
     """XADD big i-0 v <20 bytes> for i in 1..n, pipelined; stops at the deadline. Returns the
-    number of entries added. Replies are counted, not parsed (an ID is one bulk string: two
-    CRLFs), so the client keeps up."""
+    number of entries added. A reader thread counts the replies (an ID is one bulk string: two
+    CRLFs) while the batches go on being sent, at most `ahead` batches beyond the last one
+    answered, so the server always has the next batch to read."""
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=120)
-    batch = 10000
-    done = 0
-    try:
-        while done < n and time.monotonic() < deadline:
-            upto = min(n, done + batch)
-            sock.sendall(b"".join(b"*5\r\n$4\r\nXADD\r\n$3\r\nbig\r\n$%d\r\n%d-0\r\n$1\r\nv\r\n$20\r\n%020d\r\n"
-                                  % (len(b"%d-0" % i), i, i) for i in range(done + 1, upto + 1)))
-            want, buf = 2 * (upto - done), b""
-            while buf.count(b"\r\n") < want:
+    batch, ahead = 10000, 4
+    answered = [0, 0, None]  # CRLFs, bulk replies, the error that stopped the fill
+    cond = threading.Condition()
+
+    def read_replies():
+        tail = b"\n"  # a line starting with "-" is an error reply
+        try:
+            while True:
                 chunk = sock.recv(1 << 20)
                 if not chunk:
-                    raise RuntimeError("connection closed")
-                buf += chunk
-            if buf.count(b"$") != upto - done:
-                raise RuntimeError(f"fill of big: {buf[:200]!r}")
-            done = upto
+                    return
+                buf = tail + chunk
+                if buf.rfind(b"\r\n") < 0:
+                    tail = buf
+                    continue
+                cut = buf.rfind(b"\r\n") + 2
+                # A bulk reply is complete at its second CRLF: count CRLFs, a reply per two.
+                done, tail = buf[:cut], buf[cut:]
+                with cond:
+                    answered[0] += done.count(b"\r\n")
+                    answered[1] += done.count(b"$")
+                    if b"\n-" in done:
+                        answered[2] = done[done.index(b"\n-") + 1:][:200]
+                    cond.notify_all()
+                tail = done[-1:] + tail
+        except OSError as e:
+            with cond:
+                answered[2] = e
+                cond.notify_all()
+
+    reader = threading.Thread(target=read_replies, daemon=True)
+    reader.start()
+    sent = 0
+    try:
+        while sent < n and time.monotonic() < deadline:
+            upto = min(n, sent + batch)
+            with cond:
+                cond.wait_for(lambda: answered[2] is not None or answered[0] // 2 >= sent - ahead * batch)
+                if answered[2] is not None:
+                    break
+            sock.sendall(b"".join(b"*5\r\n$4\r\nXADD\r\n$3\r\nbig\r\n$%d\r\n%d-0\r\n$1\r\nv\r\n$20\r\n%020d\r\n"
+                                  % (len(b"%d-0" % i), i, i) for i in range(sent + 1, upto + 1)))
+            sent = upto
+        with cond:
+            if not cond.wait_for(lambda: answered[2] is not None or answered[0] >= 2 * sent, timeout=600):
+                raise RuntimeError("fill of big: replies missing")
+        if answered[2] is not None or answered[1] != sent or answered[0] != 2 * sent:
+            raise RuntimeError(f"fill of big: {answered[1]} IDs for {sent} XADDs ({answered[2]})")
     finally:
         sock.close()
-    return done
+    return sent
 
 
 ENTRY_ID = re.compile(rb"\*2\r\n\$\d+\r\n(\d+-\d+)\r\n\*\d+\r\n")
@@ -147,6 +189,9 @@ def measure(server: Server, run) -> tuple[float, float]:
     return rate or ops / (t1 - t0), (c1 - c0) / TICKS * 1e6 / ops
 
 
+ROWS = ("xadd1", "xadd16", "consume", "xrange")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
@@ -155,39 +200,54 @@ def main():
     ap.add_argument("--xrange-requests", type=int, default=30000)
     ap.add_argument("--consume", type=int, default=100000, help="entries the consumer row reads per round")
     ap.add_argument("--big", type=int, default=10_000_000, help="entries of the XRANGE stream")
-    ap.add_argument("--fill-limit", type=float, default=180.0, help="seconds a server's fill of it may take")
+    ap.add_argument("--fill-limit", type=float, default=900.0, help="seconds a server's fill of it may take")
+    ap.add_argument("--rows", default=",".join(ROWS), help=f"which rows, of {','.join(ROWS)}")
+    ap.add_argument("--dir", help="where the servers' data directories go (default: $TMPDIR)")
     args = ap.parse_args()
+    wanted = args.rows.split(",")
+    if unknown := [r for r in wanted if r not in ROWS]:
+        ap.error(f"unknown rows {unknown}")
+    if args.dir:
+        os.makedirs(args.dir, exist_ok=True)
+        tempfile.tempdir = args.dir
 
     servers = {"redis-aof": Server("redis", {"appendonly": "yes", "appendfsync": "everysec"}),
                "strata": Server("strata", {"appendfsync": "everysec"})}
     results: dict = {}
+    latencies: dict = {}
     try:
         for s in servers.values():
             s.start()
         # Strata first: if it cannot fill the whole stream in time, Redis gets as many.
-        big = args.big
-        for name in ("strata", "redis-aof"):
+        big = args.big if "xrange" in wanted else 0
+        for name in ("strata", "redis-aof") if big else ():
             t = time.monotonic()
             big = fill_big(servers[name], big, t + args.fill_limit)
-            log(f"{name}: filled big with {big} entries in {time.monotonic() - t:.0f}s")
-        if big < args.big:
+            took = time.monotonic() - t
+            log(f"{name}: filled big with {big} entries in {took:.0f}s ({big / took:,.0f} XADD/s)")
+        if big < args.big and "xrange" in wanted:
             log(f"big has {big} entries, not {args.big}: the fill took more than {args.fill_limit:.0f}s")
         xadd = ["XADD", "xs", "*", "f", "__rand_int__", "payload", PAYLOAD]
         xrange = ["XRANGE", "big", "__rand_int__", "+", "COUNT", "100"]
         rows = [
-            ("XADD P1", lambda s, _: (args.requests, benchmark(s, xadd, args.requests, 1, 1000000))),
-            ("XADD P16", lambda s, _: (args.pipelined_requests,
-                                       benchmark(s, xadd, args.pipelined_requests, 16, 1000000))),
-            ("XREADGROUP+XACK (entries)", lambda s, rnd: (consume(s, f"g{rnd}", args.consume), None)),
-            (f"XRANGE 100 of {big}", lambda s, _: (args.xrange_requests,
-                                                   benchmark(s, xrange, args.xrange_requests, 1, big))),
+            ("xadd1", "XADD P1", lambda s, _, lat: (args.requests, benchmark(s, xadd, args.requests, 1, 1000000))),
+            ("xadd16", "XADD P16", lambda s, _, lat: (args.pipelined_requests,
+                                                      benchmark(s, xadd, args.pipelined_requests, 16, 1000000))),
+            ("consume", "XREADGROUP+XACK (entries)",
+             lambda s, rnd, lat: (consume(s, f"g{rnd}", args.consume), None)),
+            ("xrange", f"XRANGE 100 of {big}", lambda s, _, lat: (args.xrange_requests,
+                                                                  benchmark(s, xrange, args.xrange_requests, 1,
+                                                                            big, lat))),
         ]
+        rows = [(row, run) for key, row, run in rows if key in wanted]
         for rnd in range(args.rounds):
             for row, run in rows:
                 for name, s in servers.items():
-                    ops, cpu = measure(s, lambda: run(s, rnd))
+                    lat = latencies.setdefault((row, name), [])
+                    ops, cpu = measure(s, lambda: run(s, rnd, lat))
                     results.setdefault((row, name), []).append((ops, cpu))
-                    log(f"round {rnd + 1} {row} {name}: {ops:,.0f} ops/s, {cpu:.1f} CPU µs/op")
+                    p = f", p50 {lat[-1][0]:.3f} ms, p99 {lat[-1][1]:.3f} ms" if lat else ""
+                    log(f"round {rnd + 1} {row} {name}: {ops:,.0f} ops/s, {cpu:.1f} CPU µs/op{p}")
         print(f"\nStreams, medians of {args.rounds} rounds (redis-aof: appendonly yes, appendfsync everysec;"
               f" strata: appendfsync everysec)")
         print(f"{'row':34} {'redis-aof ops/s':>16} {'strata ops/s':>14} {'ratio':>6} "
@@ -198,6 +258,12 @@ def main():
             ro, so = statistics.median(x[0] for x in r), statistics.median(x[0] for x in t)
             rc, sc = statistics.median(x[1] for x in r), statistics.median(x[1] for x in t)
             print(f"{row:34} {ro:16,.0f} {so:14,.0f} {so / ro:5.2f}x {rc:12.1f} {sc:13.1f} {sc / rc:8.2f}x")
+        for row, _ in rows:
+            if latencies.get((row, "strata")):
+                print(f"{row} latency (ms, 50 clients, medians of {args.rounds}): " + ", ".join(
+                    f"{name} p50 {statistics.median(x[0] for x in latencies[(row, name)]):.3f}"
+                    f" p99 {statistics.median(x[1] for x in latencies[(row, name)]):.3f}"
+                    for name in servers))
     finally:
         for s in servers.values():
             s.cleanup()

@@ -91,7 +91,13 @@ pub fn data_prefix(db: u8, key: &[u8], version: u64) -> Vec<u8> {
 
 /// A `data` key: [`data_prefix`] followed by the sub-key (hash field, set member, list index, zset member).
 pub fn data_key(db: u8, key: &[u8], version: u64, sub: &[u8]) -> Vec<u8> {
-    let mut out = data_prefix(db, key, version);
+    // Sized for the whole key at once: every collection write builds one of these.
+    let mut out = Vec::with_capacity(15 + key.len() + sub.len());
+    out.push(db);
+    out.extend_from_slice(&slot(key).to_be_bytes());
+    out.extend_from_slice(&(key.len() as u32).to_be_bytes());
+    out.extend_from_slice(key);
+    out.extend_from_slice(&version.to_be_bytes());
     out.extend_from_slice(sub);
     out
 }

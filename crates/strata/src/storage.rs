@@ -570,26 +570,39 @@ impl Storage {
     /// Inside an atomic scope of this thread the batch is only added to the scope (see
     /// [`Storage::begin_scope`]).
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.write_caching(batch, true)
+    }
+
+    /// [`Storage::write`] for a batch whose `data` records are written once and seldom read
+    /// back by key (stream entries, read by walks): they are not copied into the hot-record
+    /// cache, where they would only push out records that are read (any record the cache holds
+    /// under one of their keys is forgotten instead). Its metadata records are cached as usual.
+    /// Inside an atomic scope the batch joins the scope, whose commit caches as `write` does.
+    pub(crate) fn write_cold(&self, batch: WriteBatch) -> Result<()> {
+        self.write_caching(batch, false)
+    }
+
+    fn write_caching(&self, batch: WriteBatch, cache_data: bool) -> Result<()> {
         if self.read_only {
             return Err(Error::ReadOnly);
         }
         if let Some(p) = self.pending() {
             return p.borrow_mut().add(batch.data());
         }
-        self.write_now(batch)
+        self.write_now(batch, cache_data)
     }
 
-    fn write_now(&self, batch: WriteBatch) -> Result<()> {
+    fn write_now(&self, batch: WriteBatch, cache_data: bool) -> Result<()> {
         self.guard_disk(batch.size_in_bytes() as u64)?;
         if let Some(tier) = &self.tier {
-            return self.write_back_now(tier, &batch);
+            return self.write_back_now(tier, &batch, cache_data);
         }
         let mut wo = WriteOptions::default();
         // With batched log writes, `always` syncs once per batch of commands instead
         // ([`Storage::flush_wal_buffer`], before their replies leave).
         wo.set_sync(self.sync_policy() == SyncPolicy::Always && !self.batch_wal_writes);
         let (_, ops) = pending::decode_batch(batch.data())?;
-        let (small, changed) = self.forget_hot(&batch, &ops);
+        let (small, changed) = self.forget_hot(&batch, &ops, cache_data);
         let remember = small.then(|| batch.data().to_vec());
         drop(ops);
         self.db.write_opt(batch, &wo)?;
@@ -597,7 +610,7 @@ impl Storage {
         // After the write is visible, so a count that read the old generation is never kept.
         self.bump_meta_generations(&changed);
         if let Some(data) = remember {
-            self.remember_hot(&pending::decode_batch(&data)?.1);
+            self.remember_hot(&pending::decode_batch(&data)?.1, cache_data);
         }
         Ok(())
     }
@@ -605,14 +618,14 @@ impl Storage {
     /// [`Storage::write_now`] through the write-back tier: logged and applied in memory; with
     /// unbatched log writes the record reaches the operating system (and with `always` the
     /// disk) before this returns, as RocksDB's own log would.
-    fn write_back_now(&self, tier: &Tier, batch: &WriteBatch) -> Result<()> {
+    fn write_back_now(&self, tier: &Tier, batch: &WriteBatch, cache_data: bool) -> Result<()> {
         let (_, ops) = pending::decode_batch(batch.data())?;
-        let (small, changed) = self.forget_hot(batch, &ops);
+        let (small, changed) = self.forget_hot(batch, &ops, cache_data);
         tier.write(batch.data(), &ops)?;
         self.writes.fetch_add(1, Ordering::Release);
         self.bump_meta_generations(&changed);
         if small {
-            self.remember_hot(&ops);
+            self.remember_hot(&ops, cache_data);
         }
         if !self.batch_wal_writes {
             match self.sync_policy() {
@@ -654,10 +667,16 @@ impl Storage {
     }
 
     /// Before `batch` is applied: forgets the cached records it deletes (every record of a
-    /// family it deletes a range of), and those it writes when it is too large to be cached.
+    /// family it deletes a range of), and those it writes when it is too large to be cached
+    /// (or, without `cache_data`, those it writes to the `data` family).
     /// Returns whether the batch is small enough to fill the cache from once it is applied, and
     /// the physical databases whose metadata records it changes.
-    fn forget_hot(&self, batch: &WriteBatch, ops: &[BatchOp<'_>]) -> (bool, DbSet) {
+    fn forget_hot(
+        &self,
+        batch: &WriteBatch,
+        ops: &[BatchOp<'_>],
+        cache_data: bool,
+    ) -> (bool, DbSet) {
         let hot = self.hot.enabled();
         // A batch with more records, or more bytes, than the cache could take is not copied
         // (a 512 MB string would otherwise be copied once more only to be found too large).
@@ -673,7 +692,7 @@ impl Storage {
                     if cf == meta {
                         changed.add(key.first().copied().unwrap_or(0));
                     }
-                    if hot && !small {
+                    if hot && (!small || (!cache_data && cf == self.cf_ids[1])) {
                         if let Some(c) = self.hot(cf) {
                             c.remove(key);
                         }
@@ -701,14 +720,17 @@ impl Storage {
     }
 
     /// After a batch was applied: caches the records it wrote (see `hot.rs` for why this is
-    /// safe: its writer holds the keys' locks). The operations are replayed in order, as RocksDB
+    /// safe: its writer holds the keys' locks), those of the `data` family only with
+    /// `cache_data` (else [`Storage::forget_hot`] forgot them). The operations are replayed in order, as RocksDB
     /// applied them: a transaction may write a record and then delete it.
-    fn remember_hot(&self, ops: &[BatchOp<'_>]) {
+    fn remember_hot(&self, ops: &[BatchOp<'_>], cache_data: bool) {
         for op in ops {
             match *op {
                 BatchOp::Put { cf, key, value } => {
                     if let Some(c) = self.hot(cf) {
-                        c.put(key, value);
+                        if cache_data || cf != self.cf_ids[1] {
+                            c.put(key, value);
+                        }
                     }
                 }
                 BatchOp::Delete { cf, key } => {
@@ -775,7 +797,7 @@ impl Storage {
         if !commit || pending.is_empty() {
             return Ok(());
         }
-        self.write_now(WriteBatch::from_data(&pending.into_batch_data()))
+        self.write_now(WriteBatch::from_data(&pending.into_batch_data()), true)
     }
 
     fn id(&self) -> usize {

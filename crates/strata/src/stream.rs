@@ -22,8 +22,8 @@ use rocksdb::WriteBatch;
 use crate::collection::CollectionMeta;
 use crate::db::{now_ms, Db};
 use crate::error::{Error, Result};
-use crate::meta::KeyType;
-use crate::storage::CF_DATA;
+use crate::meta::{self, KeyType};
+use crate::storage::{CF_DATA, CF_META};
 
 mod image;
 pub use image::{GroupImage, StreamBuilder, StreamImage};
@@ -361,8 +361,40 @@ struct Stream {
 }
 
 impl Stream {
-    fn decode(c: CollectionMeta) -> Result<Stream> {
-        let e = &c.extra;
+    fn decode(mut c: CollectionMeta) -> Result<Stream> {
+        let extra = std::mem::take(&mut c.extra);
+        Stream::from_parts(c, &extra)
+    }
+
+    /// The stream of a metadata record as stored (header included), read in place: `None` when
+    /// the key has expired, `WrongType` when it holds another type. A command's load of its
+    /// stream is this one read of the record, with no copy of it.
+    fn from_record(raw: &[u8]) -> Result<Option<Stream>> {
+        let expire = meta::expire_of(raw);
+        if expire != 0 && expire <= now_ms() {
+            return Ok(None);
+        }
+        let (kind, expire_ms) = meta::decode_header(raw)?;
+        if kind != KeyType::Stream {
+            return Err(Error::WrongType);
+        }
+        let body = &raw[meta::HEADER_LEN..];
+        let (Some(version), Some(len)) = (be64(body), body.get(8..).and_then(be64)) else {
+            return Err(corrupt("metadata lacks version/len"));
+        };
+        let c = CollectionMeta {
+            kind,
+            expire_ms,
+            version,
+            len,
+            extra: Vec::new(),
+        };
+        Stream::from_parts(c, &body[16..]).map(Some)
+    }
+
+    /// The stream of collection metadata `c` whose stream-specific bytes are `e` (the fields
+    /// are the truth from here on: `c.extra` is brought up to date by [`Stream::sync`]).
+    fn from_parts(c: CollectionMeta, e: &[u8]) -> Result<Stream> {
         if e.len() != EXTRA_LEN {
             return Err(corrupt("metadata of the wrong size"));
         }
@@ -382,13 +414,39 @@ impl Stream {
 
     fn sync(&mut self) {
         let mut e = Vec::with_capacity(EXTRA_LEN);
+        self.put_extra(&mut e);
+        self.c.extra = e;
+    }
+
+    fn put_extra(&self, e: &mut Vec<u8>) {
         e.extend_from_slice(&self.last.bytes());
         e.extend_from_slice(&self.first.bytes());
         e.extend_from_slice(&self.max_deleted.bytes());
         for n in [self.entries_added, self.groups, self.node, self.node_fill] {
             e.extend_from_slice(&n.to_be_bytes());
         }
-        self.c.extra = e;
+    }
+
+    /// The metadata body (`[version][len]` and the stream's fields), as exported.
+    fn body(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(16 + EXTRA_LEN);
+        b.extend_from_slice(&self.c.version.to_be_bytes());
+        b.extend_from_slice(&self.c.len.to_be_bytes());
+        self.put_extra(&mut b);
+        b
+    }
+
+    /// The whole metadata record as stored (`meta::encode_parts` of the body), built in one
+    /// allocation.
+    fn record(&self) -> Vec<u8> {
+        let mut r = Vec::with_capacity(meta::HEADER_LEN + 16 + EXTRA_LEN);
+        r.push(KeyType::Stream.id());
+        r.push(meta::ENCODING_VERSION);
+        r.extend_from_slice(&self.c.expire_ms.to_be_bytes());
+        r.extend_from_slice(&self.c.version.to_be_bytes());
+        r.extend_from_slice(&self.c.len.to_be_bytes());
+        self.put_extra(&mut r);
+        r
     }
 
     /// Redis's `streamRangeHasTombstones(s, start, NULL)`.
@@ -521,10 +579,9 @@ impl Nack {
     }
 }
 
-fn entry_sub(id: StreamId) -> Vec<u8> {
-    let mut s = Vec::with_capacity(17);
-    s.push(TAG_ENTRY);
-    s.extend_from_slice(&id.bytes());
+fn entry_sub(id: StreamId) -> [u8; 17] {
+    let mut s = [TAG_ENTRY; 17];
+    s[1..].copy_from_slice(&id.bytes());
     s
 }
 
@@ -617,9 +674,10 @@ impl Db {
     }
 
     fn stream_load(&self, key: &[u8]) -> Result<Option<Stream>> {
-        self.load_collection(key, KeyType::Stream)?
-            .map(Stream::decode)
-            .transpose()
+        let found =
+            self.storage()
+                .with_pinned(CF_META, &self.meta_key(key), Stream::from_record)?;
+        Ok(found.transpose()?.flatten())
     }
 
     fn stream_new(&self) -> Stream {
@@ -644,16 +702,8 @@ impl Db {
     }
 
     /// Writes the stream's metadata (an empty stream stays: streams outlive their entries).
-    fn stream_commit(&self, mut batch: WriteBatch, key: &[u8], s: &mut Stream) -> Result<()> {
-        s.sync();
-        self.put_meta_raw(
-            &mut batch,
-            self.phys(),
-            key,
-            KeyType::Stream,
-            s.c.expire_ms,
-            &s.c.body(),
-        );
+    fn stream_commit(&self, mut batch: WriteBatch, key: &[u8], s: &Stream) -> Result<()> {
+        self.put_meta_record(&mut batch, key, &s.record());
         self.write(batch)
     }
 
@@ -815,7 +865,10 @@ impl Db {
             Some(t) => self.stream_trim(&mut batch, key, &mut s, t, Some(new_id))?,
             None => 0,
         };
-        self.stream_commit(batch, key, &mut s)?;
+        self.put_meta_record(&mut batch, key, &s.record());
+        // Entries are read back by walks, seldom by key: the hot-record cache takes only the
+        // metadata, which the next XADD reads.
+        self.storage().write_cold(batch)?;
         Ok(Some(Added {
             id: new_id,
             trimmed,
@@ -915,7 +968,9 @@ impl Db {
             // The doomed entries are the stream's head (and the entry XADD put in this batch,
             // when it goes too): one range tombstone covers them all.
             let last = doomed[doomed.len() - 1];
-            let end = last.next().map_or_else(|| vec![TAG_ENTRY + 1], entry_sub);
+            let end = last
+                .next()
+                .map_or_else(|| vec![TAG_ENTRY + 1], |id| entry_sub(id).to_vec());
             batch.delete_range_cf(
                 self.storage().cf(CF_DATA),
                 self.sub_key(key, &s.c, &entry_sub(StreamId::MIN)),
@@ -958,7 +1013,7 @@ impl Db {
         let mut batch = WriteBatch::default();
         let n = self.stream_trim(&mut batch, key, &mut s, t, None)?;
         if n > 0 {
-            self.stream_commit(batch, key, &mut s)?;
+            self.stream_commit(batch, key, &s)?;
         }
         Ok(n)
     }
@@ -1050,7 +1105,7 @@ impl Db {
             })?;
             s.first = next.unwrap_or_default();
         }
-        self.stream_commit(batch, key, &mut s)?;
+        self.stream_commit(batch, key, &s)?;
         Ok(deleted)
     }
 
@@ -1085,7 +1140,7 @@ impl Db {
         if let Some(md) = max_deleted {
             s.max_deleted = md;
         }
-        self.stream_commit(WriteBatch::default(), key, &mut s)
+        self.stream_commit(WriteBatch::default(), key, &s)
     }
 
     /// XINFO STREAM: the stream's counters (`None` if missing) and its first and last entries.
@@ -1211,7 +1266,7 @@ impl Db {
         let mut batch = WriteBatch::default();
         self.put_sub(&mut batch, key, &s, &group_sub(group), &g.encode());
         s.groups += 1;
-        self.stream_commit(batch, key, &mut s)
+        self.stream_commit(batch, key, &s)
     }
 
     /// XGROUP SETID.
@@ -1253,7 +1308,7 @@ impl Db {
             batch.delete_range_cf(cf, from, to);
         }
         s.groups -= 1;
-        self.stream_commit(batch, key, &mut s)?;
+        self.stream_commit(batch, key, &s)?;
         Ok(true)
     }
 
@@ -1436,6 +1491,47 @@ impl Db {
         }
     }
 
+    /// The IDs in `from..=to` pending in `group`, in order, found by one walk bounded to
+    /// them. Entries past the group's last delivered ID are pending only after an XGROUP SETID
+    /// moved it back or an XCLAIM ... FORCE claimed them, so this is usually empty: one walk
+    /// instead of a lookup per entry XREADGROUP delivers (each a miss that went down to
+    /// RocksDB).
+    fn pending_between(
+        &self,
+        key: &[u8],
+        s: &Stream,
+        group: &[u8],
+        from: StreamId,
+        to: StreamId,
+    ) -> Result<Vec<StreamId>> {
+        let lower = pel_sub(group, from);
+        // Every sub-key of the list is its prefix and 16 bytes of ID: `to`'s and a zero byte
+        // sorts after `to`'s and before the next ID's.
+        let mut upper = pel_sub(group, to);
+        upper.push(0);
+        let at = lower.len() - 16;
+        let mut ids = Vec::new();
+        let mut bad = false;
+        self.for_each_sub_between(
+            CF_DATA,
+            key,
+            &s.c,
+            &lower[..]..&upper[..],
+            false,
+            |sub, _| {
+                match sub.get(at..).and_then(StreamId::from_bytes) {
+                    Some(id) => ids.push(id),
+                    None => bad = true,
+                }
+                !bad
+            },
+        )?;
+        if bad {
+            return Err(corrupt("pending key"));
+        }
+        Ok(ids)
+    }
+
     /// Makes sure the consumer exists (creating it), updating its seen time.
     #[allow(clippy::too_many_arguments)]
     fn consumer_touch(
@@ -1471,7 +1567,7 @@ impl Db {
         noack: bool,
     ) -> Result<Vec<MaybeEntry>> {
         let _g = self.inner.locks.lock_one(self.index, key);
-        let (mut s, mut g) = self.stream_and_group(key, group)?;
+        let (s, mut g) = self.stream_and_group(key, group)?;
         let mut batch = WriteBatch::default();
         let mut consumers = Vec::new();
         let limit = if count == 0 { u64::MAX } else { count };
@@ -1491,6 +1587,12 @@ impl Db {
                     return Ok(out);
                 }
                 self.consumer_touch(&mut batch, key, &s, group, &mut g, &mut consumers, consumer)?;
+                let pending = match (read.first(), read.last()) {
+                    (Some((first, _)), Some((last, _))) if !noack => {
+                        self.pending_between(key, &s, group, *first, *last)?
+                    }
+                    _ => Vec::new(),
+                };
                 for (id, fields) in read {
                     if id > g.last {
                         if g.entries_read.is_some() && !s.has_tombstones_from(id) {
@@ -1501,7 +1603,10 @@ impl Db {
                         g.last = id;
                     }
                     if !noack {
-                        let prev = self.nack_load(key, &s, group, id)?;
+                        let prev = match pending.binary_search(&id) {
+                            Ok(_) => self.nack_load(key, &s, group, id)?,
+                            Err(_) => None,
+                        };
                         let nack = Nack {
                             delivery_ms: now,
                             deliveries: 1,
@@ -1550,7 +1655,8 @@ impl Db {
         }
         self.consumers_store(&mut batch, key, &s, group, &consumers);
         self.put_sub(&mut batch, key, &s, &group_sub(group), &g.encode());
-        self.stream_commit(batch, key, &mut s)?;
+        // The stream's own metadata does not change: only the group's records are written.
+        self.write(batch)?;
         Ok(out)
     }
 
@@ -1566,13 +1672,18 @@ impl Db {
         let mut batch = WriteBatch::default();
         let mut consumers = Vec::new();
         let mut acked = 0u64;
-        let mut seen = Vec::new();
-        for &id in ids {
-            if seen.contains(&id) {
-                continue;
-            }
-            seen.push(id);
-            if let Some(nack) = self.nack_load(key, &s, group, id)? {
+        // An ID named twice is acknowledged once.
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let subs: Vec<Vec<u8>> = ids
+            .iter()
+            .map(|&id| self.sub_key(key, &s.c, &pel_sub(group, id)))
+            .collect();
+        let found = self.storage().multi_get(CF_DATA, &subs)?;
+        for (&id, record) in ids.iter().zip(found) {
+            if let Some(record) = record {
+                let nack = Nack::decode(&record)?;
                 self.nack_del(
                     &mut batch,
                     key,
@@ -1697,7 +1808,7 @@ impl Db {
         o: ClaimOptions,
     ) -> Result<Vec<MaybeEntry>> {
         let _g = self.inner.locks.lock_one(self.index, key);
-        let (mut s, mut g) = self.stream_and_group(key, group)?;
+        let (s, mut g) = self.stream_and_group(key, group)?;
         let mut batch = WriteBatch::default();
         let mut consumers = Vec::new();
         let mut group_dirty = false;
@@ -1778,7 +1889,7 @@ impl Db {
         if group_dirty || !out.is_empty() {
             self.consumers_store(&mut batch, key, &s, group, &consumers);
             self.put_sub(&mut batch, key, &s, &group_sub(group), &g.encode());
-            self.stream_commit(batch, key, &mut s)?;
+            self.stream_commit(batch, key, &s)?;
         }
         Ok(out)
     }
@@ -1798,7 +1909,7 @@ impl Db {
         just_id: bool,
     ) -> Result<AutoClaimed> {
         let _g = self.inner.locks.lock_one(self.index, key);
-        let (mut s, mut g) = self.stream_and_group(key, group)?;
+        let (s, mut g) = self.stream_and_group(key, group)?;
         let mut batch = WriteBatch::default();
         let mut consumers = Vec::new();
         let now = now_ms();
@@ -1870,7 +1981,7 @@ impl Db {
         }
         self.consumers_store(&mut batch, key, &s, group, &consumers);
         self.put_sub(&mut batch, key, &s, &group_sub(group), &g.encode());
-        self.stream_commit(batch, key, &mut s)?;
+        self.stream_commit(batch, key, &s)?;
         Ok((next, claimed, deleted))
     }
 
@@ -1939,7 +2050,7 @@ impl Db {
         let Some(s) = self.stream_load(key)? else {
             return Ok(());
         };
-        f(&[], &s.c.body());
+        f(&[], &s.body());
         self.for_each_sub(CF_DATA, key, &s.c, None, |sub, v| {
             f(sub, v);
             true
@@ -1979,14 +2090,7 @@ impl Db {
             };
             let s = Stream::decode(CollectionMeta::from_meta(m)?)
                 .map_err(|e| Error::BadDump(e.to_string()))?;
-            self.put_meta_raw(
-                &mut batch,
-                self.phys(),
-                key,
-                KeyType::Stream,
-                expire_ms,
-                &s.c.body(),
-            );
+            self.put_meta_record(&mut batch, key, &s.record());
             s
         } else {
             self.stream_load(key)?
@@ -2128,6 +2232,33 @@ mod tests {
         let p = db.xpending_summary(b"s", b"g")?;
         assert_eq!(p.count, 2);
         assert_eq!(p.consumers, vec![(b"bob".to_vec(), 2)]);
+        Ok(())
+    }
+
+    #[test]
+    fn new_entries_already_pending_move_to_the_reader() -> Result<()> {
+        let (_d, db) = db();
+        for i in 1..=5 {
+            db.xadd(b"s", AddId::Exact(id(i, 0)), &[b"f", b"v"], false, None)?;
+        }
+        db.xgroup_create(b"s", b"g", GroupStart::Id(StreamId::MIN), false, None)?;
+        // 1-0 and 2-0 pending for alice; 4-0 for carol, past the group's last ID (FORCE).
+        db.xreadgroup(b"s", b"g", b"alice", GroupRead::New, 2, false)?;
+        let force = ClaimOptions {
+            force: true,
+            ..ClaimOptions::default()
+        };
+        db.xclaim(b"s", b"g", b"carol", &[id(4, 0)], force)?;
+        db.xgroup_setid(b"s", b"g", GroupStart::Id(StreamId::MIN), None)?;
+        let r = db.xreadgroup(b"s", b"g", b"bob", GroupRead::New, 4, false)?;
+        assert_eq!(r.len(), 4);
+        let p = db.xpending_summary(b"s", b"g")?;
+        assert_eq!(p.count, 4);
+        assert_eq!(p.consumers, vec![(b"bob".to_vec(), 4)]);
+        assert_eq!(p.range, Some((id(1, 0), id(4, 0))));
+        // An ID named twice is acknowledged once.
+        assert_eq!(db.xack(b"s", b"g", &[id(4, 0), id(1, 0), id(4, 0)])?, 2);
+        assert_eq!(db.xpending_summary(b"s", b"g")?.count, 2);
         Ok(())
     }
 }

@@ -623,6 +623,7 @@ fn config_get_matches_names_and_aliases_by_glob_ignoring_case() {
             "client-query-buffer-limit",
             "client-output-buffer-limit",
             "lua-time-limit",
+            "compaction-rate-limit",
             "cluster-link-sendbuf-limit",
         ])
     );

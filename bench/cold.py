@@ -4,7 +4,7 @@ memory, alone and beside a write load (issue 16). See bench/README.md, "Cold dat
 
 One command:
 
-    bench/cold.py                      # 2 M x 1 KB keys in a 512 MB memory cgroup (~5 min)
+    bench/cold.py                      # 2 M x 1 KB keys in a 512 MB memory cgroup (~10 min)
     bench/cold.py --full               # the issue's size: 4 M x 1 KB in a 1 GB cgroup
     bench/cold.py --config base= --config part="--partitioned-index yes" --rounds 3
 

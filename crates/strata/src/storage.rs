@@ -108,8 +108,8 @@ pub enum Compression {
 }
 
 /// How the engine lays out and maintains data that does not fit in memory (docs/architecture.md,
-/// "Cold data"). The defaults are what `bench/cold.py` measured best on a data set four times
-/// the memory budget; every field is a server directive of the same name.
+/// "Cold data"). The defaults are Strata's earlier settings (RocksDB's values): `bench/cold.py`
+/// has not shown yet that any knob helps. Every field is a server directive of that name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineTuning {
     /// Index and filter blocks split in partitions read on demand, their top level pinned in

@@ -55,6 +55,8 @@ if [ "$build_only" = 0 ]; then
     need openssl has_cmd openssl
     need python3 has_cmd python3
     need python3-venv has_venv
+    # bench/cold.py measures the disk's own random-read figure with fio.
+    need fio has_cmd fio
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then

@@ -390,6 +390,48 @@ fn stats_section(server: &Server, out: &mut String) {
         "{}",
         server.command_stats.error_replies()
     );
+    engine_fields(&server.db.engine_gauges(), out);
+}
+
+/// The storage engine's own signals, beside the Stats: why a tail grew (write stalls, a
+/// compaction backlog, level-0 files piling up, block cache misses) and what compaction costs.
+fn engine_fields(g: &strata::EngineGauges, out: &mut String) {
+    field!(out, "strata_write_stall_micros", "{}", g.write_stall_micros);
+    field!(
+        out,
+        "strata_pending_compaction_bytes",
+        "{}",
+        g.pending_compaction_bytes
+    );
+    field!(out, "strata_l0_files", "{}", g.l0_files);
+    field!(
+        out,
+        "strata_running_compactions",
+        "{}",
+        g.running_compactions
+    );
+    field!(out, "strata_running_flushes", "{}", g.running_flushes);
+    field!(out, "strata_block_cache_hits", "{}", g.block_cache_hits);
+    field!(out, "strata_block_cache_misses", "{}", g.block_cache_misses);
+    let lookups = g.block_cache_hits + g.block_cache_misses;
+    let rate = if lookups > 0 {
+        g.block_cache_hits as f64 * 100.0 / lookups as f64
+    } else {
+        0.0
+    };
+    field!(out, "strata_block_cache_hit_rate", "{rate:.2}");
+    field!(
+        out,
+        "strata_compaction_read_bytes",
+        "{}",
+        g.compaction_read_bytes
+    );
+    field!(
+        out,
+        "strata_compaction_written_bytes",
+        "{}",
+        g.compaction_written_bytes
+    );
 }
 
 fn commandstats_section(server: &Server, out: &mut String) {

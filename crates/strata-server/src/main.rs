@@ -188,6 +188,7 @@ fn run(config: Config) -> i32 {
         // The write-ahead log is the replication backlog.
         wal_size_limit_mb: config.repl_backlog_size.div_ceil(1 << 20),
         wal_ttl_seconds: config.repl_backlog_ttl,
+        tuning: engine_tuning(&config),
         ..strata::Options::default()
     };
     let db = match strata::Db::open_with(&dir, opts) {
@@ -304,6 +305,22 @@ async fn serve(server: Arc<Server>, std_listeners: Vec<(std::net::TcpListener, b
 
 /// Raises the open-files limit so `maxclients` connections fit (plus room for the data files),
 /// as Redis does; warns when the hard limit does not allow it.
+/// The engine tuning the storage directives ask for (docs/architecture.md, "Cold data").
+fn engine_tuning(config: &Config) -> strata::EngineTuning {
+    strata::EngineTuning {
+        partitioned_index: config.partitioned_index,
+        index_high_priority: config.index_high_priority,
+        uncompressed_levels: config.uncompressed_levels,
+        zstd_dictionary_bytes: u32::try_from(config.zstd_dictionary_size).unwrap_or(u32::MAX),
+        compaction_rate_limit: config.compaction_rate_limit,
+        direct_io_background: config.direct_io_background,
+        background_jobs: config.background_jobs,
+        l0_slowdown_writes_trigger: config.l0_slowdown_writes_trigger,
+        l0_stop_writes_trigger: config.l0_stop_writes_trigger,
+        blob_min_size: config.blob_min_size,
+    }
+}
+
 fn adjust_open_files_limit(maxclients: u64) {
     // RocksDB keeps its SST files open as well: leave generous room for them.
     const RESERVED: u64 = 1024;

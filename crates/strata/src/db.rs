@@ -16,7 +16,7 @@ use crate::keys;
 use crate::locks::{Busy, KeyLocks};
 use crate::meta::{self, KeyType, Meta};
 use crate::storage::{
-    Compression, Storage, StorageOptions, SyncPolicy, CF_EXPIRE, CF_META, DB_MAP_KEY,
+    Compression, EngineTuning, Storage, StorageOptions, SyncPolicy, CF_EXPIRE, CF_META, DB_MAP_KEY,
 };
 
 pub use crate::clock::now_ms;
@@ -80,6 +80,9 @@ pub struct Options {
     /// The size past which a sparse HyperLogLog is converted to dense, as Redis's
     /// `hll-sparse-max-bytes` (default 3000).
     pub hll_sparse_max_bytes: u64,
+    /// The engine's layout and background work for data larger than memory (index
+    /// partitioning, per-level compression, compaction rate, level-0 triggers, blob files).
+    pub tuning: EngineTuning,
 }
 
 impl Default for Options {
@@ -101,6 +104,7 @@ impl Default for Options {
             wal_ttl_seconds: 0,
             wal_size_limit_mb: 0,
             hll_sparse_max_bytes: crate::hll::DEFAULT_SPARSE_MAX_BYTES as u64,
+            tuning: EngineTuning::default(),
         }
     }
 }
@@ -224,6 +228,7 @@ impl Db {
                 wal_size_limit_mb: opts.wal_size_limit_mb,
                 hot_cache_size: opts.hot_cache_size,
                 write_back: opts.write_back,
+                tuning: opts.tuning.clone(),
             },
         )?;
         let map = load_db_map(&storage)?;

@@ -65,6 +65,10 @@ pub struct EngineGauges {
     pub running_compactions: u64,
     /// Memtable flushes running now.
     pub running_flushes: u64,
+    /// Bytes compactions read from table files since the directory was opened.
+    pub compaction_read_bytes: u64,
+    /// Bytes compactions wrote to table files since the directory was opened.
+    pub compaction_written_bytes: u64,
 }
 
 const FAMILIES: [&str; 4] = [CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE];
@@ -138,6 +142,8 @@ impl Db {
                 .sum(),
             running_compactions: one("rocksdb.num-running-compactions"),
             running_flushes: one("rocksdb.num-running-flushes"),
+            compaction_read_bytes: ticker("rocksdb.compact.read.bytes"),
+            compaction_written_bytes: ticker("rocksdb.compact.write.bytes"),
         }
     }
 

@@ -123,7 +123,7 @@ pub use meta::KeyType;
 pub use pf::{HllDebug, HllDebugReply};
 pub use set::SetScanPage;
 pub use sort::SortOptions;
-pub use storage::{Compression, SyncPolicy};
+pub use storage::{Compression, EngineTuning, SyncPolicy};
 pub use string::{lcs, Expiry, GetExpiry, Lcs, LcsMatch, SetCondition, SetOptions, SetOutcome};
 pub use zset::{
     Aggregate, LexBound, LexRange, ScoreRange, ScoredMember, SetOp, ZAddCompare, ZAddCondition,

@@ -499,6 +499,7 @@ mod tests {
             wal_size_limit_mb: 0,
             hot_cache_size: 1 << 20,
             write_back: None,
+            tuning: Default::default(),
         };
         Storage::open(dir, &opts)
     }

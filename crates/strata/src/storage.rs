@@ -12,9 +12,9 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use rocksdb::compaction_filter::Decision;
 use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType,
-    DBRecoveryMode, DataBlockIndexType, MemtableFactory, Options as RocksOptions, ReadOptions,
-    SliceTransform, WriteBatch, WriteOptions, DB,
+    BlockBasedIndexType, BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor,
+    DBCompressionType, DBRecoveryMode, DataBlockIndexType, MemtableFactory,
+    Options as RocksOptions, ReadOptions, SliceTransform, WriteBatch, WriteOptions, DB,
 };
 
 use crate::clock::now_ms;
@@ -107,6 +107,57 @@ pub enum Compression {
     Zstd,
 }
 
+/// How the engine lays out and maintains data that does not fit in memory (docs/architecture.md,
+/// "Cold data"). The defaults are Strata's earlier settings (RocksDB's values): `bench/cold.py`
+/// has not shown yet that any knob helps. Every field is a server directive of that name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineTuning {
+    /// Index and filter blocks split in partitions read on demand, their top level pinned in
+    /// the block cache (a point read then needs no large index block in the cache).
+    pub partitioned_index: bool,
+    /// Index and filter blocks go to the block cache's high-priority pool, so data blocks are
+    /// evicted first.
+    pub index_high_priority: bool,
+    /// The first this many levels (from level 0) are written without compression; the levels
+    /// below them use the `compression` of the options and the last one zstd (with dynamic
+    /// level sizes, "level 1" is the level level 0 compacts into).
+    pub uncompressed_levels: u32,
+    /// Bytes of samples zstd trains a dictionary from, per file of the last level (0: none).
+    pub zstd_dictionary_bytes: u32,
+    /// Flush and compaction writes are limited to a rate RocksDB tunes between a twentieth of
+    /// this and this many bytes per second (0: no limit).
+    pub compaction_rate_limit: u64,
+    /// Flushes and compactions read and write with direct I/O (they then do not evict the
+    /// pages reads use from the page cache).
+    pub direct_io_background: bool,
+    /// Flushes and compactions that may run at once.
+    pub background_jobs: u32,
+    /// Writes are slowed down once level 0 holds this many files.
+    pub l0_slowdown_writes_trigger: u32,
+    /// Writes stop once level 0 holds this many files.
+    pub l0_stop_writes_trigger: u32,
+    /// Values of at least this many bytes are stored in blob files, apart from the keys (0:
+    /// never); the blob files' garbage is collected as compaction rewrites the oldest of them.
+    pub blob_min_size: u64,
+}
+
+impl Default for EngineTuning {
+    fn default() -> Self {
+        EngineTuning {
+            partitioned_index: false,
+            index_high_priority: false,
+            uncompressed_levels: 0,
+            zstd_dictionary_bytes: 0,
+            compaction_rate_limit: 0,
+            direct_io_background: false,
+            background_jobs: 2,
+            l0_slowdown_writes_trigger: 20,
+            l0_stop_writes_trigger: 36,
+            blob_min_size: 0,
+        }
+    }
+}
+
 /// Storage tuning, a subset of [`crate::Options`].
 #[derive(Clone, Debug)]
 pub struct StorageOptions {
@@ -135,6 +186,8 @@ pub struct StorageOptions {
     /// With `Some(limit)`, writes go to the write-back tier (`tier.rs`), which checkpoints them
     /// to RocksDB once it holds `limit` bytes; with `None`, straight to RocksDB.
     pub write_back: Option<usize>,
+    /// Layout and background work for data larger than memory.
+    pub tuning: EngineTuning,
 }
 
 /// An open data directory.
@@ -202,22 +255,60 @@ fn cf_options(
     cache: &Cache,
     whole_key_bloom: bool,
 ) -> (RocksOptions, BlockBasedOptions) {
+    let t = &opts.tuning;
     let mut o = RocksOptions::default();
     o.set_write_buffer_size(opts.write_buffer_size);
     o.set_max_write_buffer_number(3);
-    o.set_compression_type(match opts.compression {
+    let compression = match opts.compression {
         Compression::None => DBCompressionType::None,
         Compression::Lz4 => DBCompressionType::Lz4,
         Compression::Zstd => DBCompressionType::Zstd,
-    });
+    };
+    o.set_compression_type(compression);
+    if t.uncompressed_levels > 0 {
+        let per_level: Vec<_> = (0..LEVELS)
+            .map(|l| {
+                if l < t.uncompressed_levels {
+                    DBCompressionType::None
+                } else {
+                    compression
+                }
+            })
+            .collect();
+        o.set_compression_per_level(&per_level);
+    }
     if opts.compression != Compression::None {
         o.set_bottommost_compression_type(DBCompressionType::Zstd);
+        if t.zstd_dictionary_bytes > 0 {
+            let dict = i32::try_from(t.zstd_dictionary_bytes).unwrap_or(i32::MAX);
+            // zstd's default level (3); the dictionary is trained from up to 100× its size.
+            o.set_bottommost_compression_options(-14, 3, 0, dict, true);
+            o.set_bottommost_zstd_max_train_bytes(dict.saturating_mul(100), true);
+        }
     }
     o.set_level_compaction_dynamic_level_bytes(true);
+    o.set_level_zero_slowdown_writes_trigger(clamp_i32(t.l0_slowdown_writes_trigger));
+    o.set_level_zero_stop_writes_trigger(clamp_i32(t.l0_stop_writes_trigger));
+    if t.blob_min_size > 0 {
+        o.set_enable_blob_files(true);
+        o.set_min_blob_size(t.blob_min_size);
+        o.set_blob_compression_type(compression);
+        // Compaction moves the live values out of the oldest quarter of the blob files, which
+        // then hold only garbage and are deleted.
+        o.set_enable_blob_gc(true);
+        o.set_blob_gc_age_cutoff(0.25);
+    }
     let mut b = BlockBasedOptions::default();
     b.set_block_cache(cache);
     b.set_cache_index_and_filter_blocks(true);
     b.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    b.set_cache_index_and_filter_blocks_with_high_priority(t.index_high_priority);
+    if t.partitioned_index {
+        b.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
+        b.set_partition_filters(true);
+        b.set_metadata_block_size(4096);
+        b.set_pin_top_level_index_and_filter(true);
+    }
     if whole_key_bloom {
         b.set_bloom_filter(10.0, false);
         b.set_whole_key_filtering(true);
@@ -231,6 +322,13 @@ fn cf_options(
     }
     b.set_format_version(5);
     (o, b)
+}
+
+/// The levels of the LSM tree (RocksDB's default `num_levels`).
+const LEVELS: u32 = 7;
+
+fn clamp_i32(n: u32) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
 }
 
 impl Storage {
@@ -253,7 +351,13 @@ impl Storage {
         let mut db_opts = RocksOptions::default();
         db_opts.create_if_missing(writable);
         db_opts.create_missing_column_families(writable);
-        db_opts.set_max_background_jobs(2);
+        db_opts.set_max_background_jobs(clamp_i32(opts.tuning.background_jobs.max(1)));
+        db_opts.set_use_direct_io_for_flush_and_compaction(opts.tuning.direct_io_background);
+        if opts.tuning.compaction_rate_limit > 0 {
+            let rate = i64::try_from(opts.tuning.compaction_rate_limit).unwrap_or(i64::MAX);
+            // RocksDB's recommended refill period and fairness.
+            db_opts.set_auto_tuned_ratelimiter(rate, 100_000, 10);
+        }
         db_opts.set_manual_wal_flush(opts.batch_wal_writes);
         // Required by the hash-skiplist memtable of `meta`.
         db_opts.set_allow_concurrent_memtable_write(false);

@@ -324,6 +324,27 @@ pub struct Settings {
     pub min_free_disk: u64,
     /// `compression`: RocksDB's block compression.
     pub compression: Compression,
+    /// `partitioned-index`: partitioned index and filter blocks, their top level pinned.
+    pub partitioned_index: bool,
+    /// `index-high-priority`: index and filter blocks in the block cache's high-priority pool.
+    pub index_high_priority: bool,
+    /// `uncompressed-levels`: levels, from level 0, written without compression.
+    pub uncompressed_levels: u32,
+    /// `zstd-dictionary-size`: bytes of the zstd dictionary of the last level (0: none).
+    pub zstd_dictionary_size: u64,
+    /// `compaction-rate-limit`: bytes per second flushes and compactions may write at most,
+    /// auto-tuned below that (0: no limit).
+    pub compaction_rate_limit: u64,
+    /// `direct-io-background`: flushes and compactions use direct I/O.
+    pub direct_io_background: bool,
+    /// `background-jobs`: flushes and compactions that may run at once.
+    pub background_jobs: u32,
+    /// `l0-slowdown-writes-trigger`: level-0 files at which writes are slowed down.
+    pub l0_slowdown_writes_trigger: u32,
+    /// `l0-stop-writes-trigger`: level-0 files at which writes stop.
+    pub l0_stop_writes_trigger: u32,
+    /// `blob-min-size`: values at least this large go to blob files (0: never).
+    pub blob_min_size: u64,
     /// `bgsave-dir`, relative to `dir` (see [`Settings::bgsave_path`]).
     pub bgsave_dir: PathBuf,
     /// `metrics-port`: the port of the Prometheus metrics endpoint; 0 = off.

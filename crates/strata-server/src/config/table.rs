@@ -155,6 +155,18 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("write-buffer-size", &[], Memory { min: 64 * 1024, max: 64 * GB }, "16mb", Fixed, field!(write_buffer_size)),
     row("min-free-disk", &[], Memory { min: 0, max: LONG_MAX as u64 }, "256mb", Fixed, field!(min_free_disk)),
     row("compression", &[], Enum(Compression::NAMES), "lz4", Fixed, field!(compression)),
+    // The engine's layout and background work for data larger than memory
+    // (docs/architecture.md, "Cold data"); defaults from bench/cold.py.
+    row("partitioned-index", &[], Bool, "no", Fixed, field!(partitioned_index)),
+    row("index-high-priority", &[], Bool, "no", Fixed, field!(index_high_priority)),
+    row("uncompressed-levels", &[], Int { min: 0, max: 7 }, "0", Fixed, field!(uncompressed_levels)),
+    row("zstd-dictionary-size", &[], Memory { min: 0, max: GB }, "0", Fixed, field!(zstd_dictionary_size)),
+    row("compaction-rate-limit", &[], Memory { min: 0, max: LONG_MAX as u64 }, "0", Fixed, field!(compaction_rate_limit)),
+    row("direct-io-background", &[], Bool, "no", Fixed, field!(direct_io_background)),
+    row("background-jobs", &[], Int { min: 1, max: 256 }, "2", Fixed, field!(background_jobs)),
+    row("l0-slowdown-writes-trigger", &[], Int { min: 1, max: 1024 }, "20", Fixed, field!(l0_slowdown_writes_trigger)),
+    row("l0-stop-writes-trigger", &[], Int { min: 1, max: 1024 }, "36", Fixed, field!(l0_stop_writes_trigger)),
+    row("blob-min-size", &[], Memory { min: 0, max: LONG_MAX as u64 }, "0", Fixed, field!(blob_min_size)),
     row("bgsave-dir", &[], Str(non_empty), "backup", Mutable, field!(bgsave_dir)),
     // The Prometheus metrics endpoint (docs/monitoring.md); a change at runtime re-listens.
     row("metrics-port", &[], Int { min: 0, max: 65535 }, "0", Mutable, field!(metrics_port)),

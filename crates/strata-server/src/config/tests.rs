@@ -623,6 +623,7 @@ fn config_get_matches_names_and_aliases_by_glob_ignoring_case() {
             "client-query-buffer-limit",
             "client-output-buffer-limit",
             "lua-time-limit",
+            "compaction-rate-limit",
             "cluster-link-sendbuf-limit",
         ])
     );
@@ -890,16 +891,26 @@ fn every_redis_7_0_parameter_is_known_and_only_strata_adds_others() {
     assert_eq!(
         listed,
         args(&[
+            "background-jobs",
             "bgsave-dir",
+            "blob-min-size",
             "block-cache-size",
+            "compaction-rate-limit",
             "compression",
+            "direct-io-background",
             "hot-cache-size",
+            "index-high-priority",
+            "l0-slowdown-writes-trigger",
+            "l0-stop-writes-trigger",
             "memory-tier",
             "memory-tier-dirty-size",
             "metrics-bind",
             "metrics-port",
             "min-free-disk",
+            "partitioned-index",
+            "uncompressed-levels",
             "write-buffer-size",
+            "zstd-dictionary-size",
         ])
     );
 }

@@ -510,7 +510,7 @@ fn memory_series(server: &Server, e: &mut Exposition) {
         m.allocator_committed as f64,
     );
     let g = &m.engine;
-    let rocks: [(&str, Type, &str, f64); 15] = [
+    let rocks: [(&str, Type, &str, f64); 17] = [
         (
             "strata_rocksdb_block_cache_capacity_bytes",
             Gauge,
@@ -582,6 +582,18 @@ fn memory_series(server: &Server, e: &mut Exposition) {
             Gauge,
             "Table files at level 0.",
             g.l0_files as f64,
+        ),
+        (
+            "strata_rocksdb_compaction_read_bytes_total",
+            Counter,
+            "Bytes compactions read from table files.",
+            g.compaction_read_bytes as f64,
+        ),
+        (
+            "strata_rocksdb_compaction_written_bytes_total",
+            Counter,
+            "Bytes compactions wrote to table files.",
+            g.compaction_written_bytes as f64,
         ),
         (
             "strata_rocksdb_running_compactions",

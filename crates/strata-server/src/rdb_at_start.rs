@@ -108,8 +108,8 @@ fn load_file(server: &Server, plan: &Plan) -> Result<(), String> {
         db.aux_put(strata::function_record::RECORD, &server.functions.dump())
             .map_err(storage)?;
     }
-    let file = File::open(&plan.path)
-        .map_err(|e| format!("Can't open {}: {e}", plan.path.display()))?;
+    let file =
+        File::open(&plan.path).map_err(|e| format!("Can't open {}: {e}", plan.path.display()))?;
     let total = file.metadata().map(|m| m.len()).unwrap_or(0);
     notice!(
         "Loading RDB file {} ({total} bytes) into the empty data directory",
@@ -136,8 +136,7 @@ fn load_file(server: &Server, plan: &Plan) -> Result<(), String> {
     .map_err(storage)?;
     db.flush().map_err(storage)?;
     let marker = db.path().join(MARKER);
-    std::fs::remove_file(&marker)
-        .map_err(|e| format!("Can't remove {}: {e}", marker.display()))?;
+    std::fs::remove_file(&marker).map_err(|e| format!("Can't remove {}: {e}", marker.display()))?;
     notice!(
         "Done loading RDB, keys loaded: {}, keys expired: {}, function libraries: {}.",
         summary.keys,

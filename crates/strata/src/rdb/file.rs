@@ -440,7 +440,10 @@ mod tests {
             |_| Err(Error::BadRdb("no".into())),
             |_, _| {},
         );
-        assert!(refused.is_err(), "a library the caller refuses stops the import");
+        assert!(
+            refused.is_err(),
+            "a library the caller refuses stops the import"
+        );
         Ok(())
     }
 

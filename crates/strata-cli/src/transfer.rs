@@ -12,6 +12,8 @@ use std::path::Path;
 use indicatif::ProgressBar;
 use serde_json::json;
 
+use strata_commands::scripting::functions::{rdb_library_loader, FunctionRegistry, RestorePolicy};
+
 use crate::args::ExportFormat;
 use crate::exit::{Failure, Outcome, OTHER};
 use crate::progress;
@@ -90,13 +92,31 @@ fn is_rdb(input: &mut impl BufRead) -> std::io::Result<bool> {
     Ok(input.fill_buf()?.starts_with(b"REDIS"))
 }
 
-/// Loads an RDB file (already opened, with its progress bar) and reports what it did.
+/// Loads an RDB file (already opened, with its progress bar) and reports what it did. Its
+/// function libraries join the directory's (compiled as FUNCTION LOAD REPLACE would: a library
+/// of the same name is replaced).
 fn import_rdb(db: &strata::Db, input: impl Read, bar: &ProgressBar, as_json: bool) -> Outcome {
     let started = std::time::Instant::now();
-    let s = strata::rdb::file::import(db, input, |_, _| {});
+    let libraries = FunctionRegistry::new();
+    if let Some(saved) = db.aux_get(strata::function_record::RECORD)? {
+        libraries
+            .restore(&saved, RestorePolicy::Flush)
+            .map_err(|e| Failure::new(OTHER, format!("the directory's function libraries: {e}")))?;
+    }
+    // Without the write-ahead log, then flushed: an import interrupted by a crash is run again
+    // (it replaces the keys it writes); one that fails keeps what it loaded before the error.
+    db.set_bulk_load(true);
+    let s = strata::rdb::file::import(
+        db,
+        input,
+        rdb_library_loader(&libraries, db, true),
+        |_, _| {},
+    );
     bar.finish_and_clear();
+    let flushed = db.flush();
+    db.set_bulk_load(false);
     let s = s?;
-    db.flush()?;
+    flushed?;
     let secs = started.elapsed().as_secs_f64();
     if as_json {
         print_json(&json!({
@@ -104,7 +124,7 @@ fn import_rdb(db: &strata::Db, input: impl Read, bar: &ProgressBar, as_json: boo
             "rdb_version": s.version,
             "imported": s.keys,
             "skipped_expired": s.expired,
-            "functions_skipped": s.functions_skipped,
+            "functions": s.functions,
             "checksum_verified": s.checksum_verified,
             "seconds": secs,
         }));
@@ -116,11 +136,8 @@ fn import_rdb(db: &strata::Db, input: impl Read, bar: &ProgressBar, as_json: boo
             s.expired,
             if s.checksum_verified { "verified" } else { "absent" }
         );
-        if s.functions_skipped > 0 {
-            eprintln!(
-                "skipped {} function libraries (Redis functions are not loaded)",
-                s.functions_skipped
-            );
+        if s.functions > 0 {
+            eprintln!("loaded {} function libraries", s.functions);
         }
     }
     Ok(())

@@ -76,12 +76,14 @@ fn execute_command(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Outcome {
             errors::err(errors::only_pubsub_allowed(name)),
         );
     }
-    // A container (CONFIG, FUNCTION...) is judged by the flags of its subcommand.
+    // A container (CONFIG, FUNCTION...) is judged by the flags of its subcommand; an unknown
+    // subcommand is not judged (Redis looks it up first: it gets `unknown subcommand` even
+    // while loading, e.g. redis-py's CLIENT SETINFO on connecting).
     let judged = match registry::is_container(spec.name) {
-        true => subcommand(spec, argv).unwrap_or(spec),
-        false => spec,
+        true => subcommand(spec, argv),
+        false => Some(spec),
     };
-    if let Some(refused) = ctx.server.refusal(judged) {
+    if let Some(refused) = judged.and_then(|j| ctx.server.refusal(j)) {
         return refuse_command(ctx, spec, argv, refused);
     }
     // While a script runs past busy-reply-threshold, only `allow-busy` commands are served
@@ -97,6 +99,7 @@ fn execute_command(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Outcome {
     // A MONITOR client may not touch the keyspace (Redis treats it as a replica).
     if ctx.session.monitor
         && judged
+            .unwrap_or(spec)
             .flags
             .any(command::READONLY | command::WRITE | command::MAY_REPLICATE)
     {

@@ -651,7 +651,7 @@ fn persist_functions(ctx: &mut Ctx<'_>) -> Result<(), Failure> {
 }
 
 /// The name of the data directory record that holds the function libraries.
-pub const FUNCTIONS_RECORD: &str = "functions";
+pub const FUNCTIONS_RECORD: &str = strata::function_record::RECORD;
 
 fn function_load(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     // Every argument before the code is an option; REPLACE is the only one.

@@ -225,7 +225,12 @@ fn memory_section(server: &Server, out: &mut String) {
 fn persistence_section(server: &Server, out: &mut String) {
     let appendfsync = server.config().appendfsync.name();
     out.push_str("# Persistence\r\n");
-    field!(out, "loading", "0");
+    field!(
+        out,
+        "loading",
+        "{}",
+        u8::from(server.replication.is_loading())
+    );
     field!(out, "async_loading", "0");
     field!(out, "current_cow_peak", "0");
     field!(out, "current_cow_size", "0");

@@ -16,6 +16,7 @@ mod monitor;
 mod pause;
 mod protected;
 mod pubsub;
+mod rdb_at_start;
 mod registry;
 mod replication;
 mod server;
@@ -191,6 +192,11 @@ fn run(config: Config) -> i32 {
         tuning: engine_tuning(&config),
         ..strata::Options::default()
     };
+    // A Redis RDB file in a directory without Strata data is loaded once the server answers.
+    let rdb_plan = match rdb_at_start::plan(&dir, &config.dbfilename) {
+        Ok(p) => p,
+        Err(e) => return fatal(&e),
+    };
     let db = match strata::Db::open_with(&dir, opts) {
         Ok(db) => db,
         Err(strata::Error::Locked(_)) => {
@@ -259,8 +265,17 @@ fn run(config: Config) -> i32 {
     if count > 0 {
         notice!("Loaded {count} function libraries");
     }
-    // A replica (`replicaof` in the configuration) starts following its leader.
-    replication::start_from_config(&server);
+    match rdb_plan {
+        // The file loads while clients get -LOADING; a replica starts following its leader
+        // after it (the leader's copy would replace it anyway, but not while it loads).
+        Some(plan) => {
+            if let Err(e) = rdb_at_start::start(&server, plan) {
+                return fatal(&format!("Can't start loading the RDB file: {e}"));
+            }
+        }
+        // A replica (`replicaof` in the configuration) starts following its leader.
+        None => replication::start_from_config(&server),
+    }
     runtime.block_on(serve(server, std_listeners))
 }
 

@@ -534,6 +534,15 @@ impl Db {
         &self.inner.stats
     }
 
+    /// Bulk-load mode (`strata import`): while on, writes skip the write-ahead log, which halves
+    /// what a large load writes, and are durable only after [`Db::flush`]. A crash meanwhile
+    /// loses what was not flushed, and the column families flush separately, so a key can be
+    /// left partly written: only for a load that is simply run again after a crash (an import
+    /// replaces the keys it writes).
+    pub fn set_bulk_load(&self, on: bool) {
+        self.inner.storage.set_bulk_load(on)
+    }
+
     /// Syncs the WAL and flushes memtables: call before a clean shutdown.
     pub fn flush(&self) -> Result<()> {
         self.inner.storage.flush_all()

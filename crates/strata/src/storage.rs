@@ -196,6 +196,8 @@ pub struct Storage {
     read_only: bool,
     sync: AtomicU8,
     batch_wal_writes: bool,
+    /// Writes skip RocksDB's write-ahead log (a bulk load; see [`Storage::set_bulk_load`]).
+    bulk_load: AtomicBool,
     writes: AtomicU64,
     /// The data directory, for free-space checks.
     path: PathBuf,
@@ -466,6 +468,7 @@ impl Storage {
             read_only: opts.read_only,
             sync: AtomicU8::new(opts.sync.to_u8()),
             batch_wal_writes: opts.batch_wal_writes,
+            bulk_load: AtomicBool::new(false),
             writes: AtomicU64::new(0),
             path: path.to_path_buf(),
             min_free_disk: opts.min_free_disk,
@@ -669,6 +672,13 @@ impl Storage {
         self.sync.store(policy.to_u8(), Ordering::Relaxed);
     }
 
+    /// Turns the bulk-load mode on or off: while on, writes skip the write-ahead log (with the
+    /// write-back tier they still go through its redo log) and reach the disk only when the
+    /// memtables are flushed ([`Storage::flush_all`]).
+    pub fn set_bulk_load(&self, on: bool) {
+        self.bulk_load.store(on, Ordering::Release);
+    }
+
     /// Applies a batch atomically, honouring the sync policy. Refused with [`Error::DiskFull`]
     /// (nothing applied) while the disk is short of space.
     /// Inside an atomic scope of this thread the batch is only added to the scope (see
@@ -705,6 +715,10 @@ impl Storage {
         // With batched log writes, `always` syncs once per batch of commands instead
         // ([`Storage::flush_wal_buffer`], before their replies leave).
         wo.set_sync(self.sync_policy() == SyncPolicy::Always && !self.batch_wal_writes);
+        if self.bulk_load.load(Ordering::Acquire) {
+            wo.disable_wal(true);
+            wo.set_sync(false);
+        }
         let (_, ops) = pending::decode_batch(batch.data())?;
         let (small, changed) = self.forget_hot(&batch, &ops, cache_data);
         let remember = small.then(|| batch.data().to_vec());

@@ -60,9 +60,6 @@ pub enum RestorePolicy {
     Replace,
 }
 
-/// Magic bytes that start a FUNCTION DUMP payload and the persisted record.
-const MAGIC: &[u8; 8] = b"STRATAFN";
-
 impl FunctionRegistry {
     /// An empty registry.
     pub fn new() -> FunctionRegistry {
@@ -124,22 +121,10 @@ impl FunctionRegistry {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Every library's code in the dump format (`docs/format.md`): `STRATAFN`, a version byte
-    /// (1), a u32 count, then per library a u32 length and the code (integers big-endian), then
-    /// a CRC-32 of everything before it.
+    /// Every library's code in the dump format (`docs/format.md`, [`strata::function_record`]).
     pub fn dump(&self) -> Vec<u8> {
         let libs = self.libraries();
-        let mut out = Vec::new();
-        out.extend_from_slice(MAGIC);
-        out.push(1);
-        out.extend_from_slice(&(libs.len() as u32).to_be_bytes());
-        for l in &libs {
-            out.extend_from_slice(&(l.code.len() as u32).to_be_bytes());
-            out.extend_from_slice(&l.code);
-        }
-        let crc = crc32(&out);
-        out.extend_from_slice(&crc.to_be_bytes());
-        out
+        strata::function_record::encode(libs.iter().map(|l| &l.code[..]))
     }
 
     /// FUNCTION RESTORE (and loading the persisted record at start-up): all libraries of the
@@ -166,6 +151,25 @@ impl FunctionRegistry {
         drop(libs);
         self.generation.fetch_add(1, Ordering::AcqRel);
         Ok(())
+    }
+}
+
+/// The library sink of `strata::rdb::file::import` for an RDB file's libraries (`strata import`,
+/// a Redis leader's full copy, `dump.rdb` at start-up): each library is created as FUNCTION LOAD
+/// (with `replace`, FUNCTION LOAD REPLACE) would create it, in `registry`, and the directory's
+/// record is rewritten at once, so an interrupted load keeps whole libraries only. A library
+/// that can't be created stops the load, as it fails Redis's (`Failed loading library, ...`).
+pub fn rdb_library_loader<'a>(
+    registry: &'a FunctionRegistry,
+    db: &'a strata::Db,
+    replace: bool,
+) -> impl FnMut(Vec<u8>) -> strata::Result<()> + 'a {
+    move |code| {
+        registry.load(&Bytes::from(code), replace).map_err(|e| {
+            let e = e.strip_prefix("ERR ").unwrap_or(&e);
+            strata::Error::BadRdb(format!("Failed loading library, {e}"))
+        })?;
+        db.aux_put(strata::function_record::RECORD, &registry.dump())
     }
 }
 
@@ -198,39 +202,8 @@ fn install(
 }
 
 fn parse_dump(payload: &[u8]) -> Option<Vec<Bytes>> {
-    let (body, crc) = payload.split_at_checked(payload.len().checked_sub(4)?)?;
-    if crc32(body).to_be_bytes() != crc || !body.starts_with(MAGIC) || body.get(8) != Some(&1) {
-        return None;
-    }
-    let mut rest = &body[9..];
-    let mut take = |n: usize| -> Option<&[u8]> {
-        let (head, tail) = rest.split_at_checked(n)?;
-        rest = tail;
-        Some(head)
-    };
-    let count = u32::from_be_bytes(take(4)?.try_into().ok()?);
-    let mut codes = Vec::new();
-    for _ in 0..count {
-        let len = u32::from_be_bytes(take(4)?.try_into().ok()?) as usize;
-        codes.push(Bytes::copy_from_slice(take(len)?));
-    }
-    Some(codes)
-}
-
-/// CRC-32 (IEEE), bitwise: payloads are small.
-fn crc32(data: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in data {
-        crc ^= b as u32;
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
+    let codes = strata::function_record::decode(payload)?;
+    Some(codes.into_iter().map(Bytes::from).collect())
 }
 
 fn valid_name(name: &str) -> bool {

@@ -347,6 +347,9 @@ pub struct Settings {
     pub blob_min_size: u64,
     /// `bgsave-dir`, relative to `dir` (see [`Settings::bgsave_path`]).
     pub bgsave_dir: PathBuf,
+    /// `dbfilename`: the Redis RDB file in `dir` loaded at start-up into a directory without
+    /// data (`crate::rdb_at_start`); Strata never writes it.
+    pub dbfilename: PathBuf,
     /// `metrics-port`: the port of the Prometheus metrics endpoint; 0 = off.
     pub metrics_port: u16,
     /// `metrics-bind`: the addresses the metrics endpoint listens on (as `bind`).

@@ -240,7 +240,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("cluster-config-file", &[], Str(any), "nodes.conf", Immutable, INERT),
     row("cluster-announce-hostname", &[], Str(hostname), "", Mutable, INERT),
     row("syslog-ident", &[], Str(any), "redis", Immutable, INERT),
-    row("dbfilename", &[], Str(base_name_db), "dump.rdb", Protected, INERT),
+    row("dbfilename", &[], Str(base_name_db), "dump.rdb", Protected, field!(dbfilename)),
     row("appendfilename", &[], Str(base_name_aof), "appendonly.aof", Immutable, INERT),
     row("appenddirname", &[], Str(base_name_aof_dir), "appendonlydir", Immutable, INERT),
     row("server_cpulist", &[], Str(any), "", Immutable, INERT),

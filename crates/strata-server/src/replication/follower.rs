@@ -9,7 +9,7 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -66,6 +66,10 @@ pub struct Link {
     pub sync_started_ms: AtomicU64,
     /// Bytes of the current copy received so far.
     pub sync_bytes: AtomicU64,
+    /// Bytes the current copy has in all, as Redis's `repl_transfer_size`: -1 until a Redis
+    /// leader's `$<length>` line, its length then, 0 when it is not told (a `$EOF:` transfer,
+    /// a Strata leader's copy).
+    pub sync_total: AtomicI64,
     /// The leader is a Redis: `applied` and `leader_replid` are its offset and id.
     pub from_redis: AtomicBool,
     /// The database a Redis leader's commands go to (its last SELECT).
@@ -168,6 +172,7 @@ impl Link {
             loading: AtomicBool::new(false),
             sync_started_ms: AtomicU64::new(0),
             sync_bytes: AtomicU64::new(0),
+            sync_total: AtomicI64::new(-1),
             from_redis: AtomicBool::new(from_redis),
             stream_db: AtomicU32::new(stream_db),
             skipped: AtomicU64::new(0),
@@ -569,6 +574,7 @@ pub(super) fn begin_copy(server: &Server, link: &Link, replid: &str, offset: u64
     link.sync_started_ms
         .store(strata::now_ms(), Ordering::Relaxed);
     link.sync_bytes.store(0, Ordering::Relaxed);
+    link.sync_total.store(-1, Ordering::Relaxed);
     server.replication.new_history();
     link.loading.store(true, Ordering::Release);
     link.set_state(server, SYNC);
@@ -584,6 +590,8 @@ fn load_copy(
     seq: u64,
 ) -> io::Result<()> {
     let started = begin_copy(server, link, replid, seq);
+    // A Strata leader streams its copy without telling its size, as a diskless Redis does.
+    link.sync_total.store(0, Ordering::Relaxed);
     let db = &server.db;
     let storage = |e: strata::Error| io::Error::other(format!("loading the copy: {e}"));
     db.load_begin().map_err(storage)?;

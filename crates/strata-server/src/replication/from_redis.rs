@@ -1,6 +1,7 @@
 //! The replica's side against a Redis leader (live migration from Redis): after Redis's
 //! +FULLRESYNC, the RDB file (`$<len>`, or diskless `$EOF:<mark>`) is loaded from the socket as it
-//! arrives, by the streaming loader (`strata::rdb::file`), into emptied data; then the leader's
+//! arrives, by the streaming loader (`strata::rdb::file`), into emptied data (its function
+//! libraries too, compiled as the file's records come); then the leader's
 //! command stream is applied as a Redis replica applies it, through the dispatcher as the
 //! `master` client (flag `M` in CLIENT LIST, killed by CLIENT KILL TYPE master): SELECT, MULTI/EXEC
 //! applied atomically, scripts as sent, no refusal of writes on a read-only replica.
@@ -22,6 +23,8 @@ use bytes::{Bytes, BytesMut};
 use strata::rdb::file;
 use strata::replication::REPLICATION_STATE;
 use strata_commands::command;
+use strata_commands::script_family::FUNCTIONS_RECORD;
+use strata_commands::scripting::functions::rdb_library_loader;
 use strata_commands::{registry, run, BlockMode, Ctx, Outcome, Session};
 use strata_resp::{Frame, RequestDecoder};
 
@@ -346,7 +349,12 @@ fn load_rdb(
     .map_err(storage)?;
     notice!("MASTER <-> REPLICA sync: Flushing old data");
     db.flushall().map_err(storage)?;
+    // The libraries go too, as Redis's emptyData takes them; the file brings the leader's.
+    server.functions.flush();
+    db.aux_put(FUNCTIONS_RECORD, &server.functions.dump())
+        .map_err(storage)?;
     notice!("MASTER <-> REPLICA sync: Loading DB from the socket");
+    let libraries = || rdb_library_loader(&server.functions, db, false);
     let progress = |bytes: u64, _keys: u64| {
         link.sync_bytes.store(bytes, Ordering::Relaxed);
         link.last_io_ms.store(strata::now_ms(), Ordering::Relaxed);
@@ -356,7 +364,8 @@ fn load_rdb(
             if mark.len() != 40 {
                 return Err(wire::invalid(format!("bad EOF mark from MASTER: '{line}'")));
             }
-            let summary = file::import(db, &mut *input, progress).map_err(storage)?;
+            link.sync_total.store(0, Ordering::Relaxed);
+            let summary = file::import(db, &mut *input, libraries(), progress).map_err(storage)?;
             let mut tail = [0u8; 40];
             input.read_exact(&mut tail)?;
             if tail != mark.as_bytes() {
@@ -370,8 +379,10 @@ fn load_rdb(
             let len: u64 = size
                 .parse()
                 .map_err(|_| wire::invalid(format!("bad RDB length from MASTER: '{line}'")))?;
+            link.sync_total
+                .store(i64::try_from(len).unwrap_or(i64::MAX), Ordering::Relaxed);
             let mut body = (&mut *input).take(len);
-            let summary = file::import(db, &mut body, progress).map_err(storage)?;
+            let summary = file::import(db, &mut body, libraries(), progress).map_err(storage)?;
             // Whatever follows the checksum within the announced length is not data.
             io::copy(&mut body, &mut io::sink())?;
             summary
@@ -382,10 +393,10 @@ fn load_rdb(
     link.stream_db.store(0, Ordering::Release);
     link.loading.store(false, Ordering::Release);
     notice!(
-        "MASTER <-> REPLICA sync: loaded {} keys ({} expired keys dropped, {} function libraries skipped) in {:.1}s",
+        "MASTER <-> REPLICA sync: loaded {} keys ({} expired keys dropped) and {} function libraries in {:.1}s",
         summary.keys,
         summary.expired,
-        summary.functions_skipped,
+        summary.functions,
         started.elapsed().as_secs_f64()
     );
     Ok(())

@@ -15,7 +15,7 @@ mod socket;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -60,6 +60,9 @@ pub struct Replication {
     pub sync_partial_err: AtomicU64,
     gate: AtomicU8,
     good_replicas: AtomicU64,
+    /// An RDB file is being loaded at start-up (`crate::rdb_at_start`): `-LOADING` as while a
+    /// leader's copy loads.
+    loading_file: AtomicBool,
     /// A Redis leader's id and offset saved at the last clean shutdown, with this directory's
     /// last sequence number when they were read: the first link resumes from them if nothing
     /// was written since (see [`Replication::load_redis_resume`]).
@@ -98,6 +101,7 @@ impl Replication {
             sync_partial_err: AtomicU64::new(0),
             gate: AtomicU8::new(0),
             good_replicas: AtomicU64::new(0),
+            loading_file: AtomicBool::new(false),
             redis_resume: Mutex::new(None),
         };
         repl.save_id(None);
@@ -198,10 +202,18 @@ impl Replication {
         self.link.lock().is_some()
     }
 
-    /// Whether a copy from the leader is being loaded.
+    /// Whether a copy from the leader, or an RDB file at start-up, is being loaded.
     pub fn is_loading(&self) -> bool {
-        self.link()
-            .is_some_and(|l| l.loading.load(Ordering::Acquire))
+        self.loading_file.load(Ordering::Acquire)
+            || self
+                .link()
+                .is_some_and(|l| l.loading.load(Ordering::Acquire))
+    }
+
+    /// Marks the start-up load of an RDB file begun or ended, and recomputes the gate.
+    pub fn set_loading_file(&self, on: bool, cfg: &Config) {
+        self.loading_file.store(on, Ordering::Release);
+        self.refresh_gate(cfg);
     }
 
     fn attached_now(&self) -> Vec<Arc<leader::Attached>> {
@@ -235,6 +247,9 @@ impl Replication {
     /// Recomputes the gate from the role, the link and `cfg`.
     pub fn refresh_gate(&self, cfg: &Config) {
         let mut gate = 0;
+        if self.loading_file.load(Ordering::Acquire) {
+            gate |= LOADING;
+        }
         match self.link() {
             Some(link) => {
                 if link.loading.load(Ordering::Acquire) {
@@ -456,6 +471,7 @@ impl Replication {
                 last_io_seconds_ago: (last_io != 0).then(|| now.saturating_sub(last_io) / 1000),
                 loading,
                 sync_read_bytes: link.sync_bytes.load(Ordering::Relaxed),
+                sync_total_bytes: link.sync_total.load(Ordering::Relaxed),
                 sync_last_io_seconds_ago: now
                     .saturating_sub(link.sync_started_ms.load(Ordering::Relaxed).max(last_io))
                     / 1000,
@@ -513,10 +529,19 @@ impl Replication {
                     u8::from(link.loading)
                 );
                 if link.loading {
+                    // Redis's arithmetic, signs included (a `$EOF:` transfer shows a total of 0
+                    // and negative bytes left).
+                    let total = link.sync_total_bytes;
+                    let read = i64::try_from(link.sync_read_bytes).unwrap_or(i64::MAX);
+                    let perc = if total != 0 {
+                        read as f64 / total as f64 * 100.0
+                    } else {
+                        0.0
+                    };
                     let _ = write!(
                         out,
-                        "master_sync_total_bytes:-1\r\nmaster_sync_read_bytes:{}\r\nmaster_sync_left_bytes:-1\r\nmaster_sync_perc:-1.00\r\nmaster_sync_last_io_seconds_ago:{}\r\n",
-                        link.sync_read_bytes,
+                        "master_sync_total_bytes:{total}\r\nmaster_sync_read_bytes:{read}\r\nmaster_sync_left_bytes:{}\r\nmaster_sync_perc:{perc:.2}\r\nmaster_sync_last_io_seconds_ago:{}\r\n",
+                        total - read,
                         link.sync_last_io_seconds_ago
                     );
                 }
@@ -591,6 +616,8 @@ pub struct LeaderFigures {
     pub loading: bool,
     /// Bytes of the copy read so far.
     pub sync_read_bytes: u64,
+    /// Bytes of the copy in all: -1 before it is known, 0 when it is never told.
+    pub sync_total_bytes: i64,
     /// Seconds since the copy last made progress.
     pub sync_last_io_seconds_ago: u64,
     /// Seconds the link has been down (None when up or never up).

@@ -1,7 +1,8 @@
 //! Loading a Redis RDB file (versions 1 to 10, as Redis 7.0 writes them) into a [`Db`], streaming:
 //! the header, AUX fields (read and ignored), SELECTDB, RESIZEDB, EXPIRETIME / EXPIRETIME_MS,
-//! IDLE / FREQ (ignored), function libraries (skipped: Strata's functions are not Redis's), keys,
-//! and the CRC-64 at the end, checked when the file has one. Keys whose expiry has passed are
+//! IDLE / FREQ (ignored), function libraries (handed to the caller, who compiles and keeps them:
+//! this crate has no scripting engine), keys, and the CRC-64 at the end, checked when the file has
+//! one. Keys whose expiry has passed are
 //! dropped; databases are kept. Memory is bounded by one compact blob (a listpack, an intset...)
 //! plus [`CHUNK`] elements: a large collection is written in several batches, so it is not
 //! atomic, and neither is the import (a failure leaves the keys loaded so far). Streams load
@@ -25,7 +26,7 @@ pub const CHUNK: usize = 1000;
 /// Keys applied per batch.
 const KEYS_PER_BATCH: usize = 256;
 
-const OP_FUNCTION2: u8 = 245;
+pub(super) const OP_FUNCTION2: u8 = 245;
 const OP_FUNCTION: u8 = 246;
 const OP_MODULE_AUX: u8 = 247;
 pub(super) const OP_IDLE: u8 = 248;
@@ -49,8 +50,8 @@ pub struct RdbSummary {
     pub keys: u64,
     /// Keys dropped because their expiry had passed.
     pub expired: u64,
-    /// Function libraries skipped.
-    pub functions_skipped: u64,
+    /// Function libraries handed to the caller.
+    pub functions: u64,
     /// Whether the file carried a checksum (and it matched).
     pub checksum_verified: bool,
 }
@@ -172,12 +173,37 @@ fn header<R: Read>(r: &mut Reader<R>) -> Result<u32> {
     Ok(version)
 }
 
+/// Reads a function library record: RDB_OPCODE_FUNCTION2's code as it is, or the form of
+/// Redis 7.0's release candidates (RDB_OPCODE_FUNCTION: name, engine, optional description,
+/// body) turned into code as Redis's `rdbFunctionLoad` does (`#!<engine> name=<name>` line, the
+/// description dropped).
+fn read_library<R: Read>(op: u8, r: &mut Reader<R>) -> Result<Vec<u8>> {
+    if op == OP_FUNCTION2 {
+        return r.string();
+    }
+    let name = r.string()?;
+    let engine = r.string()?;
+    if r.length()? != 0 {
+        r.string()?;
+    }
+    let body = r.string()?;
+    let mut code = b"#!".to_vec();
+    code.extend_from_slice(&engine);
+    code.extend_from_slice(b" name=");
+    code.extend_from_slice(&name);
+    code.push(b'\n');
+    code.extend_from_slice(&body);
+    Ok(code)
+}
+
 /// Loads the RDB file read from `input` into `db` (every database of the file into the database
-/// of the same number), replacing keys of the same name; calls `progress(bytes read, keys
-/// loaded)` after each key.
+/// of the same number), replacing keys of the same name; hands each function library's code to
+/// `library` (an error stops the import, as a library Redis can't create fails its load); calls
+/// `progress(bytes read, keys loaded)` after each key.
 pub fn import<R: Read>(
     db: &Db,
     input: R,
+    mut library: impl FnMut(Vec<u8>) -> Result<()>,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<RdbSummary> {
     let mut r = Reader::with_crc(input);
@@ -229,15 +255,11 @@ pub fn import<R: Read>(
             OP_FREQ => {
                 r.u8()?;
             }
-            OP_FUNCTION2 => {
-                r.string()?;
-                summary.functions_skipped += 1;
+            OP_FUNCTION2 | OP_FUNCTION => {
+                library(read_library(op, &mut r)?)?;
+                summary.functions += 1;
             }
-            OP_FUNCTION | OP_MODULE_AUX => {
-                return Err(bad(
-                    "module data and pre-release function records are not supported",
-                ))
-            }
+            OP_MODULE_AUX => return Err(bad("module data is not supported")),
             t if is_stream_type(t) => {
                 let key = r.string()?;
                 let at = expire_at.take();
@@ -364,7 +386,7 @@ mod tests {
     fn keys_land_in_their_database_and_expired_ones_are_dropped() -> Result<()> {
         let dir = tempfile::tempdir().map_err(|e| Error::Io(e.to_string()))?;
         let db = Db::open(dir.path())?;
-        let s = import(&db, rdb(&body(), true).as_slice(), |_, _| {})?;
+        let s = import(&db, rdb(&body(), true).as_slice(), |_| Ok(()), |_, _| {})?;
         assert_eq!((s.keys, s.expired, s.checksum_verified), (1, 1, true));
         let two = db.select(2)?;
         assert_eq!(
@@ -373,10 +395,54 @@ mod tests {
         );
         assert!(matches!(two.ttl(b"list")?, crate::Ttl::ExpiresAt(_)));
         assert!(!two.exists(b"gone")?);
-        let s = import(&db, rdb(&body(), false).as_slice(), |_, _| {})?;
+        let s = import(&db, rdb(&body(), false).as_slice(), |_| Ok(()), |_, _| {})?;
         assert!(
             !s.checksum_verified,
             "a zero checksum is not checked, as in Redis"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn libraries_of_both_forms_reach_the_caller_as_code() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| Error::Io(e.to_string()))?;
+        let db = Db::open(dir.path())?;
+        let mut b = vec![OP_FUNCTION2];
+        put_string(&mut b, b"#!lua name=new\nbody");
+        // Redis 7.0-rc's form: name, engine, a description, body.
+        b.push(OP_FUNCTION);
+        put_string(&mut b, b"old");
+        put_string(&mut b, b"LUA");
+        put_len(&mut b, 1);
+        put_string(&mut b, b"a description");
+        put_string(&mut b, b"return 1");
+        let mut got = Vec::new();
+        let s = import(
+            &db,
+            rdb(&b, true).as_slice(),
+            |code| {
+                got.push(code);
+                Ok(())
+            },
+            |_, _| {},
+        )?;
+        assert_eq!(s.functions, 2);
+        assert_eq!(
+            got,
+            vec![
+                b"#!lua name=new\nbody".to_vec(),
+                b"#!LUA name=old\nreturn 1".to_vec()
+            ]
+        );
+        let refused = import(
+            &db,
+            rdb(&b, true).as_slice(),
+            |_| Err(Error::BadRdb("no".into())),
+            |_, _| {},
+        );
+        assert!(
+            refused.is_err(),
+            "a library the caller refuses stops the import"
         );
         Ok(())
     }
@@ -389,14 +455,14 @@ mod tests {
         let mut flipped = good.clone();
         let at = good.len() - 12;
         flipped[at] ^= 0x01;
-        assert!(import(&db, flipped.as_slice(), |_, _| {}).is_err());
+        assert!(import(&db, flipped.as_slice(), |_| Ok(()), |_, _| {}).is_err());
         for cut in 0..good.len() {
             assert!(
-                import(&db, &good[..cut], |_, _| {}).is_err(),
+                import(&db, &good[..cut], |_| Ok(()), |_, _| {}).is_err(),
                 "cut at {cut}"
             );
         }
-        assert!(import(&db, &b"REDIS0011"[..], |_, _| {}).is_err());
+        assert!(import(&db, &b"REDIS0011"[..], |_| Ok(()), |_, _| {}).is_err());
         Ok(())
     }
 }

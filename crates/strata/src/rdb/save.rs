@@ -1,13 +1,14 @@
 //! Writing a whole RDB file (Redis 7.0's `rdbSaveRio`, RDB version 10) from a [`Db`], streaming:
 //! the `REDIS0010` header, the AUX fields Redis writes (`redis-ver`, `redis-bits`, `ctime`,
-//! `used-mem`, the replication fields when the file feeds a replica, `aof-base`), then for each
+//! `used-mem`, the replication fields when the file feeds a replica, `aof-base`), the FUNCTION
+//! libraries kept in the directory (one RDB_OPCODE_FUNCTION2 record each, the code as loaded, as
+//! Redis's `rdbSaveFunctions` writes them), then for each
 //! database holding keys SELECTDB and RESIZEDB and its keys (EXPIRETIME_MS before a key with a
 //! TTL, each value encoded by [`super::value::write_value`], the encoder DUMP uses), then EOF
 //! and the CRC-64 of everything before it. Memory is bounded by one staged buffer (64 KiB plus
 //! one element) whatever the data's size. The caller hands in a database nobody writes to
 //! meanwhile (an exclusive or read-only open, or a checkpoint), so the file is one moment's
-//! data. No LRU/LFU opcodes (Redis writes them only under an eviction policy that uses them),
-//! no function libraries (Strata's functions are not Redis's).
+//! data. No LRU/LFU opcodes (Redis writes them only under an eviction policy that uses them).
 
 use std::io::Write;
 
@@ -17,7 +18,7 @@ use crate::iter::KeyFilter;
 
 use super::crc64::crc64;
 use super::encoding::{put_len, put_string};
-use super::file::{OP_AUX, OP_EOF, OP_EXPIRETIME_MS, OP_RESIZEDB, OP_SELECTDB};
+use super::file::{OP_AUX, OP_EOF, OP_EXPIRETIME_MS, OP_FUNCTION2, OP_RESIZEDB, OP_SELECTDB};
 use super::payload::RDB_VERSION;
 use super::value::{write_value, Staged};
 
@@ -91,6 +92,10 @@ pub fn export<W: Write>(
         aux(&mut head, "repl-offset", r.offset.to_string().as_bytes());
     }
     aux(&mut head, "aof-base", b"0");
+    for code in crate::function_record::saved(db)? {
+        head.push(OP_FUNCTION2);
+        put_string(&mut head, &code);
+    }
     w.put(&head)?;
     let mut saved = RdbSaved::default();
     let mut scratch = Vec::new();
@@ -173,7 +178,7 @@ mod tests {
         assert!(bytes.starts_with(b"REDIS0010"));
 
         let (_b, dst) = db();
-        let loaded = file::import(&dst, bytes.as_slice(), |_, _| {})?;
+        let loaded = file::import(&dst, bytes.as_slice(), |_| Ok(()), |_, _| {})?;
         assert!(loaded.checksum_verified);
         assert_eq!(loaded.keys, 6);
         for key in [&b"list"[..], b"set", b"zset", b"fat", b"small"] {
@@ -185,13 +190,44 @@ mod tests {
     }
 
     #[test]
+    fn function_libraries_travel_with_the_file() -> Result<()> {
+        let (_a, src) = db();
+        let codes: [&[u8]; 2] = [
+            b"#!lua name=one\nredis.register_function('f1', function() return 1 end)",
+            b"#!lua name=two\nredis.register_function('f2', function() return 2 end)",
+        ];
+        src.aux_put(
+            crate::function_record::RECORD,
+            &crate::function_record::encode(codes.iter().copied()),
+        )?;
+        let (bytes, _) = export(&src, Vec::new(), None, |_, _| {})?;
+        let (_b, dst) = db();
+        let mut got = Vec::new();
+        let loaded = file::import(
+            &dst,
+            bytes.as_slice(),
+            |code| {
+                got.push(code);
+                Ok(())
+            },
+            |_, _| {},
+        )?;
+        assert_eq!(loaded.functions, 2);
+        assert_eq!(got, codes.map(|c| c.to_vec()));
+        Ok(())
+    }
+
+    #[test]
     fn an_empty_directory_is_a_header_and_a_checksum() -> Result<()> {
         let (_a, src) = db();
         let (bytes, saved) = export(&src, Vec::new(), None, |_, _| {})?;
         assert_eq!(saved.keys, 0);
         assert_eq!(&bytes[bytes.len() - 9..bytes.len() - 8], &[OP_EOF]);
         let (_b, dst) = db();
-        assert_eq!(file::import(&dst, bytes.as_slice(), |_, _| {})?.keys, 0);
+        assert_eq!(
+            file::import(&dst, bytes.as_slice(), |_| Ok(()), |_, _| {})?.keys,
+            0
+        );
         Ok(())
     }
 }

@@ -73,6 +73,7 @@ mod db;
 pub mod dump;
 mod error;
 mod expire;
+mod fragment;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod geo;

@@ -472,8 +472,10 @@ impl FragmentWriter {
         for p in pieces(offset, n) {
             let (bytes, _) = self.fragment(db, key, p.number)?;
             let have = bytes.len().saturating_sub(p.at).min(p.len);
-            let o = p.offset as usize;
-            out[o..o + have].copy_from_slice(&bytes[p.at..p.at + have]);
+            if have > 0 {
+                let o = p.offset as usize;
+                out[o..o + have].copy_from_slice(&bytes[p.at..p.at + have]);
+            }
         }
         Ok(out)
     }

@@ -543,9 +543,10 @@ impl Db {
         fragmented: impl FnOnce(&StoredString) -> Result<T>,
     ) -> Result<Option<T>> {
         let mk = self.meta_key(key);
-        let read = self
-            .storage()
-            .with_pinned(CF_META, &mk, |raw| -> Result<Option<std::result::Result<T, Meta>>> {
+        let read = self.storage().with_pinned(
+            CF_META,
+            &mk,
+            |raw| -> Result<Option<std::result::Result<T, Meta>>> {
                 let (kind, expire) = meta::decode_header(raw)?;
                 if expire != 0 && expire <= now_ms() {
                     return Ok(None);
@@ -557,7 +558,8 @@ impl Db {
                     return Ok(Some(Err(Meta::decode(raw)?)));
                 }
                 Ok(Some(Ok(inline(&raw[HEADER_LEN..]))))
-            })?;
+            },
+        )?;
         let value = match read.transpose()?.flatten() {
             None => None,
             Some(Ok(v)) => Some(v),
@@ -655,10 +657,19 @@ impl Db {
 
     /// The bytes of the fragmented string `s` at `key` holding bits `offset..offset + bits`, and
     /// the field's offset within them.
-    fn field_bytes(&self, key: &[u8], s: &StoredString, offset: u64, bits: u8) -> Result<(Vec<u8>, u64)> {
+    fn field_bytes(
+        &self,
+        key: &[u8],
+        s: &StoredString,
+        offset: u64,
+        bits: u8,
+    ) -> Result<(Vec<u8>, u64)> {
         let first = offset >> 3;
         let last = (offset + bits as u64 - 1) >> 3;
-        Ok((self.string_range(key, s, first, last + 1)?, offset - first * 8))
+        Ok((
+            self.string_range(key, s, first, last + 1)?,
+            offset - first * 8,
+        ))
     }
 
     /// GETBIT: the bit at `offset` of the string at `key` (0 past its end or when it is missing).

@@ -274,7 +274,7 @@ impl Db {
                 break;
             };
             if !walk.fragment(number, v, &mut f) {
-                return Ok(it.status()?);
+                return it.status();
             }
             it.next();
         }
@@ -607,7 +607,10 @@ mod tests {
             ]
         );
         assert_eq!(pieces(F, 1).next().map(|p| (p.number, p.at)), Some((1, 0)));
-        assert_eq!(pieces(F + 1, 1).next().map(|p| (p.number, p.at)), Some((1, 1)));
+        assert_eq!(
+            pieces(F + 1, 1).next().map(|p| (p.number, p.at)),
+            Some((1, 1))
+        );
         assert_eq!(pieces(F - 1, 1).count(), 1);
         assert_eq!(pieces(0, F).count(), 1);
         assert_eq!(pieces(0, F + 1).count(), 2);
@@ -646,7 +649,10 @@ mod tests {
         );
         // A range inside a gap, and one past the last fragment.
         assert_eq!(walk(F, 2 * F, &[]), vec![(F, format!("z{F}"))]);
-        assert_eq!(walk(F + 3, F + 4, &[(1, vec![9; 3])]), vec![(F + 3, "z1".into())]);
+        assert_eq!(
+            walk(F + 3, F + 4, &[(1, vec![9; 3])]),
+            vec![(F + 3, "z1".into())]
+        );
         assert_eq!(walk(4, 4, &frags), vec![]);
     }
 
@@ -656,7 +662,13 @@ mod tests {
             .map(|n| (n, (0..FRAGMENT_LEN).map(|i| (i % 251) as u8 + 1).collect()))
             .collect();
         let whole = flatten(0, 3 * F, &frags);
-        for (from, to) in [(F - 1, F + 1), (F, F + 1), (F + 1, 2 * F + 5), (0, 1), (1, 3 * F)] {
+        for (from, to) in [
+            (F - 1, F + 1),
+            (F, F + 1),
+            (F + 1, 2 * F + 5),
+            (0, 1),
+            (1, 3 * F),
+        ] {
             assert_eq!(
                 flatten(from, to, &frags),
                 whole[from as usize..to as usize],
@@ -713,17 +725,28 @@ mod tests {
                 model.len() as u64
             });
             let m = db.live_meta(b"k")?.ok_or(Error::NoSuchKey)?;
-            assert!(m.is_fragmented(), "past the threshold after SETRANGE at {offset}");
+            assert!(
+                m.is_fragmented(),
+                "past the threshold after SETRANGE at {offset}"
+            );
         }
         let len = model.len();
         assert_eq!(db.append(b"k", b"tail")?, len as u64 + 4);
         put(&mut model, len, b"tail");
         // Byte F holds "z" (0x7A): its bit 5 (0x04) is clear.
-        assert_eq!(db.setbit(b"k", 8 * (FRAGMENT_LEN as u64) + 5, true)?, (0, true));
+        assert_eq!(
+            db.setbit(b"k", 8 * (FRAGMENT_LEN as u64) + 5, true)?,
+            (0, true)
+        );
         model[FRAGMENT_LEN] |= 0x04;
         assert_eq!(db.get(b"k")?.as_deref(), Some(&model[..]));
         assert_eq!(db.strlen(b"k")?, model.len() as u64);
-        for (a, b) in [(0i64, -1i64), (4095, 4097), (-20, -1), (t as i64 - 3, t as i64 + 3)] {
+        for (a, b) in [
+            (0i64, -1i64),
+            (4095, 4097),
+            (-20, -1),
+            (t as i64 - 3, t as i64 + 3),
+        ] {
             let want = {
                 let n = model.len() as i64;
                 let (a, b) = (if a < 0 { n + a } else { a }, if b < 0 { n + b } else { b });

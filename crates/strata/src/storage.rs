@@ -1354,9 +1354,7 @@ fn orphan_decision(handle: &OnceLock<Weak<DB>>, key: &[u8]) -> Decision {
         Ok(None) => Decision::Remove,
         Ok(Some(raw)) => match meta::Meta::decode(&raw) {
             Ok(m) if m.is_expired(now_ms()) => Decision::Remove,
-            Ok(m) if m.version() != Some(version) || !m.owns_sub_keys() => {
-                Decision::Remove
-            }
+            Ok(m) if m.version() != Some(version) || !m.owns_sub_keys() => Decision::Remove,
             _ => Decision::Keep,
         },
         Err(_) => Decision::Keep,

@@ -101,9 +101,10 @@ impl Db {
         let mk = self.meta_key(key);
         // Decode the header in place and copy the value out of the pinned slice (or the cached
         // record) once.
-        let read = self
-            .storage()
-            .with_pinned(crate::storage::CF_META, &mk, |raw| -> Result<Option<Read>> {
+        let read = self.storage().with_pinned(
+            crate::storage::CF_META,
+            &mk,
+            |raw| -> Result<Option<Read>> {
                 let (kind, expire) = crate::meta::decode_header(raw)?;
                 if expire != 0 && expire <= now_ms() {
                     return Ok(None);
@@ -115,7 +116,8 @@ impl Db {
                     return Ok(Some(Read::Fragmented(Meta::decode(raw)?)));
                 }
                 Ok(Some(Read::Value(raw[crate::meta::HEADER_LEN..].to_vec())))
-            })?;
+            },
+        )?;
         let value = match read.transpose()?.flatten() {
             None => None,
             Some(Read::Value(v)) => Some(v),
@@ -135,7 +137,11 @@ impl Db {
             .collect();
         let now = now_ms();
         let mut out = Vec::with_capacity(keys.len());
-        for (r, key) in s.multi_get(crate::storage::CF_META, &raw_keys)?.into_iter().zip(keys) {
+        for (r, key) in s
+            .multi_get(crate::storage::CF_META, &raw_keys)?
+            .into_iter()
+            .zip(keys)
+        {
             let value = match r {
                 Some(raw) => match Meta::decode(&raw) {
                     Ok(m) if m.kind == KeyType::String && !m.is_expired(now) => {

@@ -334,7 +334,7 @@ impl Db {
             Some(m) if m.kind == KeyType::String => Some(Value::String {
                 flags: m.flags,
                 expire_ms: m.expire_ms,
-                value: m.body,
+                value: self.string_body(key, m)?,
             }),
             Some(m) => Some(Value::Collection(Staged::new(
                 CollectionMeta::from_meta(m)?,

@@ -2,15 +2,19 @@
 //! as in Redis. Two layers. Pure functions over byte slices — set bits in a range, the first set
 //! or clear bit of a range, BITOP, bit fields with Redis's overflow rules, and the arithmetic
 //! that turns a command's (possibly negative) range into bits — tested on their own. Then the
-//! `Db` methods GETBIT, SETBIT, BITCOUNT, BITPOS, BITOP and BITFIELD: reads look at the stored
-//! record in place (no copy), writes edit one copy of the record and store it whole under the
-//! key's lock, keeping the TTL. Knows nothing of commands, arguments or replies.
+//! `Db` methods GETBIT, SETBIT, BITCOUNT, BITPOS, BITOP and BITFIELD: reads of an inline string
+//! look at the stored record in place (no copy), writes edit one copy of the record and store it
+//! whole under the key's lock, keeping the TTL. A string these writes grow past
+//! `fragment::THRESHOLD` is stored in fragments (`fragment.rs`): then a write reads and rewrites
+//! only the fragments its bits are in, and a read only the fragments of its range. Knows
+//! nothing of commands, arguments or replies.
 
 use rocksdb::WriteBatch;
 
 use crate::db::{now_ms, Db};
 use crate::error::{Error, Result};
-use crate::meta::{self, KeyType, FLAG_RAW_STRING, HEADER_LEN};
+use crate::fragment::{self, Chunk, FragmentWriter, StoredString};
+use crate::meta::{self, KeyType, Meta, FLAG_RAW_STRING, HEADER_LEN};
 use crate::storage::CF_META;
 
 /// The unit of a BITCOUNT or BITPOS range.
@@ -266,48 +270,65 @@ fn in_bits(start: i64, end: i64, unit: BitUnit) -> (u64, u64) {
     }
 }
 
-fn units(bytes: &[u8], unit: BitUnit) -> i64 {
+fn units(len: u64, unit: BitUnit) -> i64 {
     match unit {
-        BitUnit::Bit => bytes.len() as i64 * 8,
-        BitUnit::Byte => bytes.len() as i64,
+        BitUnit::Bit => len as i64 * 8,
+        BitUnit::Byte => len as i64,
     }
+}
+
+/// The inclusive bit range BITCOUNT counts in a string of `len` bytes (None: no bit).
+fn bitcount_bits(len: u64, range: Option<BitRange>) -> Option<(u64, u64)> {
+    let Some(r) = range else {
+        return (len > 0).then(|| (0, len * 8 - 1));
+    };
+    // Redis answers 0 for two negative offsets in the wrong order before clamping them.
+    if r.start < 0 && r.end < 0 && r.start > r.end {
+        return None;
+    }
+    let (start, end) = clamp(r.start, r.end, units(len, r.unit));
+    (start <= end).then(|| in_bits(start, end, r.unit))
 }
 
 /// BITCOUNT: the set bits of `bytes` in `range` (all of them without one).
 pub fn bitcount(bytes: &[u8], range: Option<BitRange>) -> u64 {
-    let Some(r) = range else {
+    if range.is_none() {
         return popcount(bytes);
-    };
-    // Redis answers 0 for two negative offsets in the wrong order before clamping them.
-    if r.start < 0 && r.end < 0 && r.start > r.end {
-        return 0;
     }
-    let (start, end) = clamp(r.start, r.end, units(bytes, r.unit));
-    if start > end {
-        return 0;
+    bitcount_bits(bytes.len() as u64, range).map_or(0, |(from, to)| count_bits(bytes, from, to))
+}
+
+/// The inclusive bit range BITPOS searches in a string of `len` bytes (None: none, -1).
+fn bitpos_bits(len: u64, range: Option<BitposRange>) -> Option<(u64, u64)> {
+    let r = range.unwrap_or(BitposRange {
+        start: 0,
+        end: None,
+        unit: BitUnit::Byte,
+    });
+    let (start, end) = clamp(r.start, r.end.unwrap_or(i64::MAX), units(len, r.unit));
+    (start <= end).then(|| in_bits(start, end, r.unit))
+}
+
+/// BITPOS's answer when the range `..=to` holds no bit equal to `bit`: without an end, a clear
+/// bit is found just past the string.
+fn bitpos_miss(bit: bool, range: Option<BitposRange>, to: u64) -> i64 {
+    if bit || range.is_some_and(|r| r.end.is_some()) {
+        -1
+    } else {
+        to as i64 + 1
     }
-    let (from, to) = in_bits(start, end, r.unit);
-    count_bits(bytes, from, to)
 }
 
 /// BITPOS: the position (in bits from the start of the string) of the first bit equal to `bit`
 /// in `range` (the whole string without one), or -1. Without an end, a string with no clear
 /// bit in range answers the first bit past its end.
 pub fn bitpos(bytes: &[u8], bit: bool, range: Option<BitposRange>) -> i64 {
-    let r = range.unwrap_or(BitposRange {
-        start: 0,
-        end: None,
-        unit: BitUnit::Byte,
-    });
-    let (start, end) = clamp(r.start, r.end.unwrap_or(i64::MAX), units(bytes, r.unit));
-    if start > end {
+    let Some((from, to)) = bitpos_bits(bytes.len() as u64, range) else {
         return -1;
-    }
-    let (from, to) = in_bits(start, end, r.unit);
+    };
     match find_bit(bytes, bit, from, to) {
         Some(p) => p as i64,
-        None if bit || r.end.is_some() => -1,
-        None => to as i64 + 1,
+        None => bitpos_miss(bit, range, to),
     }
 }
 
@@ -511,14 +532,21 @@ impl Db {
                     .load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// `f` applied to the value of the string at `key` where it is stored, without copying it;
-    /// None when the key is missing, WrongType when it is not a string. Counts a keyspace hit
-    /// or miss, as Redis's lookups for reading do.
-    fn with_string<T>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
+    /// `inline` applied to the value of the string at `key` where it is stored, without copying
+    /// it, or `fragmented` to a string stored in fragments; None when the key is missing,
+    /// WrongType when it is not a string. Counts a keyspace hit or miss, as Redis's lookups for
+    /// reading do.
+    fn with_string<T>(
+        &self,
+        key: &[u8],
+        inline: impl FnOnce(&[u8]) -> T,
+        fragmented: impl FnOnce(&StoredString) -> Result<T>,
+    ) -> Result<Option<T>> {
         let mk = self.meta_key(key);
-        let read = self
-            .storage()
-            .with_pinned(CF_META, &mk, |raw| -> Result<Option<T>> {
+        let read = self.storage().with_pinned(
+            CF_META,
+            &mk,
+            |raw| -> Result<Option<std::result::Result<T, Meta>>> {
                 let (kind, expire) = meta::decode_header(raw)?;
                 if expire != 0 && expire <= now_ms() {
                     return Ok(None);
@@ -526,9 +554,17 @@ impl Db {
                 if kind != KeyType::String {
                     return Err(Error::WrongType);
                 }
-                Ok(Some(f(&raw[HEADER_LEN..])))
-            })?;
-        let value = read.transpose()?.flatten();
+                if fragment::is_fragmented_record(raw) {
+                    return Ok(Some(Err(Meta::decode(raw)?)));
+                }
+                Ok(Some(Ok(inline(&raw[HEADER_LEN..]))))
+            },
+        )?;
+        let value = match read.transpose()?.flatten() {
+            None => None,
+            Some(Ok(v)) => Some(v),
+            Some(Err(m)) => Some(fragmented(&StoredString::from_meta(m)?)?),
+        };
         self.count_lookup(value.is_some());
         Ok(value)
     }
@@ -540,19 +576,55 @@ impl Db {
         Ok(matches!(expire, Some(e) if e == 0 || e > now_ms()))
     }
 
-    /// The stored record of the string at `key` (header and value) for a read-modify-write: the
-    /// one copy the write edits. Its value is grown with zero bytes to at least `len` bytes and
-    /// it is flagged as modified in place (Redis then reports the `raw` encoding). Also tells
-    /// whether the string is new or grew. The caller holds the key's lock.
-    fn string_record_for_update(&self, key: &[u8], len: usize) -> Result<(Vec<u8>, bool)> {
-        let (mut record, mut grown) = match self.live_raw(key)? {
-            Some(raw) if meta::decode_header(&raw)?.0 != KeyType::String => {
+    /// The string at `key` for a read-modify-write that needs it at least `len` bytes long. An
+    /// inline string that stays within `fragment::THRESHOLD` comes as its stored record (header
+    /// and value): the one copy the write edits, grown with zero bytes to `len` and flagged as
+    /// modified in place (Redis then reports the `raw` encoding). A longer or fragmented one comes
+    /// as a [`FragmentWriter`] (an inline one converted), grown to `len`. Both tell whether the
+    /// string is new or grew. The caller holds the key's lock.
+    fn string_for_update(&self, key: &[u8], len: u64) -> Result<Update> {
+        let raw = self.live_raw(key)?;
+        let current = match &raw {
+            Some(r) if meta::decode_header(r)?.0 != KeyType::String => {
                 return Err(Error::WrongType)
             }
+            Some(r) if fragment::is_fragmented_record(r) => None,
+            Some(r) => Some((r.len() - HEADER_LEN) as u64),
+            None => Some(0),
+        };
+        if let Some(current) = current.filter(|c| len.max(*c) <= fragment::THRESHOLD) {
+            let (record, grown) = self.string_record_for_update(raw, len as usize)?;
+            return Ok(Update::Inline {
+                record,
+                grown: grown || current < len,
+            });
+        }
+        let stored = match raw {
+            Some(r) => Some(StoredString::from_meta(Meta::decode(&r)?)?),
+            None => None,
+        };
+        let mut writer = FragmentWriter::new(self, stored.as_ref());
+        let grown = stored.is_none() || writer.len() < len;
+        writer.grow(len);
+        Ok(Update::Fragments {
+            writer,
+            grown,
+            expire_ms: stored.map_or(0, |s| s.expire_ms),
+        })
+    }
+
+    /// The inline record `raw` (None: a new string) grown with zero bytes to at least `len` bytes
+    /// of value and flagged as modified in place, and whether it is new.
+    fn string_record_for_update(
+        &self,
+        raw: Option<Vec<u8>>,
+        len: usize,
+    ) -> Result<(Vec<u8>, bool)> {
+        let (mut record, grown) = match raw {
             Some(raw) => (raw, false),
             None => {
-                // Zeroed in one allocation: the pages only read on their way into the write
-                // batch are never touched (SETBIT k 4294967295 1 costs no 512 MB of them here).
+                // Zeroed in one allocation: pages only read on their way into the write batch
+                // are never touched.
                 let size = HEADER_LEN.checked_add(len).ok_or(Error::StringTooLong)?;
                 let mut r = vec![0u8; size];
                 r[..HEADER_LEN].copy_from_slice(&meta::encode_flagged(KeyType::String, 0, 0, &[]));
@@ -562,14 +634,13 @@ impl Db {
         let want = HEADER_LEN.checked_add(len).ok_or(Error::StringTooLong)?;
         if record.len() < want {
             record.resize(want, 0);
-            grown = true;
         }
         record[1] |= FLAG_RAW_STRING;
         Ok((record, grown))
     }
 
-    /// Stores a record made by [`Db::string_record_for_update`] (its TTL unchanged), giving up
-    /// the record once the write batch holds its copy.
+    /// Stores a record made by [`Db::string_for_update`] (its TTL unchanged), giving up the
+    /// record once the write batch holds its copy.
     fn put_string_record(&self, key: &[u8], record: Vec<u8>) -> Result<()> {
         let mut batch = WriteBatch::default();
         self.put_meta_record(&mut batch, key, &record);
@@ -577,9 +648,42 @@ impl Db {
         self.write(batch)
     }
 
+    /// Stores the edits of a [`FragmentWriter`] (the TTL given kept).
+    fn put_fragments(&self, key: &[u8], writer: FragmentWriter, expire_ms: u64) -> Result<()> {
+        let mut batch = WriteBatch::default();
+        writer.finish(self, &mut batch, key, FLAG_RAW_STRING, expire_ms);
+        self.write(batch)
+    }
+
+    /// The bytes of the fragmented string `s` at `key` holding bits `offset..offset + bits`, and
+    /// the field's offset within them.
+    fn field_bytes(
+        &self,
+        key: &[u8],
+        s: &StoredString,
+        offset: u64,
+        bits: u8,
+    ) -> Result<(Vec<u8>, u64)> {
+        let first = offset >> 3;
+        let last = (offset + bits as u64 - 1) >> 3;
+        Ok((
+            self.string_range(key, s, first, last + 1)?,
+            offset - first * 8,
+        ))
+    }
+
     /// GETBIT: the bit at `offset` of the string at `key` (0 past its end or when it is missing).
     pub fn getbit(&self, key: &[u8], offset: u64) -> Result<u8> {
-        Ok(self.with_string(key, |v| bit_at(v, offset))?.unwrap_or(0))
+        Ok(self
+            .with_string(
+                key,
+                |v| bit_at(v, offset),
+                |s| {
+                    let (b, at) = self.field_bytes(key, s, offset, 1)?;
+                    Ok(bit_at(&b, at))
+                },
+            )?
+            .unwrap_or(0))
     }
 
     /// SETBIT: sets the bit at `offset` of the string at `key` to `on`, growing (or creating) the
@@ -597,18 +701,41 @@ impl Db {
     /// ```
     pub fn setbit(&self, key: &[u8], offset: u64, on: bool) -> Result<(u8, bool)> {
         let _g = self.inner.locks.lock_one(self.index, key);
-        let byte = usize::try_from(offset >> 3).map_err(|_| Error::StringTooLong)?;
-        let (mut record, mut changed) = self.string_record_for_update(key, byte + 1)?;
-        let value = &mut record[HEADER_LEN..];
-        let old = bit_at(value, offset);
-        if old != on as u8 {
-            value[byte] ^= 0x80 >> (offset & 7);
-            changed = true;
+        let byte = offset >> 3;
+        let mask = 0x80 >> (offset & 7);
+        match self.string_for_update(key, byte + 1)? {
+            Update::Inline {
+                mut record,
+                grown: mut changed,
+            } => {
+                let value = &mut record[HEADER_LEN..];
+                let old = bit_at(value, offset);
+                if old != on as u8 {
+                    value[byte as usize] ^= mask;
+                    changed = true;
+                }
+                if changed {
+                    self.put_string_record(key, record)?;
+                }
+                Ok((old, changed))
+            }
+            Update::Fragments {
+                mut writer,
+                grown: mut changed,
+                expire_ms,
+            } => {
+                let current = writer.read(self, key, byte, 1)?[0];
+                let old = bit_at(&[current], offset & 7);
+                if old != on as u8 {
+                    writer.write(self, key, byte, &[current ^ mask])?;
+                    changed = true;
+                }
+                if changed {
+                    self.put_fragments(key, writer, expire_ms)?;
+                }
+                Ok((old, changed))
+            }
         }
-        if changed {
-            self.put_string_record(key, record)?;
-        }
-        Ok((old, changed))
     }
 
     /// BITCOUNT: the set bits of the string at `key` in `range` (all of them without one); 0
@@ -625,14 +752,49 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn bitcount(&self, key: &[u8], range: Option<BitRange>) -> Result<u64> {
-        Ok(self.with_string(key, |v| bitcount(v, range))?.unwrap_or(0))
+        let fragmented = |s: &StoredString| -> Result<u64> {
+            let Some((from, to)) = bitcount_bits(s.len(), range) else {
+                return Ok(0);
+            };
+            let mut n = 0;
+            self.string_chunks(key, s, from >> 3, (to >> 3) + 1, |at, chunk| {
+                if let Chunk::Bytes(b) = chunk {
+                    let base = at * 8;
+                    n += count_bits(b, from.saturating_sub(base), to - base);
+                }
+                true
+            })?;
+            Ok(n)
+        };
+        Ok(self
+            .with_string(key, |v| bitcount(v, range), fragmented)?
+            .unwrap_or(0))
     }
 
     /// BITPOS: the first bit equal to `bit` in `range` of the string at `key` (see
     /// [`BitposRange`]), or -1. A missing key reads as an endless run of clear bits.
     pub fn bitpos(&self, key: &[u8], bit: bool, range: Option<BitposRange>) -> Result<i64> {
+        let fragmented = |s: &StoredString| -> Result<i64> {
+            let Some((from, to)) = bitpos_bits(s.len(), range) else {
+                return Ok(-1);
+            };
+            let mut found = None;
+            self.string_chunks(key, s, from >> 3, (to >> 3) + 1, |at, chunk| {
+                let base = at * 8;
+                let lo = from.saturating_sub(base);
+                found = match chunk {
+                    Chunk::Bytes(b) => {
+                        let hi = (to - base).min(b.len() as u64 * 8 - 1);
+                        find_bit(b, bit, lo, hi).map(|p| base + p)
+                    }
+                    Chunk::Zeros(_) => (!bit).then_some(base + lo),
+                };
+                found.is_none()
+            })?;
+            Ok(found.map_or_else(|| bitpos_miss(bit, range, to), |p| p as i64))
+        };
         Ok(self
-            .with_string(key, |v| bitpos(v, bit, range))?
+            .with_string(key, |v| bitpos(v, bit, range), fragmented)?
             .unwrap_or(if bit { -1 } else { 0 }))
     }
 
@@ -653,26 +815,39 @@ impl Db {
     pub fn bitop(&self, op: BitOp, dest: &[u8], sources: &[&[u8]]) -> Result<BitopOutcome> {
         let keys = std::iter::once(dest).chain(sources.iter().copied());
         let _g = self.inner.locks.lock(keys.map(|k| (self.index, k)));
+        // Each source as (bytes, where its value starts): a stored record, or a fragmented
+        // string's value put together.
         let mut records = Vec::with_capacity(sources.len());
         for k in sources {
             let raw = self.live_raw(k)?;
-            if let Some(r) = &raw {
-                if meta::decode_header(r)?.0 != KeyType::String {
-                    return Err(Error::WrongType);
-                }
-            }
             self.count_lookup(raw.is_some());
-            records.push(raw);
+            records.push(match raw {
+                Some(r) if meta::decode_header(&r)?.0 != KeyType::String => {
+                    return Err(Error::WrongType)
+                }
+                Some(r) if fragment::is_fragmented_record(&r) => {
+                    (self.string_body(k, Meta::decode(&r)?)?, 0)
+                }
+                Some(r) => (r, HEADER_LEN),
+                None => (Vec::new(), 0),
+            });
         }
-        let values: Vec<&[u8]> = records
-            .iter()
-            .map(|r| r.as_deref().map_or(&[][..], |r| &r[HEADER_LEN..]))
-            .collect();
+        let values: Vec<&[u8]> = records.iter().map(|(r, at)| &r[*at..]).collect();
         let mut record = meta::encode_flagged(KeyType::String, FLAG_RAW_STRING, 0, &[]);
         bitop_into(op, &values, &mut record);
         drop(values);
         drop(records);
         let len = (record.len() - HEADER_LEN) as u64;
+        if len > fragment::THRESHOLD {
+            let mut batch = WriteBatch::default();
+            self.put_string_value(&mut batch, dest, &record[HEADER_LEN..], FLAG_RAW_STRING, 0);
+            drop(record);
+            self.write(batch)?;
+            return Ok(BitopOutcome {
+                len,
+                deleted: false,
+            });
+        }
         if len > 0 {
             self.put_string_record(dest, record)?;
             return Ok(BitopOutcome {
@@ -706,11 +881,20 @@ impl Db {
     /// ```
     pub fn bitfield(&self, key: &[u8], ops: &[BitfieldOp]) -> Result<BitfieldOutcome> {
         let Some(last_bit) = ops.iter().filter_map(BitfieldOp::last_written_bit).max() else {
-            let values = match self.with_string(key, |v| {
+            let inline = |v: &[u8]| {
                 ops.iter()
                     .map(|op| Some(bitfield_get(v, op.ty, op.offset)))
                     .collect::<Vec<Option<i64>>>()
-            })? {
+            };
+            let fragmented = |s: &StoredString| -> Result<Vec<Option<i64>>> {
+                ops.iter()
+                    .map(|op| {
+                        let (b, at) = self.field_bytes(key, s, op.offset, op.ty.bits)?;
+                        Ok(Some(bitfield_get(&b, op.ty, at)))
+                    })
+                    .collect()
+            };
+            let values = match self.with_string(key, inline, fragmented)? {
                 Some(values) => values,
                 None => vec![Some(0); ops.len()],
             };
@@ -719,28 +903,78 @@ impl Db {
                 changed: false,
             });
         };
-        let len = usize::try_from((last_bit >> 3) + 1).map_err(|_| Error::StringTooLong)?;
         let _g = self.inner.locks.lock_one(self.index, key);
-        let (mut record, grown) = self.string_record_for_update(key, len)?;
-        let value = &mut record[HEADER_LEN..];
+        let update = self.string_for_update(key, (last_bit >> 3) + 1)?;
+        let grown = match &update {
+            Update::Inline { grown, .. } | Update::Fragments { grown, .. } => *grown,
+        };
         let mut values = Vec::with_capacity(ops.len());
         let (mut changes, mut modified) = (0, grown);
-        for op in ops {
-            let (answer, changed) = bitfield_write(value, op.ty, op.offset, op.action);
+        let mut count = |op: &BitfieldOp, answer: Option<i64>, changed: bool| {
             if op.action != BitfieldAction::Get && answer.is_some() && (grown || changed) {
                 changes += 1;
             }
             modified |= changed;
             values.push(answer);
-        }
-        if modified {
-            self.put_string_record(key, record)?;
+        };
+        match update {
+            Update::Inline { mut record, .. } => {
+                let value = &mut record[HEADER_LEN..];
+                for op in ops {
+                    let (answer, changed) = bitfield_write(value, op.ty, op.offset, op.action);
+                    count(op, answer, changed);
+                }
+                if modified {
+                    self.put_string_record(key, record)?;
+                }
+            }
+            Update::Fragments {
+                mut writer,
+                expire_ms,
+                ..
+            } => {
+                for op in ops {
+                    // Only the bytes holding the field are read and, if it changes, written.
+                    let first = op.offset >> 3;
+                    let last = (op.offset + op.ty.bits as u64 - 1) >> 3;
+                    let mut field = writer.read(self, key, first, last - first + 1)?;
+                    let at = op.offset - first * 8;
+                    let (answer, changed) = bitfield_write(&mut field, op.ty, at, op.action);
+                    if changed {
+                        writer.write(self, key, first, &field)?;
+                    }
+                    count(op, answer, changed);
+                }
+                if modified {
+                    self.put_fragments(key, writer, expire_ms)?;
+                }
+            }
         }
         Ok(BitfieldOutcome {
             values,
             changed: changes > 0,
         })
     }
+}
+
+/// A string ready for a read-modify-write ([`Db::string_for_update`]).
+enum Update {
+    /// Its whole record (header and value).
+    Inline {
+        /// The record.
+        record: Vec<u8>,
+        /// Whether the string is new or grew.
+        grown: bool,
+    },
+    /// In fragments.
+    Fragments {
+        /// Its staged edits.
+        writer: FragmentWriter,
+        /// Whether the string is new or grew.
+        grown: bool,
+        /// Its TTL, kept.
+        expire_ms: u64,
+    },
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! agree, and every member record must belong to a live collection (those that do not are
 //! orphans, harmless, reclaimed by compaction). With `repair`, what can be fixed without guessing
 //! is fixed: undecodable records are deleted, counts are rewritten from what is stored, empty
-//! collections are deleted, a sorted set's score index is rebuilt from its members.
+//! collections are deleted, a sorted set's score index is rebuilt from its members. A fragmented
+//! string's fragments must lie within its length (repair cuts or deletes those that do not).
 
 use std::collections::HashSet;
 
@@ -102,6 +103,38 @@ impl Db {
         Ok(report)
     }
 
+    /// The fragments of a fragmented string `c` (its `len` is the string's length): each under
+    /// an 8-byte fragment number, at most `FRAGMENT_LEN` bytes, none holding bytes past the
+    /// string's end (they would show when it grows). Returns how many fragments there are, how
+    /// many break those rules, and the batch that deletes or cuts them.
+    fn check_fragments(&self, key: &[u8], c: &CollectionMeta) -> Result<(u64, u64, WriteBatch)> {
+        const F: u64 = crate::fragment::FRAGMENT_LEN as u64;
+        let mut fix = WriteBatch::default();
+        let (mut found, mut bad) = (0u64, 0u64);
+        let cf = self.storage().cf(CF_DATA);
+        self.for_each_sub(CF_DATA, key, c, None, |sub, v| {
+            found += 1;
+            let start = <[u8; 8]>::try_from(sub)
+                .ok()
+                .map(|b| u64::from_be_bytes(b).saturating_mul(F));
+            let keep = match start {
+                Some(at) if at < c.len => (c.len - at).min(F) as usize,
+                _ => 0,
+            };
+            if v.len() > keep {
+                bad += 1;
+                let k = self.sub_key(key, c, sub);
+                if keep == 0 {
+                    fix.delete_cf(cf, k);
+                } else {
+                    fix.put_cf(cf, k, &v[..keep]);
+                }
+            }
+            true
+        })?;
+        Ok((found, bad, fix))
+    }
+
     fn check_key(
         &self,
         key: &[u8],
@@ -140,13 +173,22 @@ impl Db {
             return Ok(());
         }
         report.keys += 1;
-        if m.kind == KeyType::String {
+        if m.kind == KeyType::String && !m.is_fragmented() {
             return Ok(());
         }
         let mut c = match CollectionMeta::from_meta(m) {
             Ok(c) => c,
             Err(e) => return problem(e.to_string(), Some(delete())),
         };
+        if c.kind == KeyType::String {
+            let (found, bad, fix) = self.check_fragments(key, &c)?;
+            if bad > 0 {
+                let what = format!("{bad} string fragments outside the string or too long");
+                problem(what, Some(fix))?;
+            }
+            report.members += found;
+            return Ok(());
+        }
         let mut found = 0u64;
         let mut bad_members = Vec::new();
         let list_bounds = list_bounds(&c);
@@ -291,7 +333,7 @@ impl Db {
                                         Some(raw) => match Meta::decode(&raw) {
                                             Ok(m) => {
                                                 !m.is_expired(now)
-                                                    && m.kind != KeyType::String
+                                                    && m.owns_sub_keys()
                                                     && m.version() == Some(version)
                                             }
                                             Err(_) => false,

@@ -648,7 +648,7 @@ impl Db {
             self.phys(),
             key,
             m.kind,
-            m.flags,
+            m.flags_byte(),
             m.expire_ms,
             &m.body,
         );

@@ -141,8 +141,9 @@ impl Keys {
 /// A string's length or a collection's member count, from its raw metadata record.
 fn size_of(kind: KeyType, raw: &[u8]) -> u64 {
     let body = raw.get(HEADER_LEN..).unwrap_or_default();
+    let fragmented = crate::meta::encoding_of(raw) == crate::meta::STRING_FRAGMENTED;
     match kind {
-        KeyType::String => body.len() as u64,
+        KeyType::String if !fragmented => body.len() as u64,
         _ => body
             .get(8..16)
             .and_then(|b| <[u8; 8]>::try_from(b).ok())

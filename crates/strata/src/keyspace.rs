@@ -289,7 +289,8 @@ impl Db {
     }
 
     /// Writes a copy of `m` (of `src_key` in physical db `src_phys`) as `dst_key` in physical db
-    /// `dst_phys`. Collections get a new version and their members are copied.
+    /// `dst_phys`. Collections and fragmented strings get a new version and their sub-keys are
+    /// copied.
     fn copy_value(
         &self,
         batch: &mut WriteBatch,
@@ -299,7 +300,7 @@ impl Db {
         dst_phys: u8,
         dst_key: &[u8],
     ) -> Result<()> {
-        if m.kind == KeyType::String {
+        if !m.owns_sub_keys() {
             self.put_meta_flagged(
                 batch,
                 dst_phys,
@@ -317,7 +318,15 @@ impl Db {
         let new_version = self.next_version();
         let mut body = m.body.clone();
         body[..8].copy_from_slice(&new_version.to_be_bytes());
-        self.put_meta_raw(batch, dst_phys, dst_key, m.kind, m.expire_ms, &body);
+        self.put_meta_flagged(
+            batch,
+            dst_phys,
+            dst_key,
+            m.kind,
+            m.flags_byte(),
+            m.expire_ms,
+            &body,
+        );
         let s = self.storage();
         for cf in [CF_DATA, CF_ZSCORE] {
             let prefix = keys::data_prefix(src_phys, src_key, old_version);
@@ -422,6 +431,12 @@ impl Db {
             return Ok(None);
         };
         let base = KEY_OVERHEAD + key.len() as u64 + HEADER_LEN as u64;
+        if m.is_fragmented() {
+            // The value's bytes (the fragments a sparse string leaves out count too, as the
+            // memory Redis would hold) and its metadata body.
+            let len = m.collection_len().unwrap_or(0);
+            return Ok(Some(base + m.body.len() as u64 + len));
+        }
         if m.kind == KeyType::String {
             return Ok(Some(base + m.body.len() as u64));
         }
@@ -654,7 +669,7 @@ impl Db {
         };
         Ok(Some(match m.kind {
             KeyType::String => {
-                if m.flags & meta::FLAG_RAW_STRING != 0 {
+                if m.flags & meta::FLAG_RAW_STRING != 0 || m.is_fragmented() {
                     "raw"
                 } else if m.body.len() <= 20 && num::parse_i64(&m.body).is_some() {
                     "int"

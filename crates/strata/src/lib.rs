@@ -73,6 +73,7 @@ mod db;
 pub mod dump;
 mod error;
 mod expire;
+mod fragment;
 pub mod function_record;
 #[doc(hidden)]
 pub mod fuzzing;

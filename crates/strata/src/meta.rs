@@ -1,12 +1,17 @@
 //! The metadata record: the value stored under each user key in the `meta` column family. It says the
 //! key's type, its expiry and (for collections) the version and length of its sub-keys; a string keeps
-//! its value inline so GET is one read. Byte layout is documented in `docs/format.md`. Knows nothing
-//! of RocksDB.
+//! its value inline so GET is one read, unless it is a big string the partial-write commands grew,
+//! stored in fragments (encoding version 2, `fragment.rs`). Byte layout is documented in
+//! `docs/format.md`. Knows nothing of RocksDB.
 
 use crate::error::{Error, Result};
 
 /// Current encoding version of metadata records (byte 1). Readers refuse versions they don't know.
 pub const ENCODING_VERSION: u8 = 1;
+
+/// Encoding version of a string stored in fragments (`fragment.rs`): its body is
+/// `[version u64][len u64]`, its bytes live in `data` sub-keys like a collection's members.
+pub const STRING_FRAGMENTED: u8 = 2;
 
 /// Flag (high nibble of byte 1) on a string whose value was modified in place (APPEND, SETRANGE):
 /// Redis then reports OBJECT ENCODING `raw` whatever the value looks like.
@@ -88,7 +93,11 @@ pub struct Meta {
     pub expire_ms: u64,
     /// Flags (high nibble of byte 1), e.g. [`FLAG_RAW_STRING`].
     pub flags: u8,
-    /// The type-specific body: the value of a string; `[version u64][len u64][...]` of a collection.
+    /// Encoding version (low nibble of byte 1): [`ENCODING_VERSION`], or [`STRING_FRAGMENTED`]
+    /// for a string stored in fragments.
+    pub encoding: u8,
+    /// The type-specific body: the value of an inline string; `[version u64][len u64][...]` of a
+    /// collection or of a fragmented string.
     pub body: Vec<u8>,
 }
 
@@ -99,13 +108,31 @@ impl Meta {
             kind: KeyType::String,
             expire_ms,
             flags: 0,
+            encoding: ENCODING_VERSION,
             body: value,
         }
     }
 
     /// Encodes the record into its on-disk bytes.
     pub fn encode(&self) -> Vec<u8> {
-        encode_flagged(self.kind, self.flags, self.expire_ms, &self.body)
+        encode_flagged(self.kind, self.flags_byte(), self.expire_ms, &self.body)
+    }
+
+    /// Byte 1 as [`encode_flagged`] takes it: the flags, and the encoding version when it is not
+    /// the default one.
+    pub fn flags_byte(&self) -> u8 {
+        (self.flags & 0xF0) | (self.encoding & 0x0F)
+    }
+
+    /// Whether this is a string stored in fragments.
+    pub fn is_fragmented(&self) -> bool {
+        self.kind == KeyType::String && self.encoding == STRING_FRAGMENTED
+    }
+
+    /// Whether `data` sub-keys of this record's version belong to it: a collection's, or a
+    /// fragmented string's (what the compaction filter and the check tool keep).
+    pub fn owns_sub_keys(&self) -> bool {
+        self.kind != KeyType::String || self.is_fragmented()
     }
 
     /// Decodes on-disk bytes; a record that is too short or of an unknown type/version is `Corrupt`.
@@ -115,6 +142,7 @@ impl Meta {
             kind,
             expire_ms,
             flags: raw[1] & 0xF0,
+            encoding: raw[1] & 0x0F,
             body: raw[HEADER_LEN..].to_vec(),
         })
     }
@@ -124,7 +152,7 @@ impl Meta {
         self.expire_ms != 0 && self.expire_ms <= now_ms
     }
 
-    /// The collection version (first 8 body bytes) of a non-string record.
+    /// The collection version (first 8 body bytes) of a collection or fragmented string.
     pub fn version(&self) -> Option<u64> {
         read_u64(&self.body, 0)
     }
@@ -147,11 +175,16 @@ pub fn encode_parts(kind: KeyType, expire_ms: u64, body: &[u8]) -> Vec<u8> {
     encode_flagged(kind, 0, expire_ms, body)
 }
 
-/// Encodes a record with flags (high nibble of byte 1).
+/// Encodes a record with flags (high nibble of byte 1). The low nibble of `flags`, when not 0, is
+/// the encoding version (a fragmented string's [`STRING_FRAGMENTED`]); 0 means the default one.
 pub fn encode_flagged(kind: KeyType, flags: u8, expire_ms: u64, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + body.len());
+    let encoding = match flags & 0x0F {
+        0 => ENCODING_VERSION,
+        e => e,
+    };
     out.push(kind.id());
-    out.push(ENCODING_VERSION | (flags & 0xF0));
+    out.push(encoding | (flags & 0xF0));
     out.extend_from_slice(&expire_ms.to_be_bytes());
     out.extend_from_slice(body);
     out
@@ -167,14 +200,20 @@ pub fn decode_header(raw: &[u8]) -> Result<(KeyType, u64)> {
     }
     let kind = KeyType::from_id(raw[0])
         .ok_or_else(|| Error::Corrupt(format!("unknown type id {}", raw[0])))?;
-    if raw[1] & 0x0F != ENCODING_VERSION {
+    let encoding = raw[1] & 0x0F;
+    if encoding != ENCODING_VERSION && !(kind == KeyType::String && encoding == STRING_FRAGMENTED) {
         return Err(Error::Corrupt(format!(
-            "unknown metadata encoding version {}",
-            raw[1] & 0x0F
+            "unknown metadata encoding version {encoding} of a {}",
+            kind.name()
         )));
     }
     let expire = read_u64(raw, 2).unwrap_or(0);
     Ok((kind, expire))
+}
+
+/// The encoding version of an encoded record (low nibble of byte 1; 0 when too short).
+pub fn encoding_of(raw: &[u8]) -> u8 {
+    raw.get(1).map_or(0, |b| b & 0x0F)
 }
 
 /// The expiry field of an encoded record (0 when none or undecodable).
@@ -207,6 +246,29 @@ mod tests {
             Meta::decode(&[1, 77, 0, 0, 0, 0, 0, 0, 0, 0]),
             Err(Error::Corrupt(_))
         ));
+        // Encoding version 2 is a fragmented string's, and only a string's.
+        assert!(matches!(
+            Meta::decode(&[2, 2, 0, 0, 0, 0, 0, 0, 0, 0]),
+            Err(Error::Corrupt(_))
+        ));
+    }
+
+    #[test]
+    fn fragmented_string_record_keeps_its_encoding() {
+        let mut body = 7u64.to_be_bytes().to_vec();
+        body.extend_from_slice(&100_000u64.to_be_bytes());
+        let raw = encode_flagged(
+            KeyType::String,
+            FLAG_RAW_STRING | STRING_FRAGMENTED,
+            5,
+            &body,
+        );
+        assert_eq!(raw[1], 0x12);
+        let m = Meta::decode(&raw).unwrap();
+        assert!(m.is_fragmented() && m.owns_sub_keys());
+        assert_eq!((m.version(), m.collection_len()), (Some(7), Some(100_000)));
+        assert_eq!(m.encode(), raw);
+        assert!(!Meta::string(vec![1], 0).owns_sub_keys());
     }
 
     #[test]

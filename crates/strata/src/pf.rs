@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::hll::{self, Encoding, HllError};
-use crate::meta::{KeyType, FLAG_RAW_STRING};
+use crate::meta::FLAG_RAW_STRING;
 
 impl From<HllError> for Error {
     fn from(e: HllError) -> Error {
@@ -78,7 +78,7 @@ impl Db {
     /// ```
     pub fn pfadd(&self, key: &[u8], elements: &[&[u8]]) -> Result<bool> {
         let _g = self.inner.locks.lock_one(self.index, key);
-        let (mut v, expire, created) = match self.live_meta_of(key, KeyType::String)? {
+        let (mut v, expire, created) = match self.live_string_whole(key)? {
             Some(m) => {
                 hll::validate(&m.body)?;
                 (m.body, m.expire_ms, false)
@@ -122,7 +122,7 @@ impl Db {
         }
         let mut max = [0u8; hll::REGISTERS];
         for key in keys {
-            let found = self.live_meta_of(key, KeyType::String)?;
+            let found = self.live_string_whole(key)?;
             self.count_lookup(found.is_some());
             if let Some(m) = found {
                 hll::validate(&m.body)?;
@@ -134,7 +134,7 @@ impl Db {
 
     fn pfcount_one(&self, key: &[u8]) -> Result<(u64, bool)> {
         let _g = self.inner.locks.lock_one(self.index, key);
-        let found = self.live_meta_of(key, KeyType::String)?;
+        let found = self.live_string_whole(key)?;
         self.count_lookup(found.is_some());
         let Some(m) = found else {
             return Ok((0, false));
@@ -166,7 +166,7 @@ impl Db {
         let mut use_dense = false;
         let mut target = None;
         for (j, key) in all().enumerate() {
-            let Some(m) = self.live_meta_of(key, KeyType::String)? else {
+            let Some(m) = self.live_string_whole(key)? else {
                 continue;
             };
             if hll::validate(&m.body)? == Encoding::Dense {
@@ -193,7 +193,7 @@ impl Db {
     /// dense (its TTL kept).
     pub fn pfdebug(&self, key: &[u8], op: HllDebug) -> Result<Option<HllDebugReply>> {
         let _g = self.inner.locks.lock_one(self.index, key);
-        let Some(m) = self.live_meta_of(key, KeyType::String)? else {
+        let Some(m) = self.live_string_whole(key)? else {
             return Ok(None);
         };
         let encoding = hll::validate(&m.body)?;

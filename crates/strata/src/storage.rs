@@ -1478,7 +1478,8 @@ fn free_bytes(path: &Path) -> Option<u64> {
 }
 
 /// The compaction decision for a `data` or `zscore` record: drop it when the metadata it belongs to is
-/// gone, expired, of another type than a collection, or of another version.
+/// gone, expired, an inline string (not a collection or a fragmented string), or of another
+/// version.
 fn orphan_decision(handle: &OnceLock<Weak<DB>>, key: &[u8]) -> Decision {
     let Some(db) = handle.get().and_then(Weak::upgrade) else {
         return Decision::Keep;
@@ -1493,9 +1494,7 @@ fn orphan_decision(handle: &OnceLock<Weak<DB>>, key: &[u8]) -> Decision {
         Ok(None) => Decision::Remove,
         Ok(Some(raw)) => match meta::Meta::decode(&raw) {
             Ok(m) if m.is_expired(now_ms()) => Decision::Remove,
-            Ok(m) if m.version() != Some(version) || m.kind == meta::KeyType::String => {
-                Decision::Remove
-            }
+            Ok(m) if m.version() != Some(version) || !m.owns_sub_keys() => Decision::Remove,
             _ => Decision::Keep,
         },
         Err(_) => Decision::Keep,

@@ -2086,6 +2086,7 @@ impl Db {
                 kind: KeyType::Stream,
                 expire_ms,
                 flags: 0,
+                encoding: crate::meta::ENCODING_VERSION,
                 body,
             };
             let s = Stream::decode(CollectionMeta::from_meta(m)?)

@@ -1,6 +1,8 @@
 //! Strings: GET/SET and friends on `Db`. A string lives inline in its metadata record, so a read is
-//! one RocksDB lookup and a write one batch. Every write holds the key's lock, so read-modify-write
-//! commands (INCR, APPEND, SET NX/GET/KEEPTTL) are atomic.
+//! one RocksDB lookup and a write one batch; a big one that APPEND or SETRANGE grew past
+//! `fragment::THRESHOLD` lives in fragments (`fragment.rs`), which those commands then edit one
+//! fragment at a time. SET and the other whole-value writes store inline. Every write holds the
+//! key's lock, so read-modify-write commands (INCR, APPEND, SET NX/GET/KEEPTTL) are atomic.
 
 use std::sync::atomic::Ordering;
 
@@ -8,8 +10,15 @@ use rocksdb::WriteBatch;
 
 use crate::db::{now_ms, Db};
 use crate::error::{Error, Result};
-use crate::meta::{KeyType, Meta};
+use crate::fragment::{self, FragmentWriter, Layout, StoredString};
+use crate::meta::{KeyType, Meta, FLAG_RAW_STRING};
 use crate::num;
+
+/// A string record read in place: its inline value, or the metadata of a fragmented one.
+enum Read {
+    Value(Vec<u8>),
+    Fragmented(Meta),
+}
 
 /// When SET writes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -92,10 +101,10 @@ impl Db {
         let mk = self.meta_key(key);
         // Decode the header in place and copy the value out of the pinned slice (or the cached
         // record) once.
-        let value = self.storage().with_pinned(
+        let read = self.storage().with_pinned(
             crate::storage::CF_META,
             &mk,
-            |raw| -> Result<Option<Vec<u8>>> {
+            |raw| -> Result<Option<Read>> {
                 let (kind, expire) = crate::meta::decode_header(raw)?;
                 if expire != 0 && expire <= now_ms() {
                     return Ok(None);
@@ -103,10 +112,17 @@ impl Db {
                 if kind != KeyType::String {
                     return Err(Error::WrongType);
                 }
-                Ok(Some(raw[crate::meta::HEADER_LEN..].to_vec()))
+                if fragment::is_fragmented_record(raw) {
+                    return Ok(Some(Read::Fragmented(Meta::decode(raw)?)));
+                }
+                Ok(Some(Read::Value(raw[crate::meta::HEADER_LEN..].to_vec())))
             },
         )?;
-        let value = value.transpose()?.flatten();
+        let value = match read.transpose()?.flatten() {
+            None => None,
+            Some(Read::Value(v)) => Some(v),
+            Some(Read::Fragmented(m)) => Some(self.string_body(key, m)?),
+        };
         self.count_lookup(value.is_some());
         Ok(value)
     }
@@ -121,10 +137,16 @@ impl Db {
             .collect();
         let now = now_ms();
         let mut out = Vec::with_capacity(keys.len());
-        for r in s.multi_get(crate::storage::CF_META, &raw_keys)? {
+        for (r, key) in s
+            .multi_get(crate::storage::CF_META, &raw_keys)?
+            .into_iter()
+            .zip(keys)
+        {
             let value = match r {
                 Some(raw) => match Meta::decode(&raw) {
-                    Ok(m) if m.kind == KeyType::String && !m.is_expired(now) => Some(m.body),
+                    Ok(m) if m.kind == KeyType::String && !m.is_expired(now) => {
+                        Some(self.string_body(key, m)?)
+                    }
                     _ => None,
                 },
                 None => None,
@@ -158,7 +180,7 @@ impl Db {
         if opts.get {
             match &old {
                 Some(m) if m.kind != KeyType::String => return Err(Error::WrongType),
-                Some(m) => outcome.old = Some(m.body.clone()),
+                Some(m) => outcome.old = Some(self.string_body(key, m.clone())?),
                 None => {}
             }
         }
@@ -247,13 +269,14 @@ impl Db {
     /// GETDEL: returns the value and deletes the key.
     pub fn getdel(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let _g = self.inner.locks.lock_one(self.index, key);
-        let Some(m) = self.live_meta_of(key, KeyType::String)? else {
+        let Some(s) = self.live_string(key)? else {
             return Ok(None);
         };
+        let value = self.string_value(key, s)?;
         let mut batch = WriteBatch::default();
         self.delete_meta(&mut batch, self.phys(), key);
         self.write(batch)?;
-        Ok(Some(m.body))
+        Ok(Some(value))
     }
 
     /// GETEX: returns the value and optionally changes the TTL.
@@ -262,41 +285,62 @@ impl Db {
             return self.get(key);
         }
         let _g = self.inner.locks.lock_one(self.index, key);
-        let Some(m) = self.live_meta_of(key, KeyType::String)? else {
+        let Some(mut s) = self.live_string(key)? else {
             return Ok(None);
         };
+        let value = self.string_value(key, s.clone())?;
         let expire_ms = match expiry {
             GetExpiry::At(t) => t,
             _ => 0,
         };
-        if expire_ms != m.expire_ms {
-            self.write_string_flagged(key, &m.body, m.flags, expire_ms)?;
+        if expire_ms != s.expire_ms {
+            // Only the metadata changes: a fragmented string keeps its fragments.
+            s.expire_ms = expire_ms;
+            let mut batch = WriteBatch::default();
+            self.put_stored_string(&mut batch, key, &s);
+            self.write(batch)?;
         }
-        Ok(Some(m.body))
+        Ok(Some(value))
     }
 
     /// APPEND: appends to the string (creating it), returns the new length.
     pub fn append(&self, key: &[u8], suffix: &[u8]) -> Result<u64> {
         let _g = self.inner.locks.lock_one(self.index, key);
-        // As in Redis, appending to an existing string leaves it `raw`; a new key is encoded afresh.
-        let (mut value, expire, flags) = match self.live_meta_of(key, KeyType::String)? {
-            Some(m) => (m.body, m.expire_ms, crate::meta::FLAG_RAW_STRING),
-            None => (Vec::new(), 0, 0),
-        };
-        if (value.len() + suffix.len()) as u64 > self.inner.max_string_len.load(Ordering::Relaxed) {
+        let existing = self.live_string(key)?;
+        let len = existing.as_ref().map_or(0, StoredString::len);
+        let new_len = len + suffix.len() as u64;
+        if new_len > self.inner.max_string_len.load(Ordering::Relaxed) {
             return Err(Error::StringTooLong);
         }
-        value.extend_from_slice(suffix);
-        self.write_string_flagged(key, &value, flags, expire)?;
-        Ok(value.len() as u64)
+        match existing {
+            // As in Redis, appending to an existing string leaves it `raw`; a new key is encoded
+            // afresh.
+            None if new_len <= fragment::THRESHOLD => {
+                self.write_string_flagged(key, suffix, 0, 0)?
+            }
+            Some(StoredString {
+                layout: Layout::Inline(mut value),
+                expire_ms,
+                ..
+            }) if new_len <= fragment::THRESHOLD => {
+                value.extend_from_slice(suffix);
+                self.write_string_flagged(key, &value, FLAG_RAW_STRING, expire_ms)?
+            }
+            existing => {
+                let mut w = FragmentWriter::new(self, existing.as_ref());
+                w.write(self, key, len, suffix)?;
+                let expire_ms = existing.map_or(0, |s| s.expire_ms);
+                let mut batch = WriteBatch::default();
+                w.finish(self, &mut batch, key, FLAG_RAW_STRING, expire_ms);
+                self.write(batch)?;
+            }
+        }
+        Ok(new_len)
     }
 
     /// STRLEN: length of the string, 0 if missing.
     pub fn strlen(&self, key: &[u8]) -> Result<u64> {
-        Ok(self
-            .live_meta_of(key, KeyType::String)?
-            .map(|m| m.body.len() as u64)
-            .unwrap_or(0))
+        Ok(self.live_string(key)?.map_or(0, |s| s.len()))
     }
 
     /// INCRBY (and INCR/DECR/DECRBY): adds `delta` to the integer stored at `key`.
@@ -310,11 +354,14 @@ impl Db {
     /// ```
     pub fn incr_by(&self, key: &[u8], delta: i64) -> Result<i64> {
         let _g = self.inner.locks.lock_one(self.index, key);
-        let (current, expire) = match self.live_meta_of(key, KeyType::String)? {
-            Some(m) => (
-                num::parse_i64(&m.body).ok_or(Error::NotInteger)?,
-                m.expire_ms,
-            ),
+        // A fragmented string is longer than any number: not an integer, as in Redis.
+        let (current, expire) = match self.live_string(key)? {
+            Some(StoredString {
+                layout: Layout::Inline(v),
+                expire_ms,
+                ..
+            }) => (num::parse_i64(&v).ok_or(Error::NotInteger)?, expire_ms),
+            Some(_) => return Err(Error::NotInteger),
             None => (0, 0),
         };
         let next = current.checked_add(delta).ok_or(Error::Overflow)?;
@@ -325,8 +372,13 @@ impl Db {
     /// INCRBYFLOAT: adds `delta` to the number stored at `key`; returns the new value as stored.
     pub fn incr_by_float(&self, key: &[u8], delta: f64) -> Result<Vec<u8>> {
         let _g = self.inner.locks.lock_one(self.index, key);
-        let (current, expire) = match self.live_meta_of(key, KeyType::String)? {
-            Some(m) => (num::parse_f64(&m.body).ok_or(Error::NotFloat)?, m.expire_ms),
+        let (current, expire) = match self.live_string(key)? {
+            Some(StoredString {
+                layout: Layout::Inline(v),
+                expire_ms,
+                ..
+            }) => (num::parse_f64(&v).ok_or(Error::NotFloat)?, expire_ms),
+            Some(_) => return Err(Error::NotFloat),
             None => (0.0, 0),
         };
         let next = current + delta;
@@ -340,11 +392,10 @@ impl Db {
 
     /// GETRANGE: the substring between two inclusive offsets; negative offsets count from the end.
     pub fn getrange(&self, key: &[u8], start: i64, end: i64) -> Result<Vec<u8>> {
-        let Some(m) = self.live_meta_of(key, KeyType::String)? else {
+        let Some(stored) = self.live_string(key)? else {
             return Ok(Vec::new());
         };
-        let v = m.body;
-        let len = v.len() as i64;
+        let len = stored.len() as i64;
         if start < 0 && end < 0 && start > end {
             return Ok(Vec::new());
         }
@@ -358,15 +409,15 @@ impl Db {
         if s > e || len == 0 {
             return Ok(Vec::new());
         }
-        Ok(v[s as usize..=e as usize].to_vec())
+        self.string_range(key, &stored, s as u64, e as u64 + 1)
     }
 
     /// SETRANGE: overwrites part of the string at `offset`, zero-padding; returns the new length.
     pub fn setrange(&self, key: &[u8], offset: u64, value: &[u8]) -> Result<u64> {
         let _g = self.inner.locks.lock_one(self.index, key);
-        let existing = self.live_meta_of(key, KeyType::String)?;
+        let existing = self.live_string(key)?;
         if value.is_empty() {
-            return Ok(existing.map(|m| m.body.len() as u64).unwrap_or(0));
+            return Ok(existing.map_or(0, |s| s.len()));
         }
         let end = offset
             .checked_add(value.len() as u64)
@@ -375,8 +426,22 @@ impl Db {
             return Err(Error::StringTooLong);
         }
         let (mut body, expire) = match existing {
-            Some(m) => (m.body, m.expire_ms),
-            None => (Vec::new(), 0),
+            None if end <= fragment::THRESHOLD => (Vec::new(), 0),
+            Some(StoredString {
+                layout: Layout::Inline(v),
+                expire_ms,
+                ..
+            }) if end.max(v.len() as u64) <= fragment::THRESHOLD => (v, expire_ms),
+            existing => {
+                let mut w = FragmentWriter::new(self, existing.as_ref());
+                w.write(self, key, offset, value)?;
+                let len = w.len();
+                let expire_ms = existing.map_or(0, |s| s.expire_ms);
+                let mut batch = WriteBatch::default();
+                w.finish(self, &mut batch, key, FLAG_RAW_STRING, expire_ms);
+                self.write(batch)?;
+                return Ok(len);
+            }
         };
         if body.len() < end as usize {
             body.resize(end as usize, 0);

@@ -55,7 +55,12 @@ fn valid(rng: &mut Rng) -> Vec<u8> {
         _ => {
             let kind = KINDS[rng.below(KINDS.len())];
             let mut body = Vec::new();
+            // A string with a collection-like body is sometimes a fragmented one (encoding 2).
+            let mut encoding = 0;
             if kind != KeyType::String || rng.below(2) == 0 {
+                if kind == KeyType::String && rng.below(2) == 0 {
+                    encoding = strata::meta::STRING_FRAGMENTED;
+                }
                 let len = rng.below(5) as u64;
                 body.extend_from_slice(&rng.next().to_be_bytes());
                 body.extend_from_slice(&len.to_be_bytes());
@@ -69,7 +74,7 @@ fn valid(rng: &mut Rng) -> Vec<u8> {
             }
             encode_flagged(
                 kind,
-                (rng.below(16) as u8) << 4,
+                (rng.below(16) as u8) << 4 | encoding,
                 rng.next() % 3 * rng.next(),
                 &body,
             )

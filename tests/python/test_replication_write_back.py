@@ -81,7 +81,12 @@ def test_a_replica_behind_during_checkpoints_resumes_with_a_partial_resync(start
     stats = info(leader, "stats")
     replica_server.kill9()
     before = checkpoints(leader)
-    bulk(leader, "while-down", n=6000)
+    # Checkpoints run in the background and a busy one absorbs everything written meanwhile, so
+    # write in rounds, each after the previous round's checkpoint has happened.
+    for round_ in range(5):
+        at = checkpoints(leader)
+        bulk(leader, f"while-down-{round_}", n=1200)
+        wait_for(lambda: checkpoints(leader) > at, what="a checkpoint of the round's writes")
     mixed_workload(leader, prefix="while-down")
     assert checkpoints(leader) >= before + 5, "checkpoints archived what the replica lacks"
     replica_server.directives["replicaof"] = f"127.0.0.1 {leader_server.port}"

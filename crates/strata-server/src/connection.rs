@@ -647,6 +647,12 @@ impl<'a> Conn<'a> {
     /// write call for all of them). False when the client was closed: for its output buffer, or
     /// because the log could not be written.
     async fn send(&mut self) -> io::Result<bool> {
+        if self.server.db.write_count() != self.wal_seen {
+            // Let the other connections this worker has ready run their batches first: their
+            // records then reach the OS in the same write call as ours (as Redis writes its AOF
+            // once per turn of its event loop), and theirs find nothing left to write.
+            tokio::task::yield_now().await;
+        }
         if !wal_to_os(self.server, &mut self.wal_seen) {
             // The replies would acknowledge writes that may not be in the log (or, under
             // `appendfsync always`, on disk): the client is closed without them.

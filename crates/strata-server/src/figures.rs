@@ -34,7 +34,7 @@ pub fn memory(server: &Server) -> MemoryFigures {
     let rss = server.sample_memory();
     let (scripts, scripts_bytes) = server.scripts.usage();
     let libraries = server.functions.libraries();
-    let committed = allocator_committed();
+    let committed = crate::allocator::committed();
     MemoryFigures {
         rss,
         peak: server.mem_peak().max(rss),
@@ -106,12 +106,6 @@ pub fn memory_overhead(server: &Server) -> strata_commands::memory_overhead::Mem
     }
 }
 
-/// Asks the allocator to return the memory it holds free to the system (MEMORY PURGE).
-pub fn purge_allocator() {
-    // SAFETY: mi_collect only walks and frees mimalloc's own free pages.
-    unsafe { mi_collect(true) };
-}
-
 /// Clients blocked on keys, plus those held by CLIENT PAUSE (INFO `blocked_clients`).
 pub fn blocked_clients(server: &Server) -> usize {
     server.blocking.blocked_clients() + server.pause.held()
@@ -157,31 +151,6 @@ pub fn total_system_memory() -> u64 {
     } else {
         0
     }
-}
-
-extern "C" {
-    /// Frees what mimalloc holds unused (`force`: also what other threads abandoned).
-    fn mi_collect(force: bool);
-    /// mimalloc's process figures (the global allocator, main.rs, links mimalloc in).
-    fn mi_process_info(
-        elapsed_msecs: *mut usize,
-        user_msecs: *mut usize,
-        system_msecs: *mut usize,
-        current_rss: *mut usize,
-        peak_rss: *mut usize,
-        current_commit: *mut usize,
-        peak_commit: *mut usize,
-        page_faults: *mut usize,
-    );
-}
-
-/// mimalloc's committed bytes now.
-fn allocator_committed() -> u64 {
-    let mut v = [0usize; 8];
-    let [a, b, c, d, e, f, g, h] = &mut v;
-    // SAFETY: mi_process_info writes one usize through each pointer, all valid for the call.
-    unsafe { mi_process_info(a, b, c, d, e, f, g, h) };
-    v[5] as u64
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! and orderly shutdown on SIGTERM/SIGINT or SHUTDOWN (stop accepting, flush, exit 0). Everything
 //! else lives in the modules below; this file holds no per-connection logic.
 
+mod allocator;
 mod blocking;
 mod config;
 mod connection;
@@ -23,11 +24,6 @@ mod server;
 mod stream;
 mod tls;
 mod wal_sync;
-
-/// mimalloc instead of glibc malloc: the hot path allocates small buffers per command, and glibc's
-/// malloc/free/consolidate were ~14% of SET in profiles.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,6 +51,7 @@ Examples:
 Every configuration directive can be given on the command line as --name value.";
 
 fn main() {
+    allocator::configure();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("-v" | "--version") => {

@@ -1216,7 +1216,7 @@ impl ServerApi for ClientApi<'_> {
     }
 
     fn memory_purge(&self) {
-        crate::figures::purge_allocator();
+        crate::allocator::purge();
     }
 
     fn command_stats(&self) -> &strata_commands::command_stats::CommandStats {

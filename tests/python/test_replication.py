@@ -130,6 +130,22 @@ def test_replica_gets_every_type_database_and_ttl_by_full_copy_then_stream(pair)
     assert info(leader, "stats")["sync_full"] == 1
 
 
+@pytest.mark.parametrize("how", ["shutdown", "kill9"])
+def test_a_full_copy_keeps_the_leaders_swapped_databases_across_a_restart(pair, how):
+    # The pair's leader ran SWAPDB 2 3 before the copy: the map that says so is loaded without
+    # the log, so it must reach the data files before the load is declared done.
+    leader_server, replica_server, leader, replica = pair
+    assert replica.execute_command("SELECT", 3) and replica.get("k:db2") == b"two"
+    if how == "kill9":
+        replica_server.kill9()
+    else:
+        replica_server.stop()
+    replica_server.directives.pop("replicaof", None)
+    replica_server.start()
+    replica = replica_server.client()
+    assert snapshot(replica) == snapshot(leader)
+
+
 def test_replica_refuses_writes_but_serves_reads(pair):
     _, replica_server, leader, replica = pair
     with pytest.raises(redis.ResponseError, match="^You can't write against a read only replica.$"):

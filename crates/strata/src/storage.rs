@@ -1323,8 +1323,10 @@ impl Storage {
             t.checkpoint(&self.db, &self.families, |_| Ok(()))?;
         }
         self.db.flush_wal(true)?;
-        for cf in [CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE] {
-            self.db.flush_cf(self.cf(cf))?;
+        // The default family too: it holds the database map (SWAPDB), the function libraries
+        // and the other aux records, which a full copy or an RDB import writes without the log.
+        for (_, name) in &self.families {
+            self.db.flush_cf(self.cf(name))?;
         }
         Ok(())
     }

@@ -119,6 +119,9 @@ def test_a_leader_restarted_cleanly_is_resumed_from_its_archived_redo_log(start_
     assert stats["sync_partial_ok"] == 1
 
 
+# ~4 MB through a 64kb dirty limit: some sixty checkpoints, each flushing RocksDB; on a busy
+# machine that alone has taken two minutes.
+@pytest.mark.timeout(240)
 def test_a_replica_past_the_kept_backlog_gets_a_full_copy(start_strata):
     leader_server = start_strata(repl_backlog_size="16kb", **TIER)
     replica_server = start_strata(**TIER)

@@ -151,7 +151,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("block-cache-size", &[], Memory { min: 0, max: LONG_MAX as u64 }, "256mb", Fixed, field!(block_cache_size)),
     row("hot-cache-size", &[], Memory { min: 0, max: LONG_MAX as u64 }, "256mb", Fixed, field!(hot_cache_size)),
     row("memory-tier", &[], Enum(MemoryTier::NAMES), "write-back", Fixed, field!(memory_tier)),
-    row("memory-tier-dirty-size", &[], Memory { min: 64 * 1024, max: LONG_MAX as u64 }, "256mb", Fixed, field!(memory_tier_dirty_size)),
+    row("memory-tier-dirty-size", &[], Memory { min: 64 * 1024, max: LONG_MAX as u64 }, "64mb", Fixed, field!(memory_tier_dirty_size)),
     row("write-buffer-size", &[], Memory { min: 64 * 1024, max: 64 * GB }, "16mb", Fixed, field!(write_buffer_size)),
     row("min-free-disk", &[], Memory { min: 0, max: LONG_MAX as u64 }, "256mb", Fixed, field!(min_free_disk)),
     row("compression", &[], Enum(Compression::NAMES), "lz4", Fixed, field!(compression)),

@@ -540,6 +540,25 @@ pub fn add(v: &mut Vec<u8>, element: &[u8], sparse_max: usize) -> Result<bool, H
     set_register(v, index, count, sparse_max)
 }
 
+/// Whether `v` is a dense HLL none of whose registers the element patterns (see [`pattern`])
+/// would raise: adding those elements changes nothing. Reads `v` in place.
+pub fn dense_unchanged_by(v: &[u8], patterns: &[(usize, u8)]) -> bool {
+    validate(v) == Ok(Encoding::Dense)
+        && patterns
+            .iter()
+            .all(|&(i, count)| count <= dense_get(&v[HEADER_LEN..], i))
+}
+
+/// Raises the registers of the dense HLL `v` (it passed [`validate`] as dense) to the element
+/// patterns, in place, as [`add`] would: whether a register changed. The cached cardinality is
+/// left for the caller to invalidate.
+pub fn dense_add(v: &mut [u8], patterns: &[(usize, u8)]) -> bool {
+    let regs = &mut v[HEADER_LEN..];
+    patterns
+        .iter()
+        .fold(false, |changed, &(i, count)| dense_set(regs, i, count) | changed)
+}
+
 /// Merges the registers of `v` into `max` (`max[i] = MAX(max[i], v[i])`), as Redis's
 /// `hllMerge`. `v` must have passed [`validate`]; a sparse body that doesn't cover the 16384
 /// registers is [`HllError::Corrupt`].

@@ -554,9 +554,9 @@ pub fn dense_unchanged_by(v: &[u8], patterns: &[(usize, u8)]) -> bool {
 /// left for the caller to invalidate.
 pub fn dense_add(v: &mut [u8], patterns: &[(usize, u8)]) -> bool {
     let regs = &mut v[HEADER_LEN..];
-    patterns
-        .iter()
-        .fold(false, |changed, &(i, count)| dense_set(regs, i, count) | changed)
+    patterns.iter().fold(false, |changed, &(i, count)| {
+        dense_set(regs, i, count) | changed
+    })
 }
 
 /// Merges the registers of `v` into `max` (`max[i] = MAX(max[i], v[i])`), as Redis's

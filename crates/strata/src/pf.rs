@@ -8,8 +8,8 @@ use rocksdb::WriteBatch;
 
 use crate::db::Db;
 use crate::error::{Error, Result};
-use crate::hll::{self, Encoding, HllError};
 use crate::fragment;
+use crate::hll::{self, Encoding, HllError};
 use crate::meta::{self, KeyType, FLAG_RAW_STRING, HEADER_LEN};
 
 /// Whether the metadata record `r` holds a string inline (an HLL is read and edited in place
@@ -98,9 +98,10 @@ impl Db {
         if unchanged == Some(true) {
             return Ok(false);
         }
-        if let Some(mut record) = self.live_raw(key)?.filter(|r| {
-            inline_string(r) && hll::validate(&r[HEADER_LEN..]) == Ok(Encoding::Dense)
-        }) {
+        if let Some(mut record) = self
+            .live_raw(key)?
+            .filter(|r| inline_string(r) && hll::validate(&r[HEADER_LEN..]) == Ok(Encoding::Dense))
+        {
             let value = &mut record[HEADER_LEN..];
             if !hll::dense_add(value, &patterns) {
                 return Ok(false);

@@ -866,6 +866,29 @@ mod tests {
     }
 
     #[test]
+    fn in_place_dense_additions_change_what_add_changes() {
+        let mut d = new_sparse();
+        to_dense(&mut d).unwrap();
+        for i in 0..3000u32 {
+            add(&mut d, format!("seed{i}").as_bytes(), 0).unwrap();
+        }
+        for round in 0..2000u32 {
+            let elements: Vec<String> = (0..(round % 4)).map(|j| format!("e{round}-{j}")).collect();
+            let patterns: Vec<(usize, u8)> =
+                elements.iter().map(|e| pattern(e.as_bytes())).collect();
+            let mut by_add = d.clone();
+            let mut changed = false;
+            for e in &elements {
+                changed |= add(&mut by_add, e.as_bytes(), 0).unwrap();
+            }
+            assert_eq!(dense_unchanged_by(&d, &patterns), !changed, "round {round}");
+            assert_eq!(dense_add(&mut d, &patterns), changed, "round {round}");
+            assert_eq!(d, by_add, "round {round}");
+        }
+        assert!(!dense_unchanged_by(&new_sparse(), &[]));
+    }
+
+    #[test]
     fn sparse_and_dense_agree_and_match_a_reference() {
         for n in [0u32, 1, 10, 100, 1000, 5000] {
             let mut s = new_sparse();

@@ -107,6 +107,39 @@ def test_pfadd_keeps_the_ttl(both):
     both("TTL", "h")
 
 
+def test_dense_pfadd_one_element_at_a_time_gives_redis_replies_bytes_and_ttl(both):
+    # A dense HLL is edited in place, and an addition that raises no register reads it where it
+    # lies: every reply, the bytes, the cached cardinality and the TTL stay Redis's.
+    rng = random.Random(12)
+    both("PFADD", "d", *_words(rng, 5000))
+    assert both("PFDEBUG", "ENCODING", "d") == b"dense"
+    both("PEXPIRE", "d", "1000000")
+    for w in _words(rng, 2000) + ["e0", "e1"]:
+        both("PFADD", "d", w)
+    both("PFADD", "d", *_words(rng, 7))
+    both("PFADD", "d", "e0", "e1", "e2")
+    _same_bytes(both, "d")
+    both("PFCOUNT", "d")
+    both("PFCOUNT", "d")
+    _same_bytes(both, "d")
+    both("PFADD", "d", *_words(rng, 3))
+    both("PFCOUNT", "d")
+    assert both.strata.call("PTTL", "d") > 0
+    assert both.strata.call("OBJECT", "ENCODING", "d") == both.redis.call("OBJECT", "ENCODING", "d")
+
+
+def test_pfadd_to_a_dense_hll_in_multi_exec_is_seen_by_the_next_command(both):
+    rng = random.Random(13)
+    both("PFADD", "d", *_words(rng, 5000))
+    both("MULTI")
+    for w in _words(rng, 20):
+        both("PFADD", "d", w)
+    both("PFCOUNT", "d")
+    both("GET", "d")
+    both("EXEC")
+    _same_bytes(both, "d")
+
+
 def test_pfcount_of_several_keys_is_the_union_and_writes_nothing(both):
     rng = random.Random(3)
     a, b, c = _words(rng, 50), _words(rng, 2000), _words(rng, 10)
@@ -422,6 +455,40 @@ def test_hll_survives_a_restart(start_strata):
     c = server.client()
     assert c.get("h") == value
     assert c.pfcount("h") == int.from_bytes(value[8:16], "little")
+
+
+def test_dense_pfadds_survive_kill_9_with_appendfsync_always(start_strata):
+    server = start_strata(appendfsync="always")
+    c = server.client()
+    c.pfadd("h", *[f"x{i}" for i in range(5000)])
+    for i in range(300):
+        c.pfadd("h", f"y{i}")
+    c.expire("h", 100000)
+    c.pfadd("h", "z1", "z2")
+    value = c.get("h")
+    assert value[4] == 0 and value[15] & 0x80  # dense, cache invalidated by the last PFADD
+    server.restart(kill=True)
+    c = server.client()
+    assert c.get("h") == value
+    assert c.ttl("h") > 0
+    c.pfcount("h")
+    value = c.get("h")
+    server.restart(kill=True)
+    assert server.client().get("h") == value
+
+
+def test_replica_receives_dense_pfadds_byte_for_byte(start_strata):
+    leader_server, replica_server = start_strata(), start_strata()
+    leader, replica = leader_server.client(), replica_server.client()
+    replica.execute_command("REPLICAOF", "127.0.0.1", str(leader_server.port))
+    _wait("the link", lambda: replica.info("replication").get("master_link_status") == "up")
+    leader.pfadd("h", *[f"x{i}" for i in range(5000)])
+    for i in range(300):
+        leader.pfadd("h", f"y{i}")
+    leader.pfcount("h")
+    leader.pfadd("h", "z")
+    _wait("the PFADDs", lambda: replica.get("h") == leader.get("h"))
+    assert replica.pfcount("h") == leader.pfcount("h")
 
 
 def _wait(what, predicate, timeout=20):

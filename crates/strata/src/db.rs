@@ -619,6 +619,25 @@ impl Db {
         })
     }
 
+    /// `f` applied to the live (not expired) metadata record of `key` where it lies, without
+    /// copying it; `None` when the key is missing or expired. `f` may run under a cache lock:
+    /// keep it short.
+    pub(crate) fn with_live_record<T>(
+        &self,
+        key: &[u8],
+        f: impl FnOnce(&[u8]) -> T,
+    ) -> Result<Option<T>> {
+        let now = now_ms();
+        let found = self
+            .inner
+            .storage
+            .with_pinned(CF_META, &self.meta_key(key), |r| {
+                let exp = meta::expire_of(r);
+                (exp == 0 || exp > now).then(|| f(r))
+            })?;
+        Ok(found.flatten())
+    }
+
     /// The live metadata of `key`, decoded.
     pub(crate) fn live_meta(&self, key: &[u8]) -> Result<Option<Meta>> {
         self.live_raw(key)?.map(|r| Meta::decode(&r)).transpose()

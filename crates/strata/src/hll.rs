@@ -540,6 +540,25 @@ pub fn add(v: &mut Vec<u8>, element: &[u8], sparse_max: usize) -> Result<bool, H
     set_register(v, index, count, sparse_max)
 }
 
+/// Whether `v` is a dense HLL none of whose registers the element patterns (see [`pattern`])
+/// would raise: adding those elements changes nothing. Reads `v` in place.
+pub fn dense_unchanged_by(v: &[u8], patterns: &[(usize, u8)]) -> bool {
+    validate(v) == Ok(Encoding::Dense)
+        && patterns
+            .iter()
+            .all(|&(i, count)| count <= dense_get(&v[HEADER_LEN..], i))
+}
+
+/// Raises the registers of the dense HLL `v` (it passed [`validate`] as dense) to the element
+/// patterns, in place, as [`add`] would: whether a register changed. The cached cardinality is
+/// left for the caller to invalidate.
+pub fn dense_add(v: &mut [u8], patterns: &[(usize, u8)]) -> bool {
+    let regs = &mut v[HEADER_LEN..];
+    patterns.iter().fold(false, |changed, &(i, count)| {
+        dense_set(regs, i, count) | changed
+    })
+}
+
 /// Merges the registers of `v` into `max` (`max[i] = MAX(max[i], v[i])`), as Redis's
 /// `hllMerge`. `v` must have passed [`validate`]; a sparse body that doesn't cover the 16384
 /// registers is [`HllError::Corrupt`].
@@ -844,6 +863,29 @@ mod tests {
         assert_eq!(r, [0x3f, 0, 0]);
         dense_put(&mut r, 1, 0x3f);
         assert_eq!(r, [0xff, 0x0f, 0]);
+    }
+
+    #[test]
+    fn in_place_dense_additions_change_what_add_changes() {
+        let mut d = new_sparse();
+        to_dense(&mut d).unwrap();
+        for i in 0..3000u32 {
+            add(&mut d, format!("seed{i}").as_bytes(), 0).unwrap();
+        }
+        for round in 0..2000u32 {
+            let elements: Vec<String> = (0..(round % 4)).map(|j| format!("e{round}-{j}")).collect();
+            let patterns: Vec<(usize, u8)> =
+                elements.iter().map(|e| pattern(e.as_bytes())).collect();
+            let mut by_add = d.clone();
+            let mut changed = false;
+            for e in &elements {
+                changed |= add(&mut by_add, e.as_bytes(), 0).unwrap();
+            }
+            assert_eq!(dense_unchanged_by(&d, &patterns), !changed, "round {round}");
+            assert_eq!(dense_add(&mut d, &patterns), changed, "round {round}");
+            assert_eq!(d, by_add, "round {round}");
+        }
+        assert!(!dense_unchanged_by(&new_sparse(), &[]));
     }
 
     #[test]

@@ -4,10 +4,20 @@
 
 use std::sync::atomic::Ordering;
 
+use rocksdb::WriteBatch;
+
 use crate::db::Db;
 use crate::error::{Error, Result};
+use crate::fragment;
 use crate::hll::{self, Encoding, HllError};
-use crate::meta::FLAG_RAW_STRING;
+use crate::meta::{self, KeyType, FLAG_RAW_STRING, HEADER_LEN};
+
+/// Whether the metadata record `r` holds a string inline (an HLL is read and edited in place
+/// only then).
+fn inline_string(r: &[u8]) -> bool {
+    meta::decode_header(r).is_ok_and(|(kind, _)| kind == KeyType::String)
+        && !fragment::is_fragmented_record(r)
+}
 
 impl From<HllError> for Error {
     fn from(e: HllError) -> Error {
@@ -78,6 +88,32 @@ impl Db {
     /// ```
     pub fn pfadd(&self, key: &[u8], elements: &[&[u8]]) -> Result<bool> {
         let _g = self.inner.locks.lock_one(self.index, key);
+        // A dense HLL (12 KB) is the common case, and most additions to it raise no register:
+        // those are answered from the record where it lies, and the others edit one copy of it
+        // in place and store it as it is, instead of decoding and re-encoding the value.
+        let patterns: Vec<(usize, u8)> = elements.iter().map(|e| hll::pattern(e)).collect();
+        let unchanged = self.with_live_record(key, |r| {
+            inline_string(r) && hll::dense_unchanged_by(&r[HEADER_LEN..], &patterns)
+        })?;
+        if unchanged == Some(true) {
+            return Ok(false);
+        }
+        if let Some(mut record) = self
+            .live_raw(key)?
+            .filter(|r| inline_string(r) && hll::validate(&r[HEADER_LEN..]) == Ok(Encoding::Dense))
+        {
+            let value = &mut record[HEADER_LEN..];
+            if !hll::dense_add(value, &patterns) {
+                return Ok(false);
+            }
+            hll::invalidate_cache(value);
+            record[1] |= FLAG_RAW_STRING;
+            let mut batch = WriteBatch::default();
+            self.put_meta_record(&mut batch, key, &record);
+            drop(record);
+            self.write(batch)?;
+            return Ok(true);
+        }
         let (mut v, expire, created) = match self.live_string_whole(key)? {
             Some(m) => {
                 hll::validate(&m.body)?;
@@ -134,6 +170,18 @@ impl Db {
 
     fn pfcount_one(&self, key: &[u8]) -> Result<(u64, bool)> {
         let _g = self.inner.locks.lock_one(self.index, key);
+        // A valid cached cardinality is read where the record lies, without copying the HLL.
+        let cached = self.with_live_record(key, |r| {
+            if !inline_string(r) {
+                return None;
+            }
+            let v = &r[HEADER_LEN..];
+            hll::validate(v).ok().and_then(|_| hll::cached(v))
+        })?;
+        if let Some(Some(card)) = cached {
+            self.count_lookup(true);
+            return Ok((card, false));
+        }
         let found = self.live_string_whole(key)?;
         self.count_lookup(found.is_some());
         let Some(m) = found else {

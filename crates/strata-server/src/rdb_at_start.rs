@@ -98,6 +98,19 @@ pub fn start(server: &Arc<Server>, plan: Plan) -> std::io::Result<()> {
     Ok(())
 }
 
+/// `key-load-delay` after key number `keys`, as Redis's `debugDelay`: `usec` µs, or for a
+/// negative `usec` 1 µs every -`usec` keys (Redis: with odds 1/-`usec`).
+fn delay(usec: i64, keys: u64) {
+    let usec = if usec < 0 {
+        u64::from(keys % usec.unsigned_abs() == 0)
+    } else {
+        usec.unsigned_abs()
+    };
+    if usec > 0 {
+        std::thread::sleep(Duration::from_micros(usec));
+    }
+}
+
 fn load_file(server: &Server, plan: &Plan) -> Result<(), String> {
     let started = Instant::now();
     let db = &server.db;
@@ -115,8 +128,12 @@ fn load_file(server: &Server, plan: &Plan) -> Result<(), String> {
         "Loading RDB file {} ({total} bytes) into the empty data directory",
         plan.path.display()
     );
+    server.replication.file_load_started(total);
+    let key_load_delay = server.config().key_load_delay;
     let mut last_log = Instant::now();
     let progress = |bytes: u64, keys: u64| {
+        server.replication.file_load_progress(bytes);
+        delay(key_load_delay, keys);
         if last_log.elapsed() >= Duration::from_secs(5) {
             last_log = Instant::now();
             let perc = if total == 0 {

@@ -4,7 +4,8 @@
 //! bulk path) and into one already holding keys (the read-and-merge path). An import may refuse
 //! its file, but must not panic, and whatever it leaves must pass `Db::check` (no collection
 //! whose length disagrees with its members, no half-written metadata). `STRATA_FUZZ_ITERS` sets
-//! the number of files (default 100,000; a tenth of it here, each file being an import).
+//! the number of files (default 100,000; a 500th of it here, each file being an import and a
+//! check of the whole database).
 
 use strata::rdb::{file, save};
 use strata::{Db, Result};
@@ -28,7 +29,7 @@ fn iterations() -> usize {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(100_000)
-        / 10
+        / 500
 }
 
 /// An RDB file (as Strata exports it) with every type, small and large, some with a TTL.

@@ -102,7 +102,7 @@ pub fn start(server: &Arc<Server>, plan: Plan) -> std::io::Result<()> {
 /// negative `usec` 1 µs every -`usec` keys (Redis: with odds 1/-`usec`).
 fn delay(usec: i64, keys: u64) {
     let usec = if usec < 0 {
-        u64::from(keys % usec.unsigned_abs() == 0)
+        u64::from(keys.is_multiple_of(usec.unsigned_abs()))
     } else {
         usec.unsigned_abs()
     };

@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -175,20 +174,25 @@ def redis_load(rdb, scratch):
 def strata_import(rdb, scratch, cli, clean):
     d = os.path.join(scratch, "strata-import")
     shutil.rmtree(d, ignore_errors=True)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    out = subprocess.run([cli, "-d", d, "--json", "import", rdb], capture_output=True, check=False)
+    with open(os.path.join(scratch, "import.out"), "wb") as out, \
+            open(os.path.join(scratch, "import.err"), "wb") as err:
+        proc = subprocess.Popen([cli, "-d", d, "--json", "import", rdb], stdout=out, stderr=err)
+        # wait4: this child's own peak RSS and CPU (RUSAGE_CHILDREN would mix in redis-server's).
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if out.returncode != 0:
-        raise BenchError(f"strata import failed: {out.stderr.decode(errors='replace')[-2000:]}")
-    summary = json.loads(out.stdout.decode().strip().splitlines()[-1])
+    if proc.returncode != 0:
+        raise BenchError(f"strata import failed: {open(os.path.join(scratch, 'import.err')).read()[-2000:]}")
+    with open(os.path.join(scratch, "import.out")) as f:
+        stdout = f.read()
+    summary = json.loads(stdout.strip().splitlines()[-1])
     size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(d) for f in fs)
     if clean:
         shutil.rmtree(d, ignore_errors=True)
     return {"seconds": wall, "keys": summary["imported"] + summary["skipped_expired"],
-            "peak_rss": after.ru_maxrss * 1024, "cpu": (after.ru_utime + after.ru_stime)
-            - (before.ru_utime + before.ru_stime), "dir_bytes": size}
+            "peak_rss": usage.ru_maxrss * 1024, "cpu": usage.ru_utime + usage.ru_stime,
+            "dir_bytes": size}
 
 
 def measure(args):
@@ -204,11 +208,12 @@ def measure(args):
             rows.append(m)
             log(f"{name}: {m['seconds']:.1f}s, {m['mb_s']:.1f} MiB/s, {m['keys_s']:.0f} keys/s")
     print(f"RDB file {rdb}: {size / MIB:.1f} MiB, {rows[0]['keys']} keys")
-    print("| system | run | seconds | MiB/s | keys/s | peak RSS MiB |")
-    print("|---|---|---|---|---|---|")
+    print("| system | run | seconds | MiB/s | keys/s | peak RSS MiB | CPU s |")
+    print("|---|---|---|---|---|---|---|")
     for m in rows:
         rss = m.get("peak_rss", m.get("rss", 0)) / MIB
-        print(f"| {m['system']} | {m['run']} | {m['seconds']:.1f} | {m['mb_s']:.1f} | {m['keys_s']:.0f} | {rss:.0f} |")
+        cpu = f"{m['cpu']:.1f}" if "cpu" in m else "-"
+        print(f"| {m['system']} | {m['run']} | {m['seconds']:.1f} | {m['mb_s']:.1f} | {m['keys_s']:.0f} | {rss:.0f} | {cpu} |")
     ratio = [s["seconds"] / r["seconds"] for r, s in zip(rows[0::2], rows[1::2])]
     print("strata/redis load time: " + ", ".join(f"{x:.2f}x" for x in ratio))
     if args.json:

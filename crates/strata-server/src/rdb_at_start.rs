@@ -81,6 +81,9 @@ fn write_marker(marker: &Path, dbfilename: &Path) -> std::io::Result<()> {
 /// `replicaof` of the configuration). Clients get `-LOADING` from now until it is done; a file
 /// that fails to load ends the process, as redis-server exits when its RDB file doesn't load.
 pub fn start(server: &Arc<Server>, plan: Plan) -> std::io::Result<()> {
+    // Before `loading:1` shows, so INFO never shows a load without its start and size.
+    let total = std::fs::metadata(&plan.path).map(|m| m.len()).unwrap_or(0);
+    server.replication.file_load_started(total);
     server.replication.set_loading_file(true, &server.config());
     let s = server.clone();
     std::thread::Builder::new()
@@ -128,7 +131,6 @@ fn load_file(server: &Server, plan: &Plan) -> Result<(), String> {
         "Loading RDB file {} ({total} bytes) into the empty data directory",
         plan.path.display()
     );
-    server.replication.file_load_started(total);
     let key_load_delay = server.config().key_load_delay;
     let mut last_log = Instant::now();
     let progress = |bytes: u64, keys: u64| {

@@ -135,3 +135,80 @@ def test_clients_get_loading_while_the_file_loads(start_redis):
         assert strata.client().dbsize() == 600_000
     finally:
         strata.cleanup()
+
+
+def info_while_loading(port, deadline):
+    """INFO persistence of the server on `port`, polled until it says loading:1 (None if it
+    never does before `deadline`), as a dict."""
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                s.sendall(b"*2\r\n$4\r\nINFO\r\n$11\r\npersistence\r\n")
+                time.sleep(0.05)
+                reply = s.recv(65536).decode(errors="replace")
+        except OSError:
+            time.sleep(0.02)
+            continue
+        fields = dict(line.split(":", 1) for line in reply.splitlines() if ":" in line)
+        if fields.get("loading") == "1":
+            return fields
+        time.sleep(0.02)
+    return None
+
+
+def spawn(server):
+    server.port = free_port()
+    with open(server.log_path, "ab") as log:
+        server.proc = subprocess.Popen(server.argv(), stdin=subprocess.DEVNULL, stdout=log,
+                                       stderr=subprocess.STDOUT, cwd=server.workdir,
+                                       start_new_session=True)
+
+
+@pytest.mark.timeout(300)
+def test_info_reports_loading_progress_as_redis_does(start_redis):
+    redis_server = start_redis(enable_debug_command="yes")
+    r = redis_server.client()
+    r.execute_command("DEBUG", "POPULATE", 20_000, "key", 100)
+    r.save()
+    rdb = redis_server.dir / "dump.rdb"
+    size = rdb.stat().st_size
+    fields = {}
+    for name in ("redis", "strata"):
+        # key-load-delay (µs per key, a hidden test knob in both) makes the load last seconds;
+        # redis-server answers while loading only between chunks of this many bytes.
+        server = Server(name, {"key-load-delay": "300",
+                               "loading-process-events-interval-bytes": "1024"})
+        try:
+            shutil.copy(rdb, server.dir / "dump.rdb")
+            started = time.time()
+            spawn(server)
+            got = info_while_loading(server.port, time.monotonic() + 60)
+            assert got is not None, f"{name} never reported loading:1"
+            fields[name] = got
+            assert got["async_loading"] == "0"
+            assert started - 2 <= int(got["loading_start_time"]) <= time.time() + 1
+            assert int(got["loading_total_bytes"]) == size
+            # Redis reports the file's `used-mem` AUX field; Strata does not read it (0).
+            assert int(got["loading_rdb_used_mem"]) >= 0 if name == "redis" else got["loading_rdb_used_mem"] == "0"
+            loaded = int(got["loading_loaded_bytes"])
+            assert 0 <= loaded <= size
+            perc = float(got["loading_loaded_perc"])
+            assert abs(perc - loaded * 100 / size) < 0.01, got
+            assert int(got["loading_eta_seconds"]) >= 0
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    info = server.client().info("persistence")
+                    if info["loading"] == 0:
+                        break
+                except Exception:  # noqa: BLE001 - -LOADING from the client's own commands
+                    pass
+                assert time.monotonic() < deadline, "the load did not end"
+                time.sleep(0.1)
+            assert not any(k.startswith("loading_") for k in info), info
+            assert server.client().dbsize() == 20_000
+        finally:
+            server.cleanup()
+    loading_names = {n: [k for k in f if k.startswith("loading") or k == "async_loading"]
+                     for n, f in fields.items()}
+    assert loading_names["strata"] == loading_names["redis"], loading_names

@@ -270,6 +270,15 @@ fn persistence_section(server: &Server, out: &mut String) {
             "ok"
         }
     );
+    if let Some(p) = server.replication.loading_progress() {
+        let (perc, eta) = p.perc_and_eta(strata::now_ms() / 1000);
+        field!(out, "loading_start_time", "{}", p.start_time);
+        field!(out, "loading_total_bytes", "{}", p.total_bytes);
+        field!(out, "loading_rdb_used_mem", "0");
+        field!(out, "loading_loaded_bytes", "{}", p.loaded_bytes);
+        field!(out, "loading_loaded_perc", "{perc:.2}");
+        field!(out, "loading_eta_seconds", "{eta}");
+    }
     field!(out, "strata_appendfsync", "{appendfsync}");
     let tier = server.db.tier_figures();
     let tier_name = if tier.is_some() {

@@ -81,6 +81,9 @@ fn write_marker(marker: &Path, dbfilename: &Path) -> std::io::Result<()> {
 /// `replicaof` of the configuration). Clients get `-LOADING` from now until it is done; a file
 /// that fails to load ends the process, as redis-server exits when its RDB file doesn't load.
 pub fn start(server: &Arc<Server>, plan: Plan) -> std::io::Result<()> {
+    // Before `loading:1` shows, so INFO never shows a load without its start and size.
+    let total = std::fs::metadata(&plan.path).map(|m| m.len()).unwrap_or(0);
+    server.replication.file_load_started(total);
     server.replication.set_loading_file(true, &server.config());
     let s = server.clone();
     std::thread::Builder::new()
@@ -96,6 +99,19 @@ pub fn start(server: &Arc<Server>, plan: Plan) -> std::io::Result<()> {
             crate::replication::start_from_config(&s);
         })?;
     Ok(())
+}
+
+/// `key-load-delay` after key number `keys`, as Redis's `debugDelay`: `usec` µs, or for a
+/// negative `usec` 1 µs every -`usec` keys (Redis: with odds 1/-`usec`).
+fn delay(usec: i64, keys: u64) {
+    let usec = if usec < 0 {
+        u64::from(keys.is_multiple_of(usec.unsigned_abs()))
+    } else {
+        usec.unsigned_abs()
+    };
+    if usec > 0 {
+        std::thread::sleep(Duration::from_micros(usec));
+    }
 }
 
 fn load_file(server: &Server, plan: &Plan) -> Result<(), String> {
@@ -115,8 +131,11 @@ fn load_file(server: &Server, plan: &Plan) -> Result<(), String> {
         "Loading RDB file {} ({total} bytes) into the empty data directory",
         plan.path.display()
     );
+    let key_load_delay = server.config().key_load_delay;
     let mut last_log = Instant::now();
     let progress = |bytes: u64, keys: u64| {
+        server.replication.file_load_progress(bytes);
+        delay(key_load_delay, keys);
         if last_log.elapsed() >= Duration::from_secs(5) {
             last_log = Instant::now();
             let perc = if total == 0 {

@@ -66,6 +66,7 @@
 mod access;
 mod batch;
 mod bits;
+mod bulk;
 mod check;
 mod clock;
 mod collection;

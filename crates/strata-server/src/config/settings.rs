@@ -298,6 +298,9 @@ pub struct Settings {
     pub notify_keyspace_events: u32,
     /// `slowlog-log-slower-than`: µs a command must run to be logged (0: all, negative: none).
     pub slowlog_log_slower_than: i64,
+    /// `key-load-delay`: µs to sleep after each key of a start-up RDB load (a test knob, as in
+    /// Redis; negative -N: 1 µs with odds 1/N).
+    pub key_load_delay: i64,
     /// `slowlog-max-len`: entries the slow log keeps.
     pub slowlog_max_len: u64,
     /// `latency-monitor-threshold`: ms an event must take to be sampled (0: off).

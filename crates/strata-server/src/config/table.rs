@@ -287,7 +287,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("repl-ping-replica-period", &["repl-ping-slave-period"], Int { min: 1, max: INT_MAX }, "10", Mutable, INERT),
     row("list-compress-depth", &[], Int { min: 0, max: INT_MAX }, "0", Mutable, INERT),
     row("rdb-key-save-delay", &[], Int { min: INT_MIN, max: INT_MAX }, "0", Hidden, INERT),
-    row("key-load-delay", &[], Int { min: INT_MIN, max: INT_MAX }, "0", Hidden, INERT),
+    row("key-load-delay", &[], Int { min: INT_MIN, max: INT_MAX }, "0", Hidden, field!(key_load_delay)),
     row("active-expire-effort", &[], Int { min: 1, max: 10 }, "1", Mutable, INERT),
     row("watchdog-period", &[], Int { min: 0, max: INT_MAX }, "0", Hidden, INERT),
     row("shutdown-timeout", &[], Int { min: 0, max: INT_MAX }, "10", Mutable, INERT),

@@ -63,6 +63,8 @@ pub struct Replication {
     /// An RDB file is being loaded at start-up (`crate::rdb_at_start`): `-LOADING` as while a
     /// leader's copy loads.
     loading_file: AtomicBool,
+    /// The start-up load's progress: when it began (Unix s), the file's size, bytes read.
+    file_load: [AtomicU64; 3],
     /// A Redis leader's id and offset saved at the last clean shutdown, with this directory's
     /// last sequence number when they were read: the first link resumes from them if nothing
     /// was written since (see [`Replication::load_redis_resume`]).
@@ -102,6 +104,7 @@ impl Replication {
             gate: AtomicU8::new(0),
             good_replicas: AtomicU64::new(0),
             loading_file: AtomicBool::new(false),
+            file_load: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
             redis_resume: Mutex::new(None),
         };
         repl.save_id(None);
@@ -208,6 +211,40 @@ impl Replication {
             || self
                 .link()
                 .is_some_and(|l| l.loading.load(Ordering::Acquire))
+    }
+
+    /// Where the load under way stands (the start-up RDB file's, or a copy from the leader):
+    /// `None` when nothing loads.
+    pub fn loading_progress(&self) -> Option<LoadingProgress> {
+        if self.loading_file.load(Ordering::Acquire) {
+            let [start, total, loaded] = &self.file_load;
+            return Some(LoadingProgress {
+                start_time: start.load(Ordering::Acquire),
+                total_bytes: total.load(Ordering::Acquire),
+                loaded_bytes: loaded.load(Ordering::Acquire),
+            });
+        }
+        let link = self.link()?;
+        link.loading
+            .load(Ordering::Acquire)
+            .then(|| LoadingProgress {
+                start_time: link.sync_started_ms.load(Ordering::Acquire) / 1000,
+                total_bytes: u64::try_from(link.sync_total.load(Ordering::Acquire)).unwrap_or(0),
+                loaded_bytes: link.sync_bytes.load(Ordering::Acquire),
+            })
+    }
+
+    /// Records the start of the start-up load of a file of `total` bytes.
+    pub fn file_load_started(&self, total: u64) {
+        let [start, size, loaded] = &self.file_load;
+        start.store(strata::now_ms() / 1000, Ordering::Release);
+        size.store(total, Ordering::Release);
+        loaded.store(0, Ordering::Release);
+    }
+
+    /// Records the bytes of the start-up file read so far.
+    pub fn file_load_progress(&self, bytes: u64) {
+        self.file_load[2].store(bytes, Ordering::Release);
     }
 
     /// Marks the start-up load of an RDB file begun or ended, and recomputes the gate.
@@ -598,6 +635,41 @@ pub struct ReplicationFigures {
     pub replicas: Vec<ReplicaFigures>,
     /// Replicas within `min-replicas-max-lag`, at the last check.
     pub good_replicas: u64,
+}
+
+/// A load under way, for INFO's `loading_*` fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadingProgress {
+    /// When it began (Unix seconds).
+    pub start_time: u64,
+    /// Bytes in all (0: not known).
+    pub total_bytes: u64,
+    /// Bytes read so far.
+    pub loaded_bytes: u64,
+}
+
+impl LoadingProgress {
+    /// `loading_loaded_perc` and `loading_eta_seconds` at Unix second `now`, computed as Redis
+    /// 7.0's `genRedisInfoString` does (Strata never knows `loading_rdb_used_mem`).
+    pub fn perc_and_eta(&self, now: u64) -> (f64, u64) {
+        let (perc, remaining) = if self.total_bytes > 0 {
+            (
+                self.loaded_bytes as f64 / self.total_bytes as f64 * 100.0,
+                self.total_bytes.saturating_sub(self.loaded_bytes),
+            )
+        } else {
+            (0.0, 1)
+        };
+        let elapsed = now.saturating_sub(self.start_time);
+        let eta = if elapsed == 0 {
+            1
+        } else {
+            let eta =
+                u128::from(elapsed) * u128::from(remaining) / (u128::from(self.loaded_bytes) + 1);
+            u64::try_from(eta).unwrap_or(u64::MAX)
+        };
+        (perc, eta)
+    }
 }
 
 /// A replica's view of its link to the leader.

@@ -12,6 +12,7 @@
 use std::io::Read;
 
 use crate::batch::Batch;
+use crate::bulk::BulkWriter;
 use crate::db::{now_ms, Db};
 use crate::dump::Element;
 use crate::error::{Error, Result};
@@ -68,12 +69,27 @@ struct Loader {
     started: bool,
     /// The current key expired: its elements are read and dropped.
     dropping: bool,
+    /// The current key's expiry (0: none).
+    expire_ms: u64,
+    /// Set while the database being loaded held no live key when the load reached it: keys
+    /// are then written blind, without the reads of [`Db::apply`].
+    bulk: Option<BulkWriter>,
 }
 
 impl Loader {
     fn push(&mut self, e: Element) -> Result<()> {
         if self.dropping {
             return Ok(());
+        }
+        if let Some(w) = &mut self.bulk {
+            return match e {
+                Element::Value(v) => w.string(&self.key, &v, self.expire_ms),
+                Element::Item(v) if self.kind == KeyType::List => w.item(&v),
+                Element::Item(v) => w.member(&v),
+                Element::Field(f, v) => w.field(&f, &v),
+                Element::Scored(m, s) => w.scored(&m, s),
+                Element::Record(..) => Err(bad("a stream record in a value")),
+            };
         }
         self.chunk.push(e);
         if self.chunk.len() >= CHUNK {
@@ -137,7 +153,52 @@ impl Loader {
         }
     }
 
+    /// Starts key `key` of type `kind` (`dropping` it if its expiry `at` has passed).
+    fn begin(&mut self, key: Vec<u8>, kind: KeyType, at: Option<u64>, now: u64) {
+        self.key = key;
+        self.kind = kind;
+        self.started = false;
+        self.dropping = at.is_some_and(|t| t <= now);
+        self.expire_ms = at.unwrap_or(0);
+        if let Some(w) = &mut self.bulk {
+            if kind != KeyType::String && !self.dropping {
+                w.begin(&self.key, kind, self.expire_ms);
+            }
+        }
+    }
+
+    /// Ends the current key (not dropped); returns whether a batch is due.
+    fn end(&mut self) -> Result<bool> {
+        if let Some(w) = &mut self.bulk {
+            if self.kind != KeyType::String {
+                w.end()?;
+            }
+            return Ok(false);
+        }
+        self.stage_chunk();
+        if self.expire_ms != 0 {
+            self.batch.expire_at(&self.key, self.expire_ms);
+        }
+        self.keys_in_batch += 1;
+        Ok(self.keys_in_batch >= KEYS_PER_BATCH)
+    }
+
+    /// Moves to database `db`, writing blind if it holds no live key.
+    fn select(&mut self, db: Db) -> Result<()> {
+        self.apply()?;
+        self.bulk = if db.has_live_keys()? {
+            None
+        } else {
+            Some(BulkWriter::new(&db))
+        };
+        self.db = db;
+        Ok(())
+    }
+
     fn apply(&mut self) -> Result<()> {
+        if let Some(w) = &mut self.bulk {
+            return w.finish();
+        }
         self.db.apply(&self.batch)?;
         self.batch = Batch::new();
         self.keys_in_batch = 0;
@@ -221,7 +282,10 @@ pub fn import<R: Read>(
         chunk: Vec::new(),
         started: false,
         dropping: false,
+        expire_ms: 0,
+        bulk: None,
     };
+    loader.select(db.select(0)?)?;
     let mut expire_at: Option<u64> = None;
     let now = now_ms();
     loop {
@@ -244,8 +308,7 @@ pub fn import<R: Read>(
                         db.databases()
                     )));
                 }
-                loader.apply()?;
-                loader.db = db.select(index as u32)?;
+                loader.select(db.select(index as u32)?)?;
             }
             OP_EXPIRETIME => expire_at = Some(u64::from(r.u32_le()?) * 1000),
             OP_EXPIRETIME_MS => expire_at = Some(r.u64_le()?),
@@ -296,10 +359,7 @@ pub fn import<R: Read>(
                 // A key with an expiry of 0 or less never existed in the file's eyes either
                 // way; Redis drops past expiries when loading as a primary.
                 let at = expire_at.take();
-                loader.key = key;
-                loader.kind = kind;
-                loader.started = false;
-                loader.dropping = at.is_some_and(|t| t <= now);
+                loader.begin(key, kind, at, now);
                 let mut sink = |e| loader.push(e);
                 read_value(t, &mut r, &mut sink).map_err(|e| match e {
                     Error::BadRdb(m) => Error::BadRdb(format!(
@@ -311,14 +371,8 @@ pub fn import<R: Read>(
                 if loader.dropping {
                     summary.expired += 1;
                 } else {
-                    loader.stage_chunk();
-                    if let Some(at) = at {
-                        let key = loader.key.clone();
-                        loader.batch.expire_at(&key, at);
-                    }
                     summary.keys += 1;
-                    loader.keys_in_batch += 1;
-                    if loader.keys_in_batch >= KEYS_PER_BATCH {
+                    if loader.end().map_err(|e| in_key(&loader.key, e))? {
                         loader.apply()?;
                     }
                 }

@@ -230,6 +230,8 @@ fn run(config: Config) -> i32 {
         Err(e) => return fatal(&format!("Can't start the runtime: {e}")),
     };
 
+    strata::set_disk_wait(wait_for_disk);
+
     let metrics_at = (config.metrics_bind.clone(), config.metrics_port);
     let tls_at = (config.bind.clone(), config.tls_port);
     let server = Arc::new(Server::new(db, config));
@@ -450,4 +452,16 @@ fn exit_now(code: i32) -> ! {
     let _ = std::io::stderr().flush();
     // SAFETY: _exit only ends the process.
     unsafe { libc::_exit(code) }
+}
+
+/// Runs a read that waits for the disk while tokio moves this worker's other connections to
+/// another thread (`strata::set_disk_wait`): cold GETs from many clients are then in flight
+/// together instead of two at a time, one per worker.
+fn wait_for_disk(read: &mut dyn FnMut()) {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread) {
+        tokio::task::block_in_place(read)
+    } else {
+        read()
+    }
 }

@@ -18,6 +18,7 @@ use rocksdb::{
 };
 
 use crate::clock::now_ms;
+use crate::disk_wait;
 use crate::error::{Error, Result};
 use crate::hot::{HotCache, HotFamily};
 use crate::keys;
@@ -1119,9 +1120,9 @@ impl Storage {
             let Some(f) = f else {
                 return Ok(None);
             };
-            return Ok(self.db.get_pinned_cf(self.cf(cf), key)?.map(|v| f(&v)));
+            return Ok(disk_wait::get_pinned(&self.db, self.cf(cf), key)?.map(|v| f(&v)));
         }
-        Ok(self.db.get_pinned_cf(self.cf(cf), key)?.map(|v| f(&v)))
+        Ok(disk_wait::get_pinned(&self.db, self.cf(cf), key)?.map(|v| f(&v)))
     }
 
     /// Reads several records of family `cf`, in the order of `keys`: this thread's open scope

@@ -9,8 +9,9 @@
 //! appends its record to the log and applies it to `active` under `active`'s lock, so the log's
 //! order is the order in which the layer took the writes; a checkpoint swaps the layers and ends
 //! the log segment under the lock of the pair, so a segment never holds a record of a later
-//! layer. Restart replays the log into `active`. Writers wait while `active` holds more than
-//! twice the dirty limit and a checkpoint is still running, and get an error instead while
+//! layer. Restart replays the log into `active`. Writers wait while `active` holds the dirty
+//! limit and a checkpoint is still running (the two layers hold about twice the limit at
+//! most), and get an error instead while
 //! the last checkpoint failed (a full or failing disk: memory must not grow without bound, and
 //! no writer may wait forever). The log numbers the batches
 //! (replication offsets, `redo.rs`); a checkpoint records in RocksDB, with the layer it writes,
@@ -184,17 +185,13 @@ impl Tier {
         Ok(())
     }
 
-    /// Waits while the active layer is over twice the limit and a checkpoint is running (the
-    /// disk is behind the writes: writers slow to its pace instead of filling memory). Fails
-    /// instead while the last checkpoint failed: the disk is not slow but failing, and a
-    /// writer (holding its keys' locks) must not wait for it without end.
+    /// Waits while the active layer is at the limit and a checkpoint is running (the disk is
+    /// behind the writes: writers slow to its pace instead of filling memory). Fails instead
+    /// while the last checkpoint failed: the disk is not slow but failing, and a writer
+    /// (holding its keys' locks) must not wait for it without end.
     fn wait_for_room(&self) -> Result<()> {
         loop {
-            let full = {
-                let layers = self.layers.read();
-                layers.frozen.is_some() && layers.active.read().bytes() > 2 * self.dirty_limit
-            };
-            if !full {
+            if !self.is_full() {
                 return Ok(());
             }
             if let Some(why) = self.last_failure.lock().as_ref() {
@@ -205,6 +202,17 @@ impl Tier {
             let mut wake = self.wake.lock();
             self.woken.wait_for(&mut wake, Duration::from_millis(10));
         }
+    }
+
+    /// Whether the active layer must stop growing: a checkpoint is writing the frozen layer out
+    /// and the active one holds the dirty limit already. The two layers then hold about twice
+    /// `memory-tier-dirty-size` at most (the frozen one is an active one that reached the limit),
+    /// so the setting bounds the tier's memory. (Letting the active layer reach twice the limit
+    /// while a checkpoint ran made the bound four times the setting, and a server sized for a
+    /// 256 MB memory group outgrew it under full-speed SETs; bench/README.md, "Cold data".)
+    fn is_full(&self) -> bool {
+        let layers = self.layers.read();
+        layers.frozen.is_some() && layers.active.read().bytes() >= self.dirty_limit
     }
 
     fn request_checkpoint(&self) {
@@ -512,10 +520,10 @@ mod tests {
         let (at, why) = refused.ok_or("20,000 writes were all taken while checkpoints failed")?;
         assert!(why.contains("No space left on device"), "{why}");
         assert!(tier.last_failure().is_some());
-        // Memory stayed bounded: the layer taking writes stopped near twice the limit.
+        // Memory stayed bounded: the layer taking writes stopped at the limit.
         let (active, frozen) = tier.dirty_bytes();
         assert!(
-            active < 3 * (64 << 10),
+            active < (64 << 10) + 2048,
             "active layer {active} bytes after {at} writes"
         );
         assert!(

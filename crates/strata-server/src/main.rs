@@ -230,8 +230,6 @@ fn run(config: Config) -> i32 {
         Err(e) => return fatal(&format!("Can't start the runtime: {e}")),
     };
 
-    strata::set_disk_wait(wait_for_disk);
-
     let metrics_at = (config.metrics_bind.clone(), config.metrics_port);
     let tls_at = (config.bind.clone(), config.tls_port);
     let server = Arc::new(Server::new(db, config));
@@ -331,6 +329,7 @@ fn engine_tuning(config: &Config) -> strata::EngineTuning {
         zstd_dictionary_bytes: u32::try_from(config.zstd_dictionary_size).unwrap_or(u32::MAX),
         compaction_rate_limit: config.compaction_rate_limit,
         direct_io_background: config.direct_io_background,
+        direct_reads: config.direct_io_reads,
         background_jobs: config.background_jobs,
         l0_slowdown_writes_trigger: config.l0_slowdown_writes_trigger,
         l0_stop_writes_trigger: config.l0_stop_writes_trigger,
@@ -452,16 +451,4 @@ fn exit_now(code: i32) -> ! {
     let _ = std::io::stderr().flush();
     // SAFETY: _exit only ends the process.
     unsafe { libc::_exit(code) }
-}
-
-/// Runs a read that waits for the disk while tokio moves this worker's other connections to
-/// another thread (`strata::set_disk_wait`): cold GETs from many clients are then in flight
-/// together instead of two at a time, one per worker.
-fn wait_for_disk(read: &mut dyn FnMut()) {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread) {
-        tokio::task::block_in_place(read)
-    } else {
-        read()
-    }
 }

@@ -70,7 +70,6 @@ mod check;
 mod clock;
 mod collection;
 mod db;
-mod disk_wait;
 pub mod dump;
 mod error;
 mod expire;
@@ -114,7 +113,6 @@ pub use bits::{
     BitopOutcome, BitposRange, Overflow,
 };
 pub use check::{CheckReport, Problem};
-pub use disk_wait::{set_disk_wait, DiskWait};
 pub use db::{now_ms, Db, ExpiredHook, KeyScope, Options, Stats};
 pub use error::{Error, Result};
 pub use hash::HashScanPage;

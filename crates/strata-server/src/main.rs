@@ -326,6 +326,7 @@ fn engine_tuning(config: &Config) -> strata::EngineTuning {
         zstd_dictionary_bytes: u32::try_from(config.zstd_dictionary_size).unwrap_or(u32::MAX),
         compaction_rate_limit: config.compaction_rate_limit,
         direct_io_background: config.direct_io_background,
+        direct_reads: config.direct_io_reads,
         background_jobs: config.background_jobs,
         l0_slowdown_writes_trigger: config.l0_slowdown_writes_trigger,
         l0_stop_writes_trigger: config.l0_stop_writes_trigger,

@@ -130,6 +130,9 @@ pub struct EngineTuning {
     /// Flushes and compactions read and write with direct I/O (they then do not evict the
     /// pages reads use from the page cache).
     pub direct_io_background: bool,
+    /// Reads of table files use direct I/O: the block cache is their only cache, and a read
+    /// costs no page-cache insertion (nor, in a memory group, the reclaim of another page).
+    pub direct_reads: bool,
     /// Flushes and compactions that may run at once.
     pub background_jobs: u32,
     /// Writes are slowed down once level 0 holds this many files.
@@ -150,6 +153,7 @@ impl Default for EngineTuning {
             zstd_dictionary_bytes: 0,
             compaction_rate_limit: 0,
             direct_io_background: false,
+            direct_reads: false,
             background_jobs: 2,
             l0_slowdown_writes_trigger: 20,
             l0_stop_writes_trigger: 36,
@@ -355,6 +359,7 @@ impl Storage {
         db_opts.create_missing_column_families(writable);
         db_opts.set_max_background_jobs(clamp_i32(opts.tuning.background_jobs.max(1)));
         db_opts.set_use_direct_io_for_flush_and_compaction(opts.tuning.direct_io_background);
+        db_opts.set_use_direct_reads(opts.tuning.direct_reads);
         if opts.tuning.compaction_rate_limit > 0 {
             let rate = i64::try_from(opts.tuning.compaction_rate_limit).unwrap_or(i64::MAX);
             // RocksDB's recommended refill period and fairness.

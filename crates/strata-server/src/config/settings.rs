@@ -340,6 +340,8 @@ pub struct Settings {
     pub compaction_rate_limit: u64,
     /// `direct-io-background`: flushes and compactions use direct I/O.
     pub direct_io_background: bool,
+    /// `direct-io-reads`: reads of table files use direct I/O (no page cache).
+    pub direct_io_reads: bool,
     /// `background-jobs`: flushes and compactions that may run at once.
     pub background_jobs: u32,
     /// `l0-slowdown-writes-trigger`: level-0 files at which writes are slowed down.

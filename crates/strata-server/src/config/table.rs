@@ -163,6 +163,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("zstd-dictionary-size", &[], Memory { min: 0, max: GB }, "0", Fixed, field!(zstd_dictionary_size)),
     row("compaction-rate-limit", &[], Memory { min: 0, max: LONG_MAX as u64 }, "0", Fixed, field!(compaction_rate_limit)),
     row("direct-io-background", &[], Bool, "no", Fixed, field!(direct_io_background)),
+    row("direct-io-reads", &[], Bool, "no", Fixed, field!(direct_io_reads)),
     row("background-jobs", &[], Int { min: 1, max: 256 }, "2", Fixed, field!(background_jobs)),
     row("l0-slowdown-writes-trigger", &[], Int { min: 1, max: 1024 }, "20", Fixed, field!(l0_slowdown_writes_trigger)),
     row("l0-stop-writes-trigger", &[], Int { min: 1, max: 1024 }, "36", Fixed, field!(l0_stop_writes_trigger)),

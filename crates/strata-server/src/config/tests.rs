@@ -898,6 +898,7 @@ fn every_redis_7_0_parameter_is_known_and_only_strata_adds_others() {
             "compaction-rate-limit",
             "compression",
             "direct-io-background",
+            "direct-io-reads",
             "hot-cache-size",
             "index-high-priority",
             "l0-slowdown-writes-trigger",

@@ -371,8 +371,10 @@ impl Tier {
             }
         }
         log.drop_through(ended)?;
-        self.layers.write().frozen = None;
+        // Cleared before writers can go on: one taken after a failure sees the failure gone.
         *self.failed.lock() = None;
+        *self.last_failure.lock() = None;
+        self.layers.write().frozen = None;
         self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
         self.stats
             .checkpointed_bytes

@@ -7,22 +7,8 @@ use strata::fuzzing;
 use strata::keys;
 use strata::meta::{encode_flagged, KeyType};
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
+mod common;
+use common::Rng;
 
 fn iterations() -> usize {
     std::env::var("STRATA_FUZZ_ITERS")

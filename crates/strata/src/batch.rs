@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 
-use rocksdb::WriteBatch;
 
 use crate::collection::CollectionMeta;
 use crate::db::{now_ms, Db};
@@ -204,7 +203,7 @@ impl Db {
             .inner
             .locks
             .lock(batch.ops.iter().map(|op| (self.index, op.key())));
-        let mut out = WriteBatch::default();
+        let mut out = crate::storage::new_batch();
         // Keys in order of first touch, with what the batch made of them (None: deleted/missing).
         let mut order: Vec<&[u8]> = Vec::new();
         let mut state: HashMap<&[u8], Option<Value>> = HashMap::new();

@@ -9,7 +9,6 @@
 //! only the fragments its bits are in, and a read only the fragments of its range. Knows
 //! nothing of commands, arguments or replies.
 
-use rocksdb::WriteBatch;
 
 use crate::db::{now_ms, Db};
 use crate::error::{Error, Result};
@@ -642,7 +641,7 @@ impl Db {
     /// Stores a record made by [`Db::string_for_update`] (its TTL unchanged), giving up the
     /// record once the write batch holds its copy.
     fn put_string_record(&self, key: &[u8], record: Vec<u8>) -> Result<()> {
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         self.put_meta_record(&mut batch, key, &record);
         drop(record);
         self.write(batch)
@@ -650,7 +649,7 @@ impl Db {
 
     /// Stores the edits of a [`FragmentWriter`] (the TTL given kept).
     fn put_fragments(&self, key: &[u8], writer: FragmentWriter, expire_ms: u64) -> Result<()> {
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         writer.finish(self, &mut batch, key, FLAG_RAW_STRING, expire_ms);
         self.write(batch)
     }
@@ -839,7 +838,7 @@ impl Db {
         drop(records);
         let len = (record.len() - HEADER_LEN) as u64;
         if len > fragment::THRESHOLD {
-            let mut batch = WriteBatch::default();
+            let mut batch = crate::storage::new_batch();
             self.put_string_value(&mut batch, dest, &record[HEADER_LEN..], FLAG_RAW_STRING, 0);
             drop(record);
             self.write(batch)?;
@@ -857,7 +856,7 @@ impl Db {
         }
         let deleted = self.is_live(dest)?;
         if deleted {
-            let mut batch = WriteBatch::default();
+            let mut batch = crate::storage::new_batch();
             self.delete_meta(&mut batch, self.phys(), dest);
             self.write(batch)?;
         }

@@ -54,7 +54,7 @@ impl BulkWriter {
     pub fn new(db: &Db) -> BulkWriter {
         BulkWriter {
             db: db.clone(),
-            batch: WriteBatch::default(),
+            batch: crate::storage::new_batch(),
             open: None,
             hasher: RandomState::new(),
         }

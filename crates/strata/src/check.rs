@@ -109,7 +109,7 @@ impl Db {
     /// many break those rules, and the batch that deletes or cuts them.
     fn check_fragments(&self, key: &[u8], c: &CollectionMeta) -> Result<(u64, u64, WriteBatch)> {
         const F: u64 = crate::fragment::FRAGMENT_LEN as u64;
-        let mut fix = WriteBatch::default();
+        let mut fix = crate::storage::new_batch();
         let (mut found, mut bad) = (0u64, 0u64);
         let cf = self.storage().cf(CF_DATA);
         self.for_each_sub(CF_DATA, key, c, None, |sub, v| {
@@ -160,7 +160,7 @@ impl Db {
             Ok(())
         };
         let delete = || {
-            let mut b = WriteBatch::default();
+            let mut b = crate::storage::new_batch();
             self.delete_meta(&mut b, self.phys(), key);
             b
         };
@@ -221,7 +221,7 @@ impl Db {
                 KeyType::List => "list items outside the list's bounds",
                 _ => "sorted-set members whose score is not 8 bytes",
             };
-            let mut b = WriteBatch::default();
+            let mut b = crate::storage::new_batch();
             for sub in &bad_members {
                 b.delete_cf(self.storage().cf(CF_DATA), self.sub_key(key, &c, sub));
             }
@@ -258,7 +258,7 @@ impl Db {
                 problem(what, None)?;
             } else {
                 c.len = found;
-                let mut b = WriteBatch::default();
+                let mut b = crate::storage::new_batch();
                 self.put_collection(&mut b, key, &c);
                 problem(what, Some(b))?;
             }
@@ -270,7 +270,7 @@ impl Db {
     /// `data` records.
     fn rebuild_zscore(&self, key: &[u8], c: &CollectionMeta) -> Result<WriteBatch> {
         let s = self.storage();
-        let mut b = WriteBatch::default();
+        let mut b = crate::storage::new_batch();
         let prefix = keys::data_prefix(self.phys(), key, c.version);
         b.delete_range_cf(s.cf(CF_ZSCORE), &prefix, &prefix_successor(&prefix));
         let mut err = None;
@@ -306,7 +306,7 @@ impl Db {
             let mut it = s.raw().raw_iterator_cf(s.cf(cf));
             it.seek_to_first();
             let mut last: Option<(Vec<u8>, bool)> = None;
-            let mut fix = WriteBatch::default();
+            let mut fix = crate::storage::new_batch();
             while it.valid() {
                 let Some(k) = it.key() else { break };
                 match keys::split_data_key(k) {
@@ -384,7 +384,7 @@ mod tests {
             .load_collection(b"s", KeyType::Set)?
             .ok_or(crate::Error::NoSuchKey)?;
         c.len = 5;
-        let mut b = WriteBatch::default();
+        let mut b = crate::storage::new_batch();
         db.put_collection(&mut b, b"s", &c);
         // A zset member whose score index entry is missing.
         let z = db

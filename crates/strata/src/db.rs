@@ -436,7 +436,7 @@ impl Db {
 
     /// Writes a server-level record (see [`Db::aux_get`]) with the current sync policy.
     pub fn aux_put(&self, name: &str, value: &[u8]) -> Result<()> {
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         batch.put(format!("strata:aux:{name}").as_bytes(), value);
         self.inner.storage.write(batch)
     }
@@ -752,7 +752,7 @@ impl Db {
         };
         let mut next = *map;
         next.swap(a as usize, b as usize);
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         batch.put(DB_MAP_KEY, next);
         self.inner.storage.write(batch)?;
         *map = next;

@@ -6,7 +6,6 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use rocksdb::WriteBatch;
 
 use crate::db::{now_ms, Db};
 use crate::error::Result;
@@ -57,7 +56,7 @@ fn due_entries(db: &Db, now: u64) -> Result<Vec<Vec<u8>>> {
 
 fn expire_entries(db: &Db, entries: &[Vec<u8>], now: u64) -> Result<u64> {
     let s = db.storage();
-    let mut batch = WriteBatch::default();
+    let mut batch = crate::storage::new_batch();
     let mut deleted = 0;
     let hook = db
         .inner
@@ -82,7 +81,7 @@ fn expire_entries(db: &Db, entries: &[Vec<u8>], now: u64) -> Result<u64> {
         if let Some(raw) = s.get(CF_META, &mk)? {
             let exp = meta::expire_of(&raw);
             if exp == at && exp <= now {
-                let mut single = WriteBatch::default();
+                let mut single = crate::storage::new_batch();
                 single.delete_cf(s.cf(CF_META), &mk);
                 s.write(single)?;
                 deleted += 1;
@@ -117,7 +116,7 @@ impl Db {
         if exp == 0 || exp > now_ms() {
             return Ok(false);
         }
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         self.delete_meta(&mut batch, phys, key);
         self.write(batch)?;
         self.inner

@@ -6,7 +6,6 @@
 
 use std::collections::HashSet;
 
-use rocksdb::WriteBatch;
 
 use crate::collection::CollectionMeta;
 use crate::db::Db;
@@ -58,7 +57,7 @@ impl Db {
         let mut c = self.load_or_new_collection(key, KeyType::Hash)?;
         let fields: Vec<&[u8]> = pairs.iter().map(|(f, _)| *f).collect();
         let existed = self.subs_exist(key, &c, &fields)?;
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         let cf = self.storage().cf(CF_DATA);
         let mut seen: HashSet<&[u8]> = HashSet::new();
         let mut added = 0;
@@ -83,7 +82,7 @@ impl Db {
         if c.len > 0 && self.get_sub(CF_DATA, key, &c, field)?.is_some() {
             return Ok(false);
         }
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         batch.put_cf(
             self.storage().cf(CF_DATA),
             self.sub_key(key, &c, field),
@@ -243,7 +242,7 @@ impl Db {
         new: bool,
         value: &[u8],
     ) -> Result<()> {
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         batch.put_cf(
             self.storage().cf(CF_DATA),
             self.sub_key(key, &c, field),

@@ -195,6 +195,26 @@ impl HotFamily<'_> {
             self.remove(key);
             return;
         }
+        let h = hash_key(self.family, key);
+        let epoch = self.epoch();
+        let mut shard = cache.shard(h);
+        // A record rewritten (a collection's metadata, a counter) takes its entry's memory again.
+        let reused = match shard.map.get_mut(&h) {
+            Some(old)
+                if old.is(self.family, epoch, key)
+                    && crate::layer::fits(old.bytes.capacity(), key.len() + value.len()) =>
+            {
+                let before = old.charge();
+                old.bytes.truncate(key.len());
+                old.bytes.extend_from_slice(value);
+                Some((before, old.charge()))
+            }
+            _ => None,
+        };
+        if let Some((before, after)) = reused {
+            shard.bytes = shard.bytes - before + after;
+            return;
+        }
         let mut bytes = Vec::with_capacity(key.len() + value.len());
         bytes.extend_from_slice(key);
         bytes.extend_from_slice(value);
@@ -202,10 +222,8 @@ impl HotFamily<'_> {
             bytes,
             key_len,
             family: self.family,
-            epoch: self.epoch(),
+            epoch,
         };
-        let h = hash_key(self.family, key);
-        let mut shard = cache.shard(h);
         shard.bytes += entry.charge();
         if let Some(old) = shard.map.insert(h, entry) {
             shard.bytes -= old.charge();

@@ -217,7 +217,7 @@ impl Db {
     /// a collection's members are reclaimed later by compaction.
     pub fn del(&self, keys: &[&[u8]]) -> Result<u64> {
         let _g = self.inner.locks.lock(keys.iter().map(|k| (self.index, *k)));
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         let mut n = 0;
         let mut seen = std::collections::HashSet::new();
         for k in keys {
@@ -261,7 +261,7 @@ impl Db {
         if !allowed {
             return Ok(false);
         }
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         if at_ms <= now_ms() as i64 {
             self.delete_meta(&mut batch, self.phys(), key);
         } else {
@@ -282,7 +282,7 @@ impl Db {
             return Ok(false);
         }
         m.expire_ms = 0;
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         self.put_meta(&mut batch, key, &m);
         self.write(batch)?;
         Ok(true)
@@ -373,7 +373,7 @@ impl Db {
             return Ok(false);
         }
         let phys = self.phys();
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         self.copy_value(&mut batch, phys, src, &m, phys, dst)?;
         self.delete_meta(&mut batch, phys, src);
         self.write(batch)?;
@@ -394,7 +394,7 @@ impl Db {
         if !replace && target.live_raw(dst)?.is_some() {
             return Ok(false);
         }
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         self.copy_value(&mut batch, self.phys(), src, &m, target.phys(), dst)?;
         self.write(batch)?;
         Ok(true)
@@ -413,7 +413,7 @@ impl Db {
         if target.live_raw(key)?.is_some() {
             return Ok(false);
         }
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         self.copy_value(&mut batch, self.phys(), key, &m, target.phys(), key)?;
         self.delete_meta(&mut batch, self.phys(), key);
         self.write(batch)?;
@@ -632,7 +632,7 @@ impl Db {
         let _g = self.inner.locks.lock_all();
         let phys = self.phys();
         let s = self.storage();
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         for cf in [CF_META, CF_DATA, CF_ZSCORE] {
             batch.delete_range_cf(s.cf(cf), keys::db_start(phys), keys::db_end(phys));
         }
@@ -643,7 +643,7 @@ impl Db {
     pub fn flushall(&self) -> Result<()> {
         let _g = self.inner.locks.lock_all();
         let s = self.storage();
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         for cf in [CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE] {
             batch.delete_range_cf(s.cf(cf), vec![0u8], vec![0xFFu8; 12]);
         }

@@ -290,7 +290,7 @@ impl Db {
             None if only_if_exists => return Ok(0),
             None => self.list_load_or_new(key)?,
         };
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         self.list_push_into(&mut batch, key, &mut l, end, values)?;
         self.list_commit(batch, key, &mut l)?;
         Ok(l.len())
@@ -367,7 +367,7 @@ impl Db {
             return Ok(Some(Vec::new()));
         }
         let n = count.min(l.len());
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         let items = match end {
             ListEnd::Left => {
                 let items = if n <= POINT_READ_MAX {
@@ -438,7 +438,7 @@ impl Db {
         let Some(i) = l.absolute(index) else {
             return Ok(false);
         };
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         self.list_put(&mut batch, key, &l, i, value);
         self.list_commit(batch, key, &mut l)?;
         Ok(true)
@@ -465,7 +465,7 @@ impl Db {
         };
         // The new item goes in front of the item now at absolute index q.
         let q = if before { p } else { p + 1 };
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         if q - l.head <= l.tail - q && l.head > 0 {
             // Shift head..q one step towards the head.
             let mut moved = Vec::new();
@@ -520,7 +520,7 @@ impl Db {
         hits.sort_unstable();
         let k = hits.len() as u64;
         let (first, last) = (hits[0], hits[hits.len() - 1]);
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         if l.tail - first <= last - l.head + 1 {
             // Close the gaps by moving later items towards the head.
             let mut moves = Vec::new();
@@ -567,7 +567,7 @@ impl Db {
         let Some(mut l) = self.list_load(key)? else {
             return Ok(());
         };
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         match normalize_rank(start, stop, l.len()) {
             Some((a, b)) => {
                 let (new_head, new_tail) = (l.head + a, l.head + b + 1);
@@ -662,7 +662,7 @@ impl Db {
         let Some(item) = self.list_points(src, &s, from, 1)?.pop() else {
             return Err(Error::Corrupt("list item missing inside its bounds".into()));
         };
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         self.list_delete_span(&mut batch, src, &s, at, at + 1);
         match from {
             ListEnd::Left => s.head += 1,

@@ -8,7 +8,6 @@
 
 use std::collections::HashSet;
 
-use rocksdb::WriteBatch;
 
 use crate::collection::CollectionMeta;
 use crate::db::Db;
@@ -33,7 +32,7 @@ impl Db {
         let Some(mut c) = self.load_collection(key, kind)? else {
             return Ok(0);
         };
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         let cf = self.storage().cf(CF_DATA);
         let existed = self.subs_exist(key, &c, subs)?;
         let mut gone: HashSet<&[u8]> = HashSet::new();

@@ -524,7 +524,7 @@ mod tests {
     fn decoded_batch_has_every_operation_in_order() -> R {
         let dir = tempfile::tempdir()?;
         let s = open(dir.path())?;
-        let mut b = WriteBatch::default();
+        let mut b = crate::storage::new_batch();
         b.put(b"d", b"default");
         b.put_cf(s.cf(CF_DATA), b"k", b"v");
         b.delete_cf(s.cf(CF_META), b"gone");
@@ -569,9 +569,9 @@ mod tests {
     #[test]
     fn pending_batches_concatenate_into_one_batch_with_every_record() -> R {
         let mut p = Pending::default();
-        let mut one = WriteBatch::default();
+        let mut one = crate::storage::new_batch();
         one.put(b"a", b"1");
-        let mut two = WriteBatch::default();
+        let mut two = crate::storage::new_batch();
         two.delete(b"a");
         two.put(b"b", b"2");
         p.add(one.data())?;
@@ -637,7 +637,7 @@ mod tests {
         for round in 0..40 {
             // Committed state.
             let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-            let mut b = WriteBatch::default();
+            let mut b = crate::storage::new_batch();
             b.delete_range_cf(s.cf(CF_DATA), &b""[..], &b"\xff\xff\xff\xff"[..]);
             for _ in 0..rng.below(40) {
                 let (k, v) = (rng.key(), format!("c{round}.{}", rng.below(1000)));
@@ -648,7 +648,7 @@ mod tests {
             // The scope's writes, in several batches.
             assert!(s.begin_scope());
             for step in 0..1 + rng.below(8) {
-                let mut b = WriteBatch::default();
+                let mut b = crate::storage::new_batch();
                 for _ in 0..1 + rng.below(6) {
                     match rng.below(10) {
                         0..=4 => {
@@ -750,13 +750,13 @@ mod tests {
     fn merged_iterator_in_prefix_mode_keeps_to_the_seek_prefix() -> R {
         let dir = tempfile::tempdir()?;
         let s = open(dir.path())?;
-        let mut b = WriteBatch::default();
+        let mut b = crate::storage::new_batch();
         for k in [&b"\x00\x00\x01a"[..], b"\x00\x00\x01c", b"\x00\x00\x02a"] {
             b.put_cf(s.cf(CF_META), k, b"committed");
         }
         s.write(b)?;
         assert!(s.begin_scope());
-        let mut b = WriteBatch::default();
+        let mut b = crate::storage::new_batch();
         b.put_cf(s.cf(CF_META), b"\x00\x00\x01b", b"scope");
         b.delete_cf(s.cf(CF_META), b"\x00\x00\x01c");
         b.put_cf(s.cf(CF_META), b"\x00\x00\x02b", b"scope");

@@ -4,7 +4,6 @@
 
 use std::sync::atomic::Ordering;
 
-use rocksdb::WriteBatch;
 
 use crate::db::Db;
 use crate::error::{Error, Result};
@@ -108,7 +107,7 @@ impl Db {
             }
             hll::invalidate_cache(value);
             record[1] |= FLAG_RAW_STRING;
-            let mut batch = WriteBatch::default();
+            let mut batch = crate::storage::new_batch();
             self.put_meta_record(&mut batch, key, &record);
             drop(record);
             self.write(batch)?;

@@ -9,7 +9,7 @@
 //! the same encoding: a replica need not know which its leader has, nor use the same). Knows
 //! nothing of sockets or the wire format.
 
-use rocksdb::{IteratorMode, ReadOptions, WriteBatch, WriteOptions};
+use rocksdb::{IteratorMode, ReadOptions, WriteOptions};
 
 use crate::db::Db;
 use crate::error::{Error, Result};
@@ -212,7 +212,7 @@ impl Db {
         let s = self.storage();
         s.checkpoint_tier()?;
         let raw = s.raw();
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         for name in FAMILIES {
             let cf = s.cf(name);
             let mut it = raw.raw_iterator_cf_opt(cf, total_order());
@@ -242,7 +242,7 @@ impl Db {
         records: impl IntoIterator<Item = (usize, &'a [u8], &'a [u8])>,
     ) -> Result<()> {
         let s = self.storage();
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         for (index, key, value) in records {
             let name = FAMILIES
                 .get(index)
@@ -270,7 +270,7 @@ impl Db {
         }
         self.reload_db_map()?;
         s.forget_all();
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         batch.put(aux_key(REPLICATION_STATE), state);
         s.note_tier_offset(&mut batch);
         let mut wo = WriteOptions::default();
@@ -300,7 +300,7 @@ impl Db {
         let meta_id = leader_ids[1];
         let mut applied = Applied::default();
         let mut map_changed = false;
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         for op in batches
             .iter()
             .map(|data| decode_batch(data).map(|(_, ops)| ops))

@@ -8,7 +8,6 @@
 
 use std::collections::HashSet;
 
-use rocksdb::WriteBatch;
 
 use crate::collection::CollectionMeta;
 use crate::db::Db;
@@ -122,7 +121,7 @@ impl Db {
         let _g = self.inner.locks.lock_one(self.index, key);
         let mut c = self.load_or_new_collection(key, KeyType::Set)?;
         let existed = self.subs_exist(key, &c, members)?;
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         let cf = self.storage().cf(CF_DATA);
         let mut seen: HashSet<&[u8]> = HashSet::new();
         let mut added = 0;
@@ -255,7 +254,7 @@ impl Db {
             return Ok(Vec::new());
         }
         let picked = self.random_entries(key, &c, count, true)?;
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         let cf = self.storage().cf(CF_DATA);
         let mut out = Vec::with_capacity(picked.len());
         for (m, _) in picked {
@@ -294,7 +293,7 @@ impl Db {
             return Ok(false);
         }
         let cf = self.storage().cf(CF_DATA);
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         batch.delete_cf(cf, self.sub_key(src, &from, member));
         from.len = from.len.saturating_sub(1);
         self.put_collection(&mut batch, src, &from);
@@ -453,7 +452,7 @@ impl Db {
         let sources = self.set_sources(keys, false)?;
         let mut out = self.new_set();
         let cf = self.storage().cf(CF_DATA);
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         self.setop_each(op, keys, &sources, |m| {
             batch.put_cf(cf, self.sub_key(dst, &out, m), []);
             out.len += 1;
@@ -464,7 +463,7 @@ impl Db {
                 return Ok(0);
             }
             // An empty result deletes the destination (and the batch holds no members).
-            batch = WriteBatch::default();
+            batch = crate::storage::new_batch();
         }
         self.put_collection(&mut batch, dst, &out);
         self.write(batch)?;

@@ -12,7 +12,6 @@
 
 use std::cmp::Ordering;
 
-use rocksdb::WriteBatch;
 
 use crate::collection::CollectionMeta;
 use crate::db::Db;
@@ -112,7 +111,7 @@ impl Db {
         let n = values.len() as u64;
         if n == 0 {
             if self.live_raw(dst)?.is_some() {
-                let mut batch = WriteBatch::default();
+                let mut batch = crate::storage::new_batch();
                 self.delete_meta(&mut batch, self.phys(), dst);
                 self.write(batch)?;
             }
@@ -128,7 +127,7 @@ impl Db {
             len: n,
             extra,
         };
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         let cf = self.storage().cf(CF_DATA);
         for (i, v) in values.iter().enumerate() {
             let at = LIST_START + i as u64;

@@ -256,6 +256,16 @@ impl DbSet {
 /// loads, big MSETs and transactions) only invalidate it, so they do not flood it.
 const HOT_BATCH_MAX: usize = 64;
 
+/// An empty write batch with room for a typical command's records. RocksDB's own starts in a
+/// 15-byte inline string and reallocates as each record is added: a few copies and allocations
+/// per command (3% of LPUSH's CPU in a profile).
+pub(crate) fn new_batch() -> WriteBatch {
+    WriteBatch::with_capacity_bytes(BATCH_START_BYTES)
+}
+
+/// The bytes [`new_batch`] reserves: two records of a collection command with a short value.
+const BATCH_START_BYTES: usize = 512;
+
 fn cf_options(
     opts: &StorageOptions,
     cache: &Cache,
@@ -430,6 +440,8 @@ impl Storage {
         let (mut expire_opts, expire_table) = cf_options(opts, &cache, false);
         expire_opts.set_block_based_table_factory(&expire_table);
 
+        // A checkpoint of the write-back tier builds table files with each family's options.
+        let file_options = [&meta_opts, &data_opts, &zscore_opts, &expire_opts].map(Clone::clone);
         let cfs = vec![
             ColumnFamilyDescriptor::new(CF_META, meta_opts),
             ColumnFamilyDescriptor::new(CF_DATA, data_opts),
@@ -457,6 +469,7 @@ impl Storage {
             // The redo log is the replication backlog when RocksDB's would be.
             let archive = opts.wal_ttl_seconds > 0 || opts.wal_size_limit_mb > 0;
             let tier = Tier::open(path, opts.read_only, limit, archive)?;
+            tier.write_files_for(cf_ids.iter().copied().zip(file_options).collect());
             // Offsets never go back: on from the last checkpoint's offset (the record is
             // deleted whenever the directory is opened without the tier) or, in a directory
             // not used with the tier since, from RocksDB's own sequence number.
@@ -1440,7 +1453,7 @@ fn learn_cf_ids(db: &DB) -> Result<[u32; 4]> {
         let cf = db
             .cf_handle(name)
             .ok_or_else(|| Error::Storage(format!("column family {name} missing after open")))?;
-        let mut probe = WriteBatch::default();
+        let mut probe = crate::storage::new_batch();
         probe.put_cf(cf, b"", b"");
         match pending::decode_batch(probe.data())?.1.first() {
             Some(BatchOp::Put { cf, .. }) => ids[slot] = *cf,

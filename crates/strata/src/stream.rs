@@ -847,7 +847,7 @@ impl Db {
             s.node_fill = 0;
         }
         s.node_fill += 1;
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         self.put_sub(
             &mut batch,
             key,
@@ -1010,7 +1010,7 @@ impl Db {
         let Some(mut s) = self.stream_load(key)? else {
             return Ok(0);
         };
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         let n = self.stream_trim(&mut batch, key, &mut s, t, None)?;
         if n > 0 {
             self.stream_commit(batch, key, &s)?;
@@ -1067,7 +1067,7 @@ impl Db {
         let Some(mut s) = self.stream_load(key)? else {
             return Ok(0);
         };
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         let mut deleted = 0u64;
         let mut seen: Vec<StreamId> = Vec::new();
         let mut first_gone = false;
@@ -1140,7 +1140,7 @@ impl Db {
         if let Some(md) = max_deleted {
             s.max_deleted = md;
         }
-        self.stream_commit(WriteBatch::default(), key, &s)
+        self.stream_commit(crate::storage::new_batch(), key, &s)
     }
 
     /// XINFO STREAM: the stream's counters (`None` if missing) and its first and last entries.
@@ -1263,7 +1263,7 @@ impl Db {
             pel: 0,
             consumers: 0,
         };
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         self.put_sub(&mut batch, key, &s, &group_sub(group), &g.encode());
         s.groups += 1;
         self.stream_commit(batch, key, &s)
@@ -1284,7 +1284,7 @@ impl Db {
             GroupStart::Id(id) => id,
         };
         g.entries_read = entries_read;
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         self.put_sub(&mut batch, key, &s, &group_sub(group), &g.encode());
         self.write(batch)
     }
@@ -1298,7 +1298,7 @@ impl Db {
         if self.group_load(key, &s, group)?.is_none() {
             return Ok(false);
         }
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         self.del_sub(&mut batch, key, &s, &group_sub(group));
         let cf = self.storage().cf(CF_DATA);
         for tag in [TAG_CONSUMER, TAG_PEL, TAG_CONSUMER_PEL] {
@@ -1319,7 +1319,7 @@ impl Db {
         if self.consumer_load(key, &s, group, name)?.is_some() {
             return Ok(false);
         }
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         self.consumer_create(&mut batch, key, &s, group, &mut g, name);
         self.put_sub(&mut batch, key, &s, &group_sub(group), &g.encode());
         self.write(batch)?;
@@ -1352,7 +1352,7 @@ impl Db {
         let Some(c) = self.consumer_load(key, &s, group, name)? else {
             return Ok(0);
         };
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         let prefix = consumer_pel_prefix(group, name);
         let mut n = 0u64;
         self.stream_walk(key, &s, &prefix, &prefix, false, |sub, _| {
@@ -1568,7 +1568,7 @@ impl Db {
     ) -> Result<Vec<MaybeEntry>> {
         let _g = self.inner.locks.lock_one(self.index, key);
         let (s, mut g) = self.stream_and_group(key, group)?;
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         let mut consumers = Vec::new();
         let limit = if count == 0 { u64::MAX } else { count };
         let mut out: Vec<MaybeEntry> = Vec::new();
@@ -1669,7 +1669,7 @@ impl Db {
             Err(Error::Stream(StreamError::NoGroup)) => return Ok(0),
             Err(e) => return Err(e),
         };
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         let mut consumers = Vec::new();
         let mut acked = 0u64;
         // An ID named twice is acknowledged once.
@@ -1809,7 +1809,7 @@ impl Db {
     ) -> Result<Vec<MaybeEntry>> {
         let _g = self.inner.locks.lock_one(self.index, key);
         let (s, mut g) = self.stream_and_group(key, group)?;
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         let mut consumers = Vec::new();
         let mut group_dirty = false;
         if let Some(last) = o.last_id {
@@ -1910,7 +1910,7 @@ impl Db {
     ) -> Result<AutoClaimed> {
         let _g = self.inner.locks.lock_one(self.index, key);
         let (s, mut g) = self.stream_and_group(key, group)?;
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         let mut consumers = Vec::new();
         let now = now_ms();
         let mut attempts = count.saturating_mul(10);
@@ -2068,7 +2068,7 @@ impl Db {
         records: &[(&[u8], &[u8])],
     ) -> Result<()> {
         let _g = self.inner.locks.lock_one(self.index, key);
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         let mut records = records.iter();
         let s = if first {
             let Some((sub, body)) = records.next().filter(|(sub, _)| sub.is_empty()) else {

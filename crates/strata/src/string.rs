@@ -6,7 +6,6 @@
 
 use std::sync::atomic::Ordering;
 
-use rocksdb::WriteBatch;
 
 use crate::db::{now_ms, Db};
 use crate::error::{Error, Result};
@@ -215,7 +214,7 @@ impl Db {
         flags: u8,
         expire_ms: u64,
     ) -> Result<()> {
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         let live = !(expire_ms != 0 && expire_ms <= now_ms());
         if live {
             self.put_meta_flagged(
@@ -243,7 +242,7 @@ impl Db {
     }
 
     fn mset_locked(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         let phys = self.phys();
         for (k, v) in pairs {
             self.put_meta_raw(&mut batch, phys, k, KeyType::String, 0, v);
@@ -273,7 +272,7 @@ impl Db {
             return Ok(None);
         };
         let value = self.string_value(key, s)?;
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         self.delete_meta(&mut batch, self.phys(), key);
         self.write(batch)?;
         Ok(Some(value))
@@ -296,7 +295,7 @@ impl Db {
         if expire_ms != s.expire_ms {
             // Only the metadata changes: a fragmented string keeps its fragments.
             s.expire_ms = expire_ms;
-            let mut batch = WriteBatch::default();
+            let mut batch = crate::storage::new_batch();
             self.put_stored_string(&mut batch, key, &s);
             self.write(batch)?;
         }
@@ -330,7 +329,7 @@ impl Db {
                 let mut w = FragmentWriter::new(self, existing.as_ref());
                 w.write(self, key, len, suffix)?;
                 let expire_ms = existing.map_or(0, |s| s.expire_ms);
-                let mut batch = WriteBatch::default();
+                let mut batch = crate::storage::new_batch();
                 w.finish(self, &mut batch, key, FLAG_RAW_STRING, expire_ms);
                 self.write(batch)?;
             }
@@ -437,7 +436,7 @@ impl Db {
                 w.write(self, key, offset, value)?;
                 let len = w.len();
                 let expire_ms = existing.map_or(0, |s| s.expire_ms);
-                let mut batch = WriteBatch::default();
+                let mut batch = crate::storage::new_batch();
                 w.finish(self, &mut batch, key, FLAG_RAW_STRING, expire_ms);
                 self.write(batch)?;
                 return Ok(len);

@@ -21,14 +21,14 @@
 //! of a known offset (a replica's full copy). Owns the layers and the checkpointer thread;
 //! `storage.rs` decides when a read or a write goes through here.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
-use rocksdb::{WriteBatch, WriteOptions, DB};
+use rocksdb::{IngestExternalFileOptions, Options, SstFileWriter, WriteBatch, WriteOptions, DB};
 
 use crate::error::{Error, Result};
 use crate::layer::{Layer, Lookup, Source, Stack};
@@ -88,7 +88,14 @@ pub(crate) struct Tier {
     #[cfg(test)]
     slow_checkpoints_ms: AtomicU64,
     pub(crate) stats: TierStats,
+    /// The data directory: a checkpoint writes its table files there before RocksDB takes them.
+    dir: PathBuf,
+    /// The families whose points a checkpoint hands RocksDB as table files, with their options.
+    files: OnceLock<FileFamilies>,
 }
+
+/// Families a checkpoint writes as table files: (id in write batches, the family's options).
+pub(crate) type FileFamilies = Vec<(u32, Options)>;
 
 /// The column families a checkpoint writes: (id in write batches, name).
 pub(crate) type Families = Vec<(u32, String)>;
@@ -132,6 +139,8 @@ impl Tier {
             #[cfg(test)]
             slow_checkpoints_ms: AtomicU64::new(0),
             stats: TierStats::default(),
+            dir: dir.to_path_buf(),
+            files: OnceLock::new(),
         };
         tier.stats
             .replayed_records
@@ -363,7 +372,8 @@ impl Tier {
         }
         let written = {
             let layer = frozen.read();
-            write_layer(db, families, &layer, offset)?
+            let files = self.files.get().map_or(&[][..], Vec::as_slice);
+            write_layer(db, families, files, &self.dir, &layer, offset)?
         };
         for (_, name) in families {
             if let Some(cf) = db.cf_handle(name) {
@@ -388,6 +398,14 @@ impl Tier {
     /// Why the last checkpoint failed, while none has succeeded since.
     pub(crate) fn last_failure(&self) -> Option<String> {
         self.last_failure.lock().clone()
+    }
+
+    /// From now on, a checkpoint hands the points of these families to RocksDB as table files
+    /// (sorted, built beside the database and moved in) instead of writing them through its
+    /// memtables and flushing them: the flush builds the same file, after a skiplist insert per
+    /// record. Set once, when the families' options are known.
+    pub(crate) fn write_files_for(&self, families: FileFamilies) {
+        let _ = self.files.set(families);
     }
 
     /// Starts the checkpointer thread: a checkpoint whenever one is requested (the active layer
@@ -445,7 +463,14 @@ pub(crate) enum Found<T> {
 
 /// Writes `layer` to RocksDB with its log off, and `offset` (the offset of the layer's last
 /// write) at [`OFFSET_KEY`]; returns the bytes written.
-fn write_layer(db: &DB, families: &Families, layer: &Layer, offset: u64) -> Result<usize> {
+fn write_layer(
+    db: &DB,
+    families: &Families,
+    files: &[(u32, Options)],
+    dir: &Path,
+    layer: &Layer,
+    offset: u64,
+) -> Result<usize> {
     let mut wo = WriteOptions::default();
     wo.disable_wal(true);
     let handle = |id: u32| {
@@ -455,7 +480,7 @@ fn write_layer(db: &DB, families: &Families, layer: &Layer, offset: u64) -> Resu
             .and_then(|(_, name)| db.cf_handle(name))
             .ok_or_else(|| Error::Storage(format!("write-back tier: no column family {id}")))
     };
-    let mut batch = WriteBatch::default();
+    let mut batch = crate::storage::new_batch();
     let mut written = 0usize;
     let mut flush = |batch: &mut WriteBatch, force: bool| -> Result<()> {
         if !batch.is_empty() && (force || batch.size_in_bytes() >= CHECKPOINT_BATCH) {
@@ -480,9 +505,19 @@ fn write_layer(db: &DB, families: &Families, layer: &Layer, offset: u64) -> Resu
             .map(|(_, n)| n.as_str());
         u8::from(name != Some(crate::storage::CF_META))
     });
+    let mut ingested = 0;
     for (cf, fam) in order {
         let h = handle(cf)?;
-        for (k, v) in fam.points.iter() {
+        let points = fam.points.sorted();
+        if points.is_empty() {
+            continue;
+        }
+        if let Some((_, opts)) = files.iter().find(|(id, _)| *id == cf) {
+            let path = dir.join(format!("tier-checkpoint-{cf}.sst.tmp"));
+            ingested += ingest(db, h, opts, &path, &points)?;
+            continue;
+        }
+        for (k, v) in points {
             match v {
                 Some(v) => batch.put_cf(h, k, v),
                 None => batch.delete_cf(h, k),
@@ -493,7 +528,34 @@ fn write_layer(db: &DB, families: &Families, layer: &Layer, offset: u64) -> Resu
     }
     batch.put_cf(handle(0)?, OFFSET_KEY, offset.to_le_bytes());
     flush(&mut batch, true)?;
-    Ok(written)
+    Ok(written + ingested)
+}
+
+/// Writes `points` (in key order) to a table file at `path` and moves it into family `cf`;
+/// returns the file's size. RocksDB numbers the file's records after every write before it
+/// (the deleted ranges this checkpoint wrote first among them), flushing a memtable the file
+/// overlaps first.
+fn ingest(
+    db: &DB,
+    cf: &rocksdb::ColumnFamily,
+    opts: &Options,
+    path: &Path,
+    points: &[(&[u8], &crate::layer::Point)],
+) -> Result<usize> {
+    let mut file = SstFileWriter::create(opts);
+    file.open(path)?;
+    for (k, v) in points {
+        match v {
+            Some(v) => file.put(k, v)?,
+            None => file.delete(k)?,
+        }
+    }
+    file.finish()?;
+    let size = std::fs::metadata(path).map_or(0, |m| m.len() as usize);
+    let mut how = IngestExternalFileOptions::default();
+    how.set_move_files(true);
+    db.ingest_external_file_cf_opts(cf, &how, vec![path])?;
+    Ok(size)
 }
 
 #[cfg(test)]
@@ -508,7 +570,7 @@ mod tests {
     type R = std::result::Result<(), Box<dyn std::error::Error>>;
 
     fn write(tier: &Tier, key: &[u8], value: &[u8]) -> crate::error::Result<()> {
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         batch.put(key, value);
         let (_, ops) = pending::decode_batch(batch.data())?;
         tier.write(batch.data(), &ops)

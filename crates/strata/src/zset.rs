@@ -388,7 +388,7 @@ impl<'a> ZWriter<'a> {
             db,
             key,
             c,
-            batch: WriteBatch::default(),
+            batch: crate::storage::new_batch(),
             pending: HashMap::new(),
             dirty: false,
         }
@@ -1191,7 +1191,7 @@ impl Db {
     /// Writes `items` (sorted) as a new sorted set at `dst`, replacing any value. Caller holds
     /// `dst`'s lock.
     pub(crate) fn zset_store(&self, dst: &[u8], items: &[ScoredMember]) -> Result<u64> {
-        let mut batch = WriteBatch::default();
+        let mut batch = crate::storage::new_batch();
         let c = CollectionMeta {
             kind: KeyType::ZSet,
             expire_ms: 0,

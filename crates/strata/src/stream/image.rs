@@ -130,7 +130,7 @@ impl Db {
             db: self,
             key: key.to_vec(),
             s,
-            batch: WriteBatch::default(),
+            batch: crate::storage::new_batch(),
             entries: 0,
             last_entry: None,
             fill: 0,

@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 
-
 use crate::collection::CollectionMeta;
 use crate::db::{now_ms, Db};
 use crate::error::{Error, Result};

@@ -9,7 +9,6 @@
 //! only the fragments its bits are in, and a read only the fragments of its range. Knows
 //! nothing of commands, arguments or replies.
 
-
 use crate::db::{now_ms, Db};
 use crate::error::{Error, Result};
 use crate::fragment::{self, Chunk, FragmentWriter, StoredString};

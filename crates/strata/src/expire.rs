@@ -6,7 +6,6 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-
 use crate::db::{now_ms, Db};
 use crate::error::Result;
 use crate::keys;

@@ -8,7 +8,6 @@
 
 use std::collections::HashSet;
 
-
 use crate::collection::CollectionMeta;
 use crate::db::Db;
 use crate::error::Result;

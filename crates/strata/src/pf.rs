@@ -4,7 +4,6 @@
 
 use std::sync::atomic::Ordering;
 
-
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::fragment;

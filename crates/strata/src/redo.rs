@@ -479,10 +479,10 @@ mod tests {
     #[test]
     fn batches_are_numbered_in_order_and_numbering_goes_on_after_a_reopen() -> R {
         let dir = tempfile::tempdir()?;
-        let mut two = rocksdb::crate::storage::new_batch();
+        let mut two = crate::storage::new_batch();
         two.put(b"a", b"1");
         two.put(b"b", b"2");
-        let mut one = rocksdb::crate::storage::new_batch();
+        let mut one = crate::storage::new_batch();
         one.delete(b"a");
         let (log, _, _) = replay(dir.path())?;
         let log = log.ok_or("no log")?;

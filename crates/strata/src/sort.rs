@@ -12,7 +12,6 @@
 
 use std::cmp::Ordering;
 
-
 use crate::collection::CollectionMeta;
 use crate::db::Db;
 use crate::error::{Error, Result};

@@ -6,7 +6,6 @@
 
 use std::sync::atomic::Ordering;
 
-
 use crate::db::{now_ms, Db};
 use crate::error::{Error, Result};
 use crate::fragment::{self, FragmentWriter, Layout, StoredString};

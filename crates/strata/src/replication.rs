@@ -9,6 +9,8 @@
 //! the same encoding: a replica need not know which its leader has, nor use the same). Knows
 //! nothing of sockets or the wire format.
 
+use std::collections::HashMap;
+
 use rocksdb::{IteratorMode, ReadOptions, WriteBatch, WriteOptions};
 
 use crate::db::Db;
@@ -301,6 +303,10 @@ impl Db {
         let mut applied = Applied::default();
         let mut map_changed = false;
         let mut batch = WriteBatch::default();
+        // The values this call puts, for the patches after them (a patch changes the value
+        // before it: put earlier in these batches, or held already).
+        let mut put: HashMap<(u32, Vec<u8>), Option<Vec<u8>>> = HashMap::new();
+        let mut deleted: Vec<(u32, Vec<u8>, Vec<u8>)> = Vec::new();
         for op in batches
             .iter()
             .map(|data| decode_batch(data).map(|(_, ops)| ops))
@@ -315,6 +321,7 @@ impl Db {
                         self.note_key(key, &mut applied);
                     }
                     batch.put_cf(family(cf)?, key, value);
+                    put.remove(&(cf, key.to_vec()));
                 }
                 BatchOp::Delete { cf, key } => {
                     self.note_replicated(cf, key, &mut applied, &mut map_changed);
@@ -322,9 +329,38 @@ impl Db {
                         self.note_key(key, &mut applied);
                     }
                     batch.delete_cf(family(cf)?, key);
+                    put.insert((cf, key.to_vec()), None);
                 }
                 BatchOp::DeleteRange { cf, from, to } => {
                     batch.delete_range_cf(family(cf)?, from, to);
+                    put.retain(|(c, k), _| *c != cf || k.as_slice() < from || k.as_slice() >= to);
+                    deleted.push((cf, from.to_vec(), to.to_vec()));
+                }
+                BatchOp::Patch { cf, key, ranges } => {
+                    self.note_replicated(cf, key, &mut applied, &mut map_changed);
+                    if collect_keys && cf == meta_id {
+                        self.note_key(key, &mut applied);
+                    }
+                    let name = FAMILIES[leader_ids
+                        .iter()
+                        .position(|&x| x == cf)
+                        .ok_or_else(|| Error::Corrupt(format!("replicated patch of family id {cf}")))?];
+                    let before = match put.remove(&(cf, key.to_vec())) {
+                        Some(held) => held,
+                        None if deleted.iter().any(|(c, f, t)| {
+                            *c == cf && key >= f.as_slice() && key < t.as_slice()
+                        }) =>
+                        {
+                            None
+                        }
+                        None => s.get(name, key)?,
+                    };
+                    let mut value = before.ok_or_else(|| {
+                        Error::Corrupt("replicated patch of a record this replica lacks".into())
+                    })?;
+                    crate::patch::apply(&mut value, &ranges);
+                    batch.put_cf(family(cf)?, key, &value);
+                    put.insert((cf, key.to_vec()), Some(value));
                 }
             }
         }

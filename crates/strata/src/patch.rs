@@ -117,7 +117,13 @@ fn len32(n: usize) -> u32 {
 /// Appends the patch record that turns a value into `new` in family `cf` at `key`, `ranges`
 /// from [`diff`]: the tag, the family, the key, the new length, the range count, then per range
 /// its offset and its bytes.
-pub(crate) fn encode(out: &mut Vec<u8>, cf: u32, key: &[u8], new: &[u8], ranges: &[(usize, usize)]) {
+pub(crate) fn encode(
+    out: &mut Vec<u8>,
+    cf: u32,
+    key: &[u8],
+    new: &[u8],
+    ranges: &[(usize, usize)],
+) {
     out.push(TAG_CF_PATCH);
     varint32(out, cf);
     varint32(out, len32(key.len()));
@@ -320,9 +326,8 @@ mod tests {
     #[test]
     fn a_log_patching_a_value_it_never_wrote_is_refused_at_open() -> R {
         let dir = tempfile::tempdir()?;
-        let (log, _) = crate::redo::RedoLog::open(&dir.path().join("redo"), false, false, |_| {
-            Ok(())
-        })?;
+        let (log, _) =
+            crate::redo::RedoLog::open(&dir.path().join("redo"), false, false, |_| Ok(()))?;
         let log = log.ok_or("no log")?;
         let new = vec![1u8; 1024];
         let mut payload = vec![0u8; 12];
@@ -332,7 +337,9 @@ mod tests {
         log.sync()?;
         drop(log);
         let opened = crate::tier::Tier::open(dir.path(), false, 1 << 30, false);
-        let err = opened.err().ok_or("a patch without its value was replayed")?;
+        let err = opened
+            .err()
+            .ok_or("a patch without its value was replayed")?;
         assert!(err.to_string().contains("patch"), "{err}");
         Ok(())
     }

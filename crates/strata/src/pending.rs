@@ -14,8 +14,8 @@ use std::ops::Bound;
 use rocksdb::DBRawIteratorWithThreadMode;
 
 use crate::error::{Error, Result};
-use crate::patch::{self, Ranges};
 use crate::layer::{Layer, Lookup, Mask, Stack};
+use crate::patch::{self, Ranges};
 
 /// A RocksDB raw iterator over a plain `DB`.
 pub(crate) type RawIter<'a> = DBRawIteratorWithThreadMode<'a, rocksdb::DB>;

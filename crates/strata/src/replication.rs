@@ -9,6 +9,7 @@
 //! the same encoding: a replica need not know which its leader has, nor use the same). Knows
 //! nothing of sockets or the wire format.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use rocksdb::{IteratorMode, ReadOptions, WriteBatch, WriteOptions};
@@ -303,17 +304,19 @@ impl Db {
         let mut applied = Applied::default();
         let mut map_changed = false;
         let mut batch = WriteBatch::default();
-        // The values this call puts, for the patches after them (a patch changes the value
-        // before it: put earlier in these batches, or held already).
-        let mut put: HashMap<(u32, Vec<u8>), Option<Vec<u8>>> = HashMap::new();
-        let mut deleted: Vec<(u32, Vec<u8>, Vec<u8>)> = Vec::new();
-        for op in batches
+        let decoded = batches
             .iter()
             .map(|data| decode_batch(data).map(|(_, ops)| ops))
-            .collect::<Result<Vec<_>>>()?
-            .into_iter()
+            .collect::<Result<Vec<_>>>()?;
+        // With patches among them: the values these batches put, for the patches after them (a
+        // patch changes the value before it: put earlier in these batches, or held already).
+        let track = decoded
+            .iter()
             .flatten()
-        {
+            .any(|op| matches!(op, BatchOp::Patch { .. }));
+        let mut put: HashMap<(u32, &[u8]), Option<Cow<'_, [u8]>>> = HashMap::new();
+        let mut deleted: Vec<(u32, &[u8], &[u8])> = Vec::new();
+        for op in decoded.into_iter().flatten() {
             match op {
                 BatchOp::Put { cf, key, value } => {
                     self.note_replicated(cf, key, &mut applied, &mut map_changed);
@@ -321,7 +324,9 @@ impl Db {
                         self.note_key(key, &mut applied);
                     }
                     batch.put_cf(family(cf)?, key, value);
-                    put.remove(&(cf, key.to_vec()));
+                    if track {
+                        put.insert((cf, key), Some(Cow::Borrowed(value)));
+                    }
                 }
                 BatchOp::Delete { cf, key } => {
                     self.note_replicated(cf, key, &mut applied, &mut map_changed);
@@ -329,27 +334,29 @@ impl Db {
                         self.note_key(key, &mut applied);
                     }
                     batch.delete_cf(family(cf)?, key);
-                    put.insert((cf, key.to_vec()), None);
+                    if track {
+                        put.insert((cf, key), None);
+                    }
                 }
                 BatchOp::DeleteRange { cf, from, to } => {
                     batch.delete_range_cf(family(cf)?, from, to);
-                    put.retain(|(c, k), _| *c != cf || k.as_slice() < from || k.as_slice() >= to);
-                    deleted.push((cf, from.to_vec(), to.to_vec()));
+                    put.retain(|&(c, k), _| c != cf || k < from || k >= to);
+                    deleted.push((cf, from, to));
                 }
                 BatchOp::Patch { cf, key, ranges } => {
                     self.note_replicated(cf, key, &mut applied, &mut map_changed);
                     if collect_keys && cf == meta_id {
                         self.note_key(key, &mut applied);
                     }
-                    let name = FAMILIES[leader_ids
-                        .iter()
-                        .position(|&x| x == cf)
-                        .ok_or_else(|| Error::Corrupt(format!("replicated patch of family id {cf}")))?];
-                    let before = match put.remove(&(cf, key.to_vec())) {
-                        Some(held) => held,
-                        None if deleted.iter().any(|(c, f, t)| {
-                            *c == cf && key >= f.as_slice() && key < t.as_slice()
-                        }) =>
+                    let name =
+                        FAMILIES[leader_ids.iter().position(|&x| x == cf).ok_or_else(|| {
+                            Error::Corrupt(format!("replicated patch of family id {cf}"))
+                        })?];
+                    let before = match put.remove(&(cf, key)) {
+                        Some(held) => held.map(Cow::into_owned),
+                        None if deleted
+                            .iter()
+                            .any(|&(c, f, t)| c == cf && key >= f && key < t) =>
                         {
                             None
                         }
@@ -360,7 +367,7 @@ impl Db {
                     })?;
                     crate::patch::apply(&mut value, &ranges);
                     batch.put_cf(family(cf)?, key, &value);
-                    put.insert((cf, key.to_vec()), Some(value));
+                    put.insert((cf, key), Some(Cow::Owned(value)));
                 }
             }
         }

@@ -28,6 +28,9 @@ use crate::wal_tail::WalTail;
 /// by its index here, never by RocksDB's internal id, which may differ between two directories).
 pub const FAMILIES: [&str; 5] = ["default", CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE];
 
+/// A record's value as a run of replicated batches left it (`None`: deleted).
+type Held<'a> = Option<Cow<'a, [u8]>>;
+
 /// The aux record (see [`Db::aux_get`]) a replica keeps its progress in.
 pub const REPLICATION_STATE: &str = "replication";
 
@@ -314,7 +317,7 @@ impl Db {
             .iter()
             .flatten()
             .any(|op| matches!(op, BatchOp::Patch { .. }));
-        let mut put: HashMap<(u32, &[u8]), Option<Cow<'_, [u8]>>> = HashMap::new();
+        let mut put: HashMap<(u32, &[u8]), Held<'_>> = HashMap::new();
         let mut deleted: Vec<(u32, &[u8], &[u8])> = Vec::new();
         for op in decoded.into_iter().flatten() {
             match op {

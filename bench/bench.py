@@ -135,7 +135,21 @@ WORKLOADS.append(Workload("setbit", command=["EVALSHA", SETBIT_SHA, "1", "bm", "
                           scale=0.02,
                           note="SETBIT bm <__rand_int__> 1 in one bitmap of -r bits, "
                                "through EVALSHA of a one-line script"))
+# Point writes to one big (fragmented in Strata: longer than 64 KB) string: APPEND of 100 bytes,
+# and SETRANGE of 8 bytes at a random offset below -r (through a script, as for SETBIT above).
+WORKLOADS.append(Workload("append_big", command=["APPEND", "bigstr", "a" * 100],
+                          needs=("big_string",), default=False, scale=0.2,
+                          note="APPEND bigstr <100 bytes> (bigstr pre-filled: -r bytes)"))
+SETRANGE_LUA = "return redis.call('SETRANGE', KEYS[1], tonumber(ARGV[1]), ARGV[2])"
+SETRANGE_SHA = hashlib.sha1(SETRANGE_LUA.encode()).hexdigest()
+WORKLOADS.append(Workload("setrange_big",
+                          command=["EVALSHA", SETRANGE_SHA, "1", "bigstr", "__rand_int__", "8bytes!!"],
+                          setup=(("SCRIPT", "LOAD", SETRANGE_LUA),), needs=("big_string",),
+                          default=False,
+                          note="SETRANGE bigstr <__rand_int__> <8 bytes> (bigstr pre-filled: -r "
+                               "bytes), through EVALSHA of a one-line script"))
 BITMAP_WORKLOADS = ["setbit_keys", "setbit", "bitcount"]
+BIG_STRING_WORKLOADS = ["append_big", "setrange_big"]
 SCRIPT_WORKLOADS = ["stock", "stock_restock"]
 HLL_WORKLOADS = ["pfadd", "pfcount"]
 COLLECTION_WORKLOADS = ["hset", "hget", "hincrby", "lpush", "rpush", "lpop", "rpop", "lrange_100",
@@ -396,6 +410,12 @@ def fill_bitmap(port, cfg, deadline):
                            deadline)
 
 
+def fill_big_string(port, cfg, deadline):
+    """bigstr: a string of keyspace bytes (in Strata, fragments)."""
+    return _pipelined_fill(port, [encode_command(b"SET", b"bigstr", b"s" * cfg.keyspace)],
+                           deadline)
+
+
 FILLS = {
     "string_keys": fill_string_keys,
     "hash_fields": fill_hash_fields,
@@ -405,6 +425,7 @@ FILLS = {
     "zset_members": fill_zset_members,
     "products": fill_products,
     "bitmap": fill_bitmap,
+    "big_string": fill_big_string,
 }
 
 
@@ -1039,7 +1060,7 @@ def parse_args(argv):
         else [w.name for w in WORKLOADS if w.default]
     # "collections", "scripts" and "bitmaps" name the issue-3, issue-4 and issue-12 rows as groups.
     groups = {"collections": COLLECTION_WORKLOADS, "scripts": SCRIPT_WORKLOADS,
-              "bitmaps": BITMAP_WORKLOADS, "hll": HLL_WORKLOADS,
+              "bitmaps": BITMAP_WORKLOADS, "hll": HLL_WORKLOADS, "big_strings": BIG_STRING_WORKLOADS,
               "issue15": ISSUE15_WORKLOADS, "lists": LIST_WORKLOADS}
     names = [n for w in names for n in groups.get(w, [w])]
     unknown = [n for n in names if n not in WORKLOADS_BY_NAME]

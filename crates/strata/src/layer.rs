@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
+use crate::error::{Error, Result};
 use crate::pending::{BatchOp, Pending};
 
 /// What a layer says about one key.
@@ -246,6 +247,10 @@ impl ByFamily {
         self.0.iter().find(|(id, _)| *id == cf).map(|(_, f)| f)
     }
 
+    fn get_mut(&mut self, cf: u32) -> Option<&mut Family> {
+        self.0.iter_mut().find(|(id, _)| *id == cf).map(|(_, f)| f)
+    }
+
     fn get_or_default(&mut self, cf: u32) -> &mut Family {
         let at = match self.0.iter().position(|(id, _)| *id == cf) {
             Some(at) => at,
@@ -267,11 +272,26 @@ pub(crate) struct Layer {
 }
 
 impl Layer {
-    /// Takes in one write-batch operation (after every earlier one).
-    pub(crate) fn apply(&mut self, op: &BatchOp<'_>) {
+    /// Takes in one write-batch operation (after every earlier one). A patch (`patch.rs`)
+    /// changes the value the layer holds at its key, and is refused when the layer holds none
+    /// (a log that patches a value it never held is damaged).
+    pub(crate) fn apply(&mut self, op: &BatchOp<'_>) -> Result<()> {
         match *op {
             BatchOp::Put { cf, key, value } => self.point(cf, key, Some(value)),
             BatchOp::Delete { cf, key } => self.point(cf, key, None),
+            BatchOp::Patch { cf, key, ranges } => {
+                let held = self
+                    .families
+                    .get_mut(cf)
+                    .and_then(|f| f.points.get_mut(key))
+                    .and_then(Option::as_mut)
+                    .ok_or_else(|| {
+                        Error::Corrupt("redo log: a patch of a record it never wrote".into())
+                    })?;
+                let before = held.len();
+                crate::patch::apply(held, &ranges);
+                self.bytes = self.bytes.saturating_sub(before) + ranges.len;
+            }
             BatchOp::DeleteRange { cf, from, to } => {
                 if from < to {
                     let f = self.families.get_or_default(cf);
@@ -280,6 +300,7 @@ impl Layer {
                 }
             }
         }
+        Ok(())
     }
 
     fn point(&mut self, cf: u32, key: &[u8], value: Option<&[u8]>) {
@@ -565,7 +586,7 @@ mod tests {
                     0 => {
                         let (a, b) = (rng.key(), rng.key());
                         let (from, to) = if a <= b { (a, b) } else { (b, a) };
-                        top.apply(&BatchOp::DeleteRange {
+                        let _ = top.apply(&BatchOp::DeleteRange {
                             cf: 1,
                             from: &from,
                             to: &to,
@@ -574,13 +595,13 @@ mod tests {
                     }
                     1..=3 => {
                         let k = rng.key();
-                        top.apply(&BatchOp::Delete { cf: 1, key: &k });
+                        let _ = top.apply(&BatchOp::Delete { cf: 1, key: &k });
                         model.remove(&k);
                     }
                     _ => {
                         let k = rng.key();
                         let v = format!("v{step}").into_bytes();
-                        top.apply(&BatchOp::Put {
+                        let _ = top.apply(&BatchOp::Put {
                             cf: 1,
                             key: &k,
                             value: &v,

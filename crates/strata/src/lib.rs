@@ -93,6 +93,7 @@ mod locks;
 mod members;
 pub mod meta;
 pub mod num;
+mod patch;
 mod pending;
 mod pf;
 pub mod rdb;

@@ -15,6 +15,7 @@ use rocksdb::DBRawIteratorWithThreadMode;
 
 use crate::error::{Error, Result};
 use crate::layer::{Layer, Lookup, Mask, Stack};
+use crate::patch::{self, Ranges};
 
 /// A RocksDB raw iterator over a plain `DB`.
 pub(crate) type RawIter<'a> = DBRawIteratorWithThreadMode<'a, rocksdb::DB>;
@@ -51,6 +52,13 @@ pub(crate) enum BatchOp<'a> {
         cf: u32,
         from: &'a [u8],
         to: &'a [u8],
+    },
+    /// `key`'s value changed in byte ranges (only in the write-back tier's redo log, which
+    /// writes one in place of a put: `patch.rs`); applied to the value the reader holds.
+    Patch {
+        cf: u32,
+        key: &'a [u8],
+        ranges: Ranges<'a>,
     },
 }
 
@@ -135,6 +143,12 @@ pub(crate) fn decode_batch(data: &[u8]) -> Result<(u32, Vec<BatchOp<'_>>)> {
                 let to = r.slice()?;
                 ops.push(BatchOp::DeleteRange { cf, from, to });
             }
+            patch::TAG_CF_PATCH => {
+                let cf = r.varint32()?;
+                let key = r.slice()?;
+                let ranges = Ranges::read(r.data, &mut r.at)?;
+                ops.push(BatchOp::Patch { cf, key, ranges });
+            }
             TAG_LOG_DATA => {
                 r.slice()?;
             }
@@ -143,6 +157,51 @@ pub(crate) fn decode_batch(data: &[u8]) -> Result<(u32, Vec<BatchOp<'_>>)> {
         }
     }
     Ok((count, ops))
+}
+
+fn put_varint32(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_slice(out: &mut Vec<u8>, s: &[u8]) {
+    put_varint32(out, u32::try_from(s.len()).unwrap_or(u32::MAX));
+    out.extend_from_slice(s);
+}
+
+/// Appends the record of `op` in the write-batch encoding (a single deletion is written as a
+/// deletion: the same for every reader of Strata's batches). A patch is written by
+/// `patch::encode`, from the value it makes, and is not accepted here.
+pub(crate) fn encode_op(out: &mut Vec<u8>, op: &BatchOp<'_>) -> Result<()> {
+    let tagged = |out: &mut Vec<u8>, plain: u8, with_cf: u8, cf: u32| {
+        if cf == 0 {
+            out.push(plain);
+        } else {
+            out.push(with_cf);
+            put_varint32(out, cf);
+        }
+    };
+    match *op {
+        BatchOp::Put { cf, key, value } => {
+            tagged(out, TAG_VALUE, TAG_CF_VALUE, cf);
+            put_slice(out, key);
+            put_slice(out, value);
+        }
+        BatchOp::Delete { cf, key } => {
+            tagged(out, TAG_DELETION, TAG_CF_DELETION, cf);
+            put_slice(out, key);
+        }
+        BatchOp::DeleteRange { cf, from, to } => {
+            tagged(out, TAG_RANGE_DELETION, TAG_CF_RANGE_DELETION, cf);
+            put_slice(out, from);
+            put_slice(out, to);
+        }
+        BatchOp::Patch { .. } => return Err(malformed("a patch re-encoded")),
+    }
+    Ok(())
 }
 
 /// The writes of an open atomic scope.
@@ -159,7 +218,7 @@ impl Pending {
     pub(crate) fn add(&mut self, data: &[u8]) -> Result<()> {
         let (count, ops) = decode_batch(data)?;
         for op in &ops {
-            self.layer.apply(op);
+            self.layer.apply(op)?;
         }
         if self.records.is_empty() {
             self.records.resize(HEADER, 0);

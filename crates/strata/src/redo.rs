@@ -2,8 +2,8 @@
 //! tier applied them, so that a restart rebuilds the writes that had not reached RocksDB yet.
 //! The log is a directory (`redo/` in the data directory) of segment files numbered from 1;
 //! each record is `[length: u32 LE][CRC-32 of the payload: u32 LE][payload]`, the payload a write
-//! batch in RocksDB's encoding (the same bytes RocksDB's own log would hold; docs/format.md)
-//! whose header's sequence number is the batch's replication offset: the log numbers the
+//! batch in RocksDB's encoding (the same bytes RocksDB's own log would hold, and the tier's
+//! patch records, `patch.rs`; docs/format.md) whose header's sequence number is the batch's replication offset: the log numbers the
 //! batches it takes, one number per record of the batch as RocksDB does, continuing across
 //! restarts. Records are collected in memory ([`RedoLog::append`]) and handed to the operating
 //! system in one write per batch of commands ([`RedoLog::write_out`]); [`RedoLog::sync`] makes

@@ -9,6 +9,9 @@
 //! the same encoding: a replica need not know which its leader has, nor use the same). Knows
 //! nothing of sockets or the wire format.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
+
 use rocksdb::{IteratorMode, ReadOptions, WriteOptions};
 
 use crate::db::Db;
@@ -24,6 +27,9 @@ use crate::wal_tail::WalTail;
 /// The column families in the order replication numbers them (the wire format names a family
 /// by its index here, never by RocksDB's internal id, which may differ between two directories).
 pub const FAMILIES: [&str; 5] = ["default", CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE];
+
+/// A record's value as a run of replicated batches left it (`None`: deleted).
+type Held<'a> = Option<Cow<'a, [u8]>>;
 
 /// The aux record (see [`Db::aux_get`]) a replica keeps its progress in.
 pub const REPLICATION_STATE: &str = "replication";
@@ -301,13 +307,19 @@ impl Db {
         let mut applied = Applied::default();
         let mut map_changed = false;
         let mut batch = crate::storage::new_batch();
-        for op in batches
+        let decoded = batches
             .iter()
             .map(|data| decode_batch(data).map(|(_, ops)| ops))
-            .collect::<Result<Vec<_>>>()?
-            .into_iter()
+            .collect::<Result<Vec<_>>>()?;
+        // With patches among them: the values these batches put, for the patches after them (a
+        // patch changes the value before it: put earlier in these batches, or held already).
+        let track = decoded
+            .iter()
             .flatten()
-        {
+            .any(|op| matches!(op, BatchOp::Patch { .. }));
+        let mut put: HashMap<(u32, &[u8]), Held<'_>> = HashMap::new();
+        let mut deleted: Vec<(u32, &[u8], &[u8])> = Vec::new();
+        for op in decoded.into_iter().flatten() {
             match op {
                 BatchOp::Put { cf, key, value } => {
                     self.note_replicated(cf, key, &mut applied, &mut map_changed);
@@ -315,6 +327,9 @@ impl Db {
                         self.note_key(key, &mut applied);
                     }
                     batch.put_cf(family(cf)?, key, value);
+                    if track {
+                        put.insert((cf, key), Some(Cow::Borrowed(value)));
+                    }
                 }
                 BatchOp::Delete { cf, key } => {
                     self.note_replicated(cf, key, &mut applied, &mut map_changed);
@@ -322,9 +337,40 @@ impl Db {
                         self.note_key(key, &mut applied);
                     }
                     batch.delete_cf(family(cf)?, key);
+                    if track {
+                        put.insert((cf, key), None);
+                    }
                 }
                 BatchOp::DeleteRange { cf, from, to } => {
                     batch.delete_range_cf(family(cf)?, from, to);
+                    put.retain(|&(c, k), _| c != cf || k < from || k >= to);
+                    deleted.push((cf, from, to));
+                }
+                BatchOp::Patch { cf, key, ranges } => {
+                    self.note_replicated(cf, key, &mut applied, &mut map_changed);
+                    if collect_keys && cf == meta_id {
+                        self.note_key(key, &mut applied);
+                    }
+                    let name =
+                        FAMILIES[leader_ids.iter().position(|&x| x == cf).ok_or_else(|| {
+                            Error::Corrupt(format!("replicated patch of family id {cf}"))
+                        })?];
+                    let before = match put.remove(&(cf, key)) {
+                        Some(held) => held.map(Cow::into_owned),
+                        None if deleted
+                            .iter()
+                            .any(|&(c, f, t)| c == cf && key >= f && key < t) =>
+                        {
+                            None
+                        }
+                        None => s.get(name, key)?,
+                    };
+                    let mut value = before.ok_or_else(|| {
+                        Error::Corrupt("replicated patch of a record this replica lacks".into())
+                    })?;
+                    crate::patch::apply(&mut value, &ranges);
+                    batch.put_cf(family(cf)?, key, &value);
+                    put.insert((cf, key), Some(Cow::Owned(value)));
                 }
             }
         }

@@ -834,7 +834,9 @@ impl Storage {
                         }
                     }
                 }
-                BatchOp::Delete { cf, key } => {
+                // A patch (only read from the redo log, never written through here) changes
+                // its record as a delete then a put would.
+                BatchOp::Delete { cf, key } | BatchOp::Patch { cf, key, .. } => {
                     if cf == meta {
                         changed.add(key.first().copied().unwrap_or(0));
                     }
@@ -869,7 +871,7 @@ impl Storage {
                         }
                     }
                 }
-                BatchOp::Delete { cf, key } => {
+                BatchOp::Delete { cf, key } | BatchOp::Patch { cf, key, .. } => {
                     if let Some(c) = self.hot(cf) {
                         c.remove(key);
                     }

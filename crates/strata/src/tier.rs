@@ -32,6 +32,7 @@ use rocksdb::{IngestExternalFileOptions, Options, SstFileWriter, WriteBatch, Wri
 
 use crate::error::{Error, Result};
 use crate::layer::{Layer, Lookup, Source, Stack};
+use crate::patch;
 use crate::pending::{self, BatchOp};
 use crate::redo::RedoLog;
 
@@ -114,7 +115,7 @@ impl Tier {
         let (log, replayed) = RedoLog::open(&dir.join("redo"), read_only, archive, |payload| {
             let (_, ops) = pending::decode_batch(payload)?;
             for op in &ops {
-                active.apply(op);
+                active.apply(op)?;
             }
             Ok(())
         })?;
@@ -176,7 +177,10 @@ impl Tier {
         self.log.as_ref().map(RedoLog::dir)
     }
 
-    /// Takes one write batch (its encoding and decoded operations): logged, then applied.
+    /// Takes one write batch (its encoding and decoded operations): logged, then applied. A put
+    /// of a value the active layer holds the one before of is logged as a patch of it when that
+    /// is much shorter (`patch.rs`): replay meets the value before first, in the same segment
+    /// (the active layer and its segments start together).
     pub(crate) fn write(&self, data: &[u8], ops: &[BatchOp<'_>]) -> Result<()> {
         let Some(log) = &self.log else {
             return Err(Error::ReadOnly);
@@ -185,10 +189,35 @@ impl Tier {
         let bytes = {
             let layers = self.layers.read();
             let mut active = layers.active.write();
-            log.append(data);
-            for op in ops {
-                active.apply(op);
+            // The batch re-encoded with patches, from the first put logged as one.
+            let mut patched: Option<Vec<u8>> = None;
+            for (i, op) in ops.iter().enumerate() {
+                if let BatchOp::Put { cf, key, value } = *op {
+                    if let Lookup::Value(old) = active.lookup(cf, key) {
+                        if let Some(ranges) = patch::diff(old, value) {
+                            let out = match &mut patched {
+                                Some(out) => out,
+                                None => {
+                                    let mut out = Vec::with_capacity(data.len() / 2);
+                                    out.extend_from_slice(data.get(..12).unwrap_or_default());
+                                    for before in &ops[..i] {
+                                        pending::encode_op(&mut out, before)?;
+                                    }
+                                    patched.insert(out)
+                                }
+                            };
+                            patch::encode(out, cf, key, value, &ranges);
+                            active.apply(op)?;
+                            continue;
+                        }
+                    }
+                }
+                if let Some(out) = &mut patched {
+                    pending::encode_op(out, op)?;
+                }
+                active.apply(op)?;
             }
+            log.append(patched.as_deref().unwrap_or(data));
             active.bytes()
         };
         {

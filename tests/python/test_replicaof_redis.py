@@ -452,7 +452,15 @@ return id
 
 def script_load(port, worker, db, stop, done):
     """MULTI/EXEC blocks and Lua scripts writing every type, streams with consumer groups
-    included, in database `db`, until `stop` is set; `done` counts the rounds."""
+    included, in database `db`, until `stop` is set; `done` counts the rounds (or holds the
+    error that stopped them)."""
+    try:
+        script_rounds(port, worker, db, stop, done)
+    except Exception as e:  # reported by the test, not lost in the thread
+        done[worker] = e
+
+
+def script_rounds(port, worker, db, stop, done):
     rnd = random.Random(worker)
     k = f"py{worker}"
     with redis.Redis(host="127.0.0.1", port=port, db=db) as c:
@@ -511,9 +519,60 @@ def script_load(port, worker, db, stop, done):
                 p.copy(f"{k}:z", f"{k}:zcopy", replace=True)
             p.set(f"{k}:short{i % 10}", i, px=80)
             p.execute()
+            if i % 5 == 0:
+                more_writes(c, k, i, rnd)
             c.evalsha(sha, 6, f"{k}:lstream", f"{k}:lh", f"{k}:lz", f"{k}:ll", f"{k}:ls", f"{k}:lset",
                       i, f"c{i % 4}")
             done[worker] = i
+
+
+def more_writes(c, k, i, rnd):
+    """Commands the main rounds don't use: stores, pops of several keys, DUMP/RESTORE, MOVE and
+    SWAPDB, conditional expiry, and a function call."""
+    p = c.pipeline(transaction=True)
+    p.sinterstore(f"{k}:inter", [f"{k}:iset", f"{k}:iset2"])
+    p.sdiffstore(f"{k}:diff", [f"{k}:lset", f"{k}:iset"])
+    p.zunionstore(f"{k}:union", {f"{k}:z": 1, f"{k}:lz": 2}, aggregate="MAX")
+    p.zrangestore(f"{k}:zr", f"{k}:z", 0, 9)
+    p.zremrangebylex(f"{k}:zr", "[m1", "[m3")
+    p.execute_command("ZMPOP", 2, f"{k}:zcopy", f"{k}:union", "MIN", "COUNT", 2)
+    p.execute_command("LMPOP", 2, f"{k}:l", f"{k}:ll", "RIGHT", "COUNT", 3)
+    p.linsert(f"{k}:ll", "BEFORE", str(i - 1), "ins")
+    p.lrem(f"{k}:l", 1, str(i - 3))
+    p.bitop("OR", f"{k}:bitor", f"{k}:bits", f"{k}:append")
+    p.execute_command("BITFIELD", f"{k}:bf", "INCRBY", "u8", rnd.randrange(64) * 8, 3, "OVERFLOW", "SAT",
+                      "INCRBY", "i5", 100, 7)
+    p.pfmerge(f"{k}:hll2", f"{k}:hll")
+    p.geosearchstore(f"{k}:near", f"{k}:geo", longitude=0, latitude=0, radius=5000, unit="km",
+                     storedist=True)
+    p.sort(f"{k}:iset", alpha=True, store=f"{k}:sorted")
+    p.hsetnx(f"{k}:h", f"nx{i % 7}", i)
+    p.setnx(f"{k}:setnx{i % 3}", i)
+    p.msetnx({f"{k}:msetnx{i}": 1, f"{k}:msetnx{i + 1}": 2})
+    p.getdel(f"{k}:msetnx{i - 5}")
+    p.getex(f"{k}:s{i % 50}", persist=True)
+    p.setex(f"{k}:setex", 5000, i)
+    p.psetex(f"{k}:psetex", 7_000_000, i)
+    p.expire(f"{k}:h", 3000, nx=True)
+    p.expire(f"{k}:h", 6000, gt=True)
+    p.incrby(f"{k}:counter", 7)
+    p.decrby(f"{k}:counter", 2)
+    p.unlink(f"{k}:msetnx{i - 10}", f"{k}:inter")
+    top = int(c.xinfo_stream(f"{k}:stream2")["last-generated-id"].split(b"-")[0])
+    p.execute_command("XSETID", f"{k}:stream2", f"{top + 1000}-{i}")
+    p.execute_command("XGROUP", "SETID", f"{k}:stream", "g", "$")
+    p.fcall("bump", 1, f"{k}:fn", i)
+    p.execute()
+    dump = c.dump(f"{k}:h")
+    if dump:
+        c.restore(f"{k}:restored", 600_000, dump, replace=True)
+    c.set(f"{k}:moved", i)
+    c.move(f"{k}:moved", 10 + i % 2)
+    if i % 20 == 0:
+        c.swapdb(12, 13)
+    if i % 40 == 0:
+        with redis.Redis(host="127.0.0.1", port=c.connection_pool.connection_kwargs["port"], db=10) as d:
+            d.flushdb()
 
 
 def test_under_redis_benchmark_and_scripts_the_replica_ends_identical(start_redis, start_strata):
@@ -529,6 +588,13 @@ def test_under_redis_benchmark_and_scripts_the_replica_ends_identical(start_redi
     fill_every_type(leader, n=200)
     strata = replica_of(start_strata, leader)
     before = info(leader, "stats")
+    with leader.client() as c:
+        c.function_load("#!lua name=load\nredis.register_function('bump', function(keys, args) "
+                        "return redis.call('incrby', keys[1], args[1]) end)", replace=True)
+        for db in (12, 13):
+            with leader.client(db=db) as d:
+                d.rpush("swapped", db)
+    wait_caught_up(leader, strata)
     stop, done = threading.Event(), {}
     scripts = [threading.Thread(target=script_load, args=(leader.port, w, db, stop, done))
                for w, db in ((0, 0), (1, 3), (2, 7))]
@@ -568,7 +634,7 @@ def test_under_redis_benchmark_and_scripts_the_replica_ends_identical(start_redi
             t.join(30)
     for b, out in zip(benchmarks, outputs):
         assert b.returncode == 0 and "ERR" not in out, out
-    assert min(done.values()) >= 10, done
+    assert all(isinstance(n, int) and n >= 10 for n in done.values()) and len(done) == 3, done
     wait_caught_up(leader, strata)
     time.sleep(0.2)  # the short TTLs (80 ms) of the last round are over on both sides
     after = info(leader, "stats")
@@ -582,6 +648,8 @@ def test_under_redis_benchmark_and_scripts_the_replica_ends_identical(start_redi
     assert assert_same_data(leader, strata, dbs) > 2000
     with strata.client(db=3) as s:
         assert s.xlen("s:000000000007") >= 100
+        assert s.exists("py1:fn", "py1:restored", "py1:union", "py1:near", "py1:bf") == 5
+        assert s.xinfo_stream("py1:stream")["groups"] >= 2
     # Cut-over: the replica stops following and keeps every key.
     expected = snapshot(strata, dbs)
     with strata.client() as s:

@@ -683,7 +683,7 @@ def cmd(*args) -> bytes:
     return out
 
 
-def test_an_unknown_command_is_skipped_and_getack_reports_the_offset(start_strata):
+def test_an_unknown_command_stops_replication_before_it_until_the_next_replicaof(start_strata):
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
@@ -695,7 +695,10 @@ def test_an_unknown_command_is_skipped_and_getack_reports_the_offset(start_strat
     f = conn.makefile("rb")
 
     def read_command():
-        n = int(f.readline()[1:])
+        line = f.readline()
+        if not line:
+            return None
+        n = int(line[1:])
         args = []
         for _ in range(n):
             size = int(f.readline()[1:])
@@ -713,7 +716,7 @@ def test_an_unknown_command_is_skipped_and_getack_reports_the_offset(start_strat
             conn.sendall(b"+PONG\r\n" if name == b"PING" else b"+OK\r\n")
         rdb = tiny_rdb()
         conn.sendall(b"+FULLRESYNC %s 1000\r\n\n\n$%d\r\n%s" % (replid.encode(), len(rdb), rdb))
-        stream = cmd("SELECT", 0) + cmd("NOSUCHCOMMAND", "x") + cmd("SET", "after", "1") + cmd("PING")
+        stream = cmd("SELECT", 0) + cmd("SET", "before", "1") + cmd("PING")
         conn.sendall(stream)
         getack = cmd("REPLCONF", "GETACK", "*")
         conn.sendall(getack)
@@ -727,18 +730,31 @@ def test_an_unknown_command_is_skipped_and_getack_reports_the_offset(start_strat
                 break
         else:
             pytest.fail("no ACK with the offset before GETACK")
-        # The periodic ACK then includes the GETACK itself.
-        while True:
-            args = read_command()
-            if int(args[2]) == expected + len(getack):
-                break
+        conn.sendall(cmd("NOSUCHCOMMAND", "x") + cmd("SET", "after", "1"))
+        # Strata closes the link: reads end (ACKs before the close may come first).
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and read_command() is not None:
+            pass
         with strata.client() as s:
             assert s.get("k") == b"v"
-            assert s.get("after") == b"1"
+            assert s.get("before") == b"1"
+            assert s.get("after") is None, "nothing after the command it can't apply"
             r = s.info("replication")
+            assert r["master_link_status"] == "down"
             assert r["slave_repl_skipped_commands"] == 1
+            assert "NOSUCHCOMMAND" in str(r["slave_repl_halted"])
             assert r["slave_repl_offset"] == expected + len(getack)
-            assert r["master_replid"] == replid
+            # No new link while halted: it would stop at the same command.
+            listener.settimeout(2.5)
+            with pytest.raises(socket.timeout):
+                listener.accept()
+            # The next REPLICAOF starts again.
+            s.execute_command("REPLICAOF", "NO", "ONE")
+            s.execute_command("REPLICAOF", "127.0.0.1", str(port))
+            listener.settimeout(10)
+            again, _ = listener.accept()
+            again.close()
+            s.execute_command("REPLICAOF", "NO", "ONE")
         assert "NOSUCHCOMMAND" in strata.log_path.read_text()
     finally:
         conn.close()

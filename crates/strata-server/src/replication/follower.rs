@@ -78,6 +78,10 @@ pub struct Link {
     pub skipped: AtomicU64,
     /// Commands of a Redis leader's stream that answered an error here.
     pub failed: AtomicU64,
+    /// Why replication stopped at a command of a Redis leader's stream this server cannot
+    /// apply: the link is not made again (it would stop at the same command) until the next
+    /// REPLICAOF, so the data never silently diverges from the leader's.
+    pub halted: parking_lot::Mutex<Option<String>>,
 }
 
 /// The progress record: `[1][leader replid, 40 bytes][last applied sequence number u64 LE]`.
@@ -177,6 +181,7 @@ impl Link {
             stream_db: AtomicU32::new(stream_db),
             skipped: AtomicU64::new(0),
             failed: AtomicU64::new(0),
+            halted: parking_lot::Mutex::new(None),
         }
     }
 
@@ -269,6 +274,13 @@ pub fn spawn(server: Arc<Server>, link: Arc<Link>) {
                     server.replication.refresh_gate(&server.config());
                 }
                 link.set_state(&server, CONNECT);
+                if link.halted.lock().is_some() {
+                    // Stopped at a command it cannot apply: no new link until REPLICAOF.
+                    while !link.stopped() {
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                    break;
+                }
                 // Retry about once a second, as Redis does.
                 for _ in 0..10 {
                     if link.stopped() {

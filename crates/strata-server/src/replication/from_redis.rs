@@ -6,8 +6,11 @@
 //! `master` client (flag `M` in CLIENT LIST, killed by CLIENT KILL TYPE master): SELECT, MULTI/EXEC
 //! applied atomically, scripts as sent, no refusal of writes on a read-only replica.
 //! REPLCONF GETACK is answered with the processed offset, and an ACK goes out every second, so
-//! WAIT on the leader counts this server. A command this server does not know is logged,
-//! counted (INFO `slave_repl_skipped_commands`) and skipped: the link stays up.
+//! WAIT on the leader counts this server. A command this server cannot apply (unknown here,
+//! or with a wrong number of arguments) stops replication before it: the link is closed and
+//! not made again until the next REPLICAOF, the reason is logged and shown in INFO
+//! (`slave_repl_halted`), and the data stays as of the command before it. A command that
+//! answers an error is logged and counted (`slave_repl_failed_commands`), as Redis's replicas do.
 //! The leader's id and the processed offset are kept in memory for +CONTINUE after a dropped
 //! link, and on disk at a clean shutdown only (see `follower::encode_redis_state`).
 
@@ -53,7 +56,7 @@ pub enum Resync {
 /// ACKs go out at least this often, as Redis's replicas send them from their cron.
 const ACK_EVERY: Duration = Duration::from_secs(1);
 
-/// Skipped commands logged one by one; after that, one line per this many.
+/// Failed commands logged one by one; after that, one line per this many.
 const LOG_SKIPPED: u64 = 20;
 
 /// Follows a Redis leader on a connection whose handshake is done, until it fails or the link
@@ -230,12 +233,10 @@ impl Master<'_> {
     /// Runs one command as the master client.
     fn apply(&mut self, argv: &[Bytes]) -> io::Result<()> {
         let Some(spec) = registry::lookup(&argv[0]).filter(|s| !s.name.contains('|')) else {
-            self.skip(argv, "unknown command");
-            return Ok(());
+            return Err(self.halt(argv, "unknown command"));
         };
         if !spec.arity_ok(argv.len()) {
-            self.skip(argv, "wrong number of arguments");
-            return Ok(());
+            return Err(self.halt(argv, "wrong number of arguments"));
         }
         if let Some(multi) = self.session.multi.as_mut() {
             if !spec.has(command::NOT_QUEUED) {
@@ -281,16 +282,21 @@ impl Master<'_> {
         Ok(())
     }
 
-    /// A command this server cannot apply: logged and counted, and the stream goes on.
-    fn skip(&self, argv: &[Bytes], why: &str) {
-        let n = self.link.skipped.fetch_add(1, Ordering::Relaxed) + 1;
-        if n <= LOG_SKIPPED || n.is_multiple_of(1000) {
-            warning!(
-                "Skipped a command from the MASTER that this server can't apply ({why}): '{}' with {} arguments (skipped so far: {n})",
-                String::from_utf8_lossy(&argv[0]),
-                argv.len() - 1
-            );
-        }
+    /// A command this server cannot apply: replication stops before it (see the module docs).
+    /// Returns the error that ends the link.
+    fn halt(&self, argv: &[Bytes], why: &str) -> io::Error {
+        self.link.skipped.fetch_add(1, Ordering::Relaxed);
+        let reason = format!(
+            "'{}' with {} arguments at offset {}: {why}",
+            String::from_utf8_lossy(&argv[0]),
+            argv.len() - 1,
+            self.offset
+        );
+        warning!(
+            "Replication from MASTER stopped: this server can't apply the command {reason}. The data stays as of the command before it; REPLICAOF starts again."
+        );
+        *self.link.halted.lock() = Some(reason);
+        io::Error::other("replication stopped at a command this server can't apply")
     }
 }
 

@@ -520,6 +520,7 @@ impl Replication {
                         link.failed.load(Ordering::Relaxed),
                     )
                 }),
+                halted: link.halted.lock().clone(),
             }
         });
         let replicas = self
@@ -589,7 +590,8 @@ impl Replication {
                 if let Some((skipped, failed)) = link.from_redis {
                     let _ = write!(
                         out,
-                        "slave_repl_skipped_commands:{skipped}\r\nslave_repl_failed_commands:{failed}\r\n"
+                        "slave_repl_skipped_commands:{skipped}\r\nslave_repl_failed_commands:{failed}\r\nslave_repl_halted:{}\r\n",
+                        link.halted.as_deref().unwrap_or("")
                     );
                 }
                 let _ = write!(
@@ -696,6 +698,8 @@ pub struct LeaderFigures {
     pub down_seconds: Option<u64>,
     /// With a Redis leader: the commands of its stream skipped (unknown here) and failed.
     pub from_redis: Option<(u64, u64)>,
+    /// Why replication stopped at a command of a Redis leader it cannot apply.
+    pub halted: Option<String>,
 }
 
 /// One attached replica, as a leader sees it.

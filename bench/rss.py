@@ -82,12 +82,17 @@ def pct(xs: list, p: float) -> float:
 def stream_writer(port, head, value, lo, hi, pipeline, done_count, stop_flag, errors):
     """One writer process of `stream_run`: XADDs of entries lo..hi, `pipeline` at a time."""
     sock = socket.create_connection(("127.0.0.1", port))
+    pool = os.urandom(1 << 22)
     try:
         i = lo
         while i < hi and not stop_flag.value:
             upto = min(hi, i + pipeline)
-            # The entry's number in front, so no two values are alike.
-            sock.sendall(b"".join(head + b"%012d" % j + value[12:] + b"\r\n" for j in range(i, upto)))
+            # The entry's number, then a slice of a random pool at an offset of its own: one value
+            # repeated would be compressed away within a block.
+            rest = len(value) - 12
+            span = len(pool) - rest
+            sock.sendall(b"".join(head + b"%012d" % j + pool[(j * 7919) % span:][:rest] + b"\r\n"
+                                  for j in range(i, upto)))
             want, buf = 2 * (upto - i), b""  # an ID is a bulk string: two lines
             while buf.count(b"\r\n") < want:
                 chunk = sock.recv(65536)

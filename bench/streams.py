@@ -20,6 +20,11 @@ The XRANGE stream (`big`) is filled before the first round with explicit IDs 1-0
 pipelined connection; XRANGE starts at a random ID (`XRANGE big __rand_int__ + COUNT 100`,
 -r N). A fill that takes longer than --fill-limit seconds on a server stops there: the figures
 then say how many entries that stream has (the other server is filled to the same count).
+Two more XADD rows users run: `xaddmany` (`XADD s:__rand_int__ * f v`, 100,000 streams) and
+`xaddtrim` (`XADD s MAXLEN ~ 1000 * f v`), both at -P 1. `--strata-b BINARY` adds a second Strata
+(`strata-b`, that binary) to every row, for interleaved A/B runs of two builds; its ratios are
+printed too.
+
 RSS while a large stream is appended: `bench/rss.py --stream` (see bench/README.md).
 """
 
@@ -189,7 +194,20 @@ def measure(server: Server, run) -> tuple[float, float]:
     return rate or ops / (t1 - t0), (c1 - c0) / TICKS * 1e6 / ops
 
 
-ROWS = ("xadd1", "xadd16", "consume", "xrange")
+ROWS = ("xadd1", "xadd16", "xaddmany", "xaddtrim", "consume", "xrange")
+
+
+class BinaryServer(Server):
+    """A Strata server run from a given binary (the A/B runs' second build)."""
+
+    def __init__(self, binary: str, directives: dict):
+        super().__init__("strata", directives)
+        self.binary = os.path.abspath(binary)
+
+    def argv(self) -> list[str]:
+        argv = super().argv()
+        argv[0] = self.binary
+        return argv
 
 
 def main():
@@ -203,6 +221,7 @@ def main():
     ap.add_argument("--fill-limit", type=float, default=900.0, help="seconds a server's fill of it may take")
     ap.add_argument("--rows", default=",".join(ROWS), help=f"which rows, of {','.join(ROWS)}")
     ap.add_argument("--dir", help="where the servers' data directories go (default: $TMPDIR)")
+    ap.add_argument("--strata-b", help="a second strata-server binary, run as `strata-b` beside `strata`")
     args = ap.parse_args()
     wanted = args.rows.split(",")
     if unknown := [r for r in wanted if r not in ROWS]:
@@ -213,6 +232,8 @@ def main():
 
     servers = {"redis-aof": Server("redis", {"appendonly": "yes", "appendfsync": "everysec"}),
                "strata": Server("strata", {"appendfsync": "everysec"})}
+    if args.strata_b:
+        servers["strata-b"] = BinaryServer(args.strata_b, {"appendfsync": "everysec"})
     results: dict = {}
     latencies: dict = {}
     try:
@@ -233,6 +254,12 @@ def main():
             ("xadd1", "XADD P1", lambda s, _, lat: (args.requests, benchmark(s, xadd, args.requests, 1, 1000000))),
             ("xadd16", "XADD P16", lambda s, _, lat: (args.pipelined_requests,
                                                       benchmark(s, xadd, args.pipelined_requests, 16, 1000000))),
+            ("xaddmany", "XADD P1, 100,000 streams",
+             lambda s, _, lat: (args.requests, benchmark(s, ["XADD", "s:__rand_int__", "*", "f", "v"],
+                                                         args.requests, 1, 100000))),
+            ("xaddtrim", "XADD P1, MAXLEN ~ 1000",
+             lambda s, _, lat: (args.requests, benchmark(s, ["XADD", "s", "MAXLEN", "~", "1000", "*", "f", "v"],
+                                                         args.requests, 1, 100000))),
             ("consume", "XREADGROUP+XACK (entries)",
              lambda s, rnd, lat: (consume(s, f"g{rnd}", args.consume), None)),
             ("xrange", f"XRANGE 100 of {big}", lambda s, _, lat: (args.xrange_requests,
@@ -250,14 +277,17 @@ def main():
                     log(f"round {rnd + 1} {row} {name}: {ops:,.0f} ops/s, {cpu:.1f} CPU µs/op{p}")
         print(f"\nStreams, medians of {args.rounds} rounds (redis-aof: appendonly yes, appendfsync everysec;"
               f" strata: appendfsync everysec)")
-        print(f"{'row':34} {'redis-aof ops/s':>16} {'strata ops/s':>14} {'ratio':>6} "
-              f"{'redis µs/op':>12} {'strata µs/op':>13} {'CPU ratio':>9}")
+        print(f"{'row':34} {'server':9} {'ops/s':>10} {'ratio':>6} {'CPU µs/op':>10} {'CPU ratio':>9}")
         for row, _ in rows:
             r = results[(row, "redis-aof")]
-            t = results[(row, "strata")]
-            ro, so = statistics.median(x[0] for x in r), statistics.median(x[0] for x in t)
-            rc, sc = statistics.median(x[1] for x in r), statistics.median(x[1] for x in t)
-            print(f"{row:34} {ro:16,.0f} {so:14,.0f} {so / ro:5.2f}x {rc:12.1f} {sc:13.1f} {sc / rc:8.2f}x")
+            ro, rc = statistics.median(x[0] for x in r), statistics.median(x[1] for x in r)
+            print(f"{row:34} {'redis-aof':9} {ro:10,.0f} {'':6} {rc:10.1f}")
+            for name in servers:
+                if name == "redis-aof":
+                    continue
+                t = results[(row, name)]
+                so, sc = statistics.median(x[0] for x in t), statistics.median(x[1] for x in t)
+                print(f"{'':34} {name:9} {so:10,.0f} {so / ro:5.2f}x {sc:10.1f} {sc / rc:8.2f}x")
         for row, _ in rows:
             if latencies.get((row, "strata")):
                 print(f"{row} latency (ms, 50 clients, medians of {args.rounds}): " + ", ".join(

@@ -724,7 +724,7 @@ fn unsignalled(ctx: &mut Ctx<'_>, key: &Bytes) {
 // ----- replies -----
 
 fn id_frame(id: StreamId) -> Frame {
-    Frame::bulk(id.to_string())
+    Frame::bulk(id.text())
 }
 
 fn fields_frame(fields: Vec<Vec<u8>>) -> Frame {

@@ -97,6 +97,15 @@ impl StreamId {
         self == StreamId::MIN
     }
 
+    /// `ms-seq` as bytes, built without the formatting machinery (every XADD replies with one).
+    pub fn text(self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(41);
+        push_decimal(&mut out, self.ms);
+        out.push(b'-');
+        push_decimal(&mut out, self.seq);
+        out
+    }
+
     fn bytes(self) -> [u8; 16] {
         let mut b = [0u8; 16];
         b[..8].copy_from_slice(&self.ms.to_be_bytes());
@@ -116,6 +125,20 @@ impl fmt::Display for StreamId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}-{}", self.ms, self.seq)
     }
+}
+
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 fn be64(b: &[u8]) -> Option<u64> {
@@ -674,9 +697,14 @@ impl Db {
     }
 
     fn stream_load(&self, key: &[u8]) -> Result<Option<Stream>> {
-        let found =
-            self.storage()
-                .with_pinned(CF_META, &self.meta_key(key), Stream::from_record)?;
+        self.stream_load_at(&self.meta_key(key))
+    }
+
+    /// [`Db::stream_load`] of the metadata key `meta_key` (of `self.meta_key(key)`).
+    fn stream_load_at(&self, meta_key: &[u8]) -> Result<Option<Stream>> {
+        let found = self
+            .storage()
+            .with_pinned(CF_META, meta_key, Stream::from_record)?;
         Ok(found.transpose()?.flatten())
     }
 
@@ -809,7 +837,8 @@ impl Db {
         trim: Option<Trim>,
     ) -> Result<Option<Added>> {
         let _g = self.inner.locks.lock_one(self.index, key);
-        let mut s = match self.stream_load(key)? {
+        let meta_key = self.meta_key(key);
+        let mut s = match self.stream_load_at(&meta_key)? {
             Some(s) => s,
             None if nomkstream => return Ok(None),
             None => self.stream_new(),
@@ -847,14 +876,15 @@ impl Db {
             s.node_fill = 0;
         }
         s.node_fill += 1;
-        let mut batch = crate::storage::new_batch();
-        self.put_sub(
-            &mut batch,
-            key,
-            &s,
-            &entry_sub(new_id),
-            &encode_entry(s.node, fields),
+        let entry = encode_entry(s.node, fields);
+        let entry_key = self.sub_key(key, &s.c, &entry_sub(new_id));
+        // Sized once for both records (RocksDB's batch grows by copying otherwise): its header,
+        // and per record a tag, a family id and two lengths (varints of at most 5 bytes each).
+        let record_len = meta::HEADER_LEN + 16 + EXTRA_LEN;
+        let mut batch = WriteBatch::with_capacity_bytes(
+            12 + 2 * 12 + entry_key.len() + entry.len() + meta_key.len() + record_len,
         );
+        batch.put_cf(self.storage().cf(CF_DATA), &entry_key, &entry);
         if s.c.len == 0 {
             s.first = new_id;
         }
@@ -865,7 +895,11 @@ impl Db {
             Some(t) => self.stream_trim(&mut batch, key, &mut s, t, Some(new_id))?,
             None => 0,
         };
-        self.put_meta_record(&mut batch, key, &s.record());
+        if s.c.expire_ms == 0 {
+            batch.put_cf(self.storage().cf(CF_META), &meta_key, s.record());
+        } else {
+            self.put_meta_record(&mut batch, key, &s.record());
+        }
         // Entries are read back by walks, seldom by key: the hot-record cache takes only the
         // metadata, which the next XADD reads.
         self.storage().write_cold(batch)?;
@@ -885,6 +919,12 @@ impl Db {
         t: Trim,
         pending: Option<StreamId>,
     ) -> Result<u64> {
+        // Nothing to remove: no walk.
+        match t.strategy {
+            TrimStrategy::MaxLen(max) if s.c.len <= max => return Ok(0),
+            TrimStrategy::MinId(min) if s.c.len == 0 || s.first >= min => return Ok(0),
+            _ => {}
+        }
         // Group the head's entries into nodes, then decide node by node as Redis does.
         let mut doomed: Vec<StreamId> = Vec::new();
         let mut node: Option<(u64, Vec<StreamId>)> = None;
@@ -931,10 +971,10 @@ impl Db {
             false
         };
         let mut visit = |id: StreamId, n: u64| -> bool {
-            match &mut node {
+            let seen = match &mut node {
                 Some((cur, ids)) if *cur == n => {
                     ids.push(id);
-                    true
+                    ids.len() as u64
                 }
                 _ => {
                     if let Some((_, ids)) = node.take() {
@@ -944,9 +984,24 @@ impl Db {
                         }
                     }
                     node = Some((n, vec![id]));
-                    true
+                    1
                 }
+            };
+            // Once the node seen so far cannot go whole, the rest of it (and every later node)
+            // stays whatever it holds: decide on what was seen and stop, instead of walking the
+            // node to its end (`XADD ... MAXLEN ~ 1000` would read a node per call).
+            let settled = match t.strategy {
+                TrimStrategy::MaxLen(max) => len.saturating_sub(seen) < max,
+                TrimStrategy::MinId(min) => id >= min,
+            };
+            if settled {
+                if let Some((_, ids)) = node.take() {
+                    decide(ids, &mut doomed, &mut len);
+                }
+                stop.set(true);
+                return false;
             }
+            true
         };
         self.stream_entries(key, s, StreamId::MIN, StreamId::MAX, false, |id, v| {
             Ok(visit(id, entry_node(v)?))
@@ -2181,6 +2236,61 @@ mod tests {
         assert_eq!(db.xtrim(b"s", exact)?, 140);
         let r = db.xrange(b"s", StreamId::MIN, StreamId::MAX, None, false)?;
         assert_eq!(r.first().map(|e| e.id), Some(id(241, 0)));
+        Ok(())
+    }
+
+    #[test]
+    fn xadd_with_a_trim_keeps_the_stream_at_its_bound_call_after_call() -> Result<()> {
+        let (_d, db) = db();
+        let approx = |max| Trim {
+            strategy: TrimStrategy::MaxLen(max),
+            approx: true,
+            limit: 10_000,
+        };
+        let exact = |max| Trim {
+            strategy: TrimStrategy::MaxLen(max),
+            approx: false,
+            limit: 0,
+        };
+        // `~ 150`: a node of 100 goes only once 100 can go and 150 stay (at 250 and 350).
+        for i in 1..=400 {
+            let a = db.xadd(
+                b"s",
+                AddId::Exact(id(i, 0)),
+                &[b"f", b"v"],
+                false,
+                Some(approx(150)),
+            )?;
+            let trimmed = a.map_or(0, |a| a.trimmed);
+            assert_eq!(
+                trimmed,
+                if i == 250 || i == 350 { 100 } else { 0 },
+                "entry {i}"
+            );
+        }
+        assert_eq!(db.xlen(b"s")?, 200);
+        // `= 120` after that: the head goes entry by entry, a partial node included.
+        for i in 401..=410 {
+            let a = db.xadd(
+                b"s",
+                AddId::Exact(id(i, 0)),
+                &[b"f", b"v"],
+                false,
+                Some(exact(120)),
+            )?;
+            assert_eq!(a.map(|a| a.trimmed), Some(if i == 401 { 81 } else { 1 }));
+        }
+        let r = db.xrange(b"s", StreamId::MIN, StreamId::MAX, None, false)?;
+        assert_eq!(r.len(), 120);
+        assert_eq!(r.first().map(|e| e.id), Some(id(291, 0)));
+        let minid = Trim {
+            strategy: TrimStrategy::MinId(id(300, 0)),
+            approx: false,
+            limit: 0,
+        };
+        assert_eq!(db.xtrim(b"s", minid)?, 9);
+        assert_eq!(db.xtrim(b"s", minid)?, 0);
+        assert_eq!(db.xlen(b"s")?, 111);
         Ok(())
     }
 

@@ -534,7 +534,11 @@ def more_writes(c, k, i, rnd):
     p.sdiffstore(f"{k}:diff", [f"{k}:lset", f"{k}:iset"])
     p.zunionstore(f"{k}:union", {f"{k}:z": 1, f"{k}:lz": 2}, aggregate="MAX")
     p.zrangestore(f"{k}:zr", f"{k}:z", 0, 9)
-    p.zremrangebylex(f"{k}:zr", "[m1", "[m3")
+    # Lexicographic ranges on members of one score: on a zset whose scores differ, Redis's
+    # result is unspecified (it depends on its encoding), and Strata's differs
+    # (docs/differences.md).
+    p.zadd(f"{k}:zlex", {f"m{j}": 0 for j in range(i % 7, i % 7 + 5)})
+    p.zremrangebylex(f"{k}:zlex", "[m1", "[m3")
     p.execute_command("ZMPOP", 2, f"{k}:zcopy", f"{k}:union", "MIN", "COUNT", 2)
     p.execute_command("LMPOP", 2, f"{k}:l", f"{k}:ll", "RIGHT", "COUNT", 3)
     p.linsert(f"{k}:ll", "BEFORE", str(i - 1), "ins")

@@ -274,6 +274,10 @@ pub fn spawn(server: Arc<Server>, link: Arc<Link>) {
                     server.replication.refresh_gate(&server.config());
                 }
                 link.set_state(&server, CONNECT);
+                // The link's handle on the socket closes with the link (not at the next one).
+                if let Some(s) = link.socket.lock().take() {
+                    let _ = s.shutdown(std::net::Shutdown::Both);
+                }
                 if link.halted.lock().is_some() {
                     // Stopped at a command it cannot apply: no new link until REPLICAOF.
                     while !link.stopped() {

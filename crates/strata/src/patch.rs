@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 pub(crate) const TAG_CF_PATCH: u8 = 0x80;
 
 /// Values shorter than this are logged whole (a patch would save too little to pay its diff).
-const MIN_VALUE: usize = 512;
+pub(crate) const MIN_VALUE: usize = 512;
 /// Bytes compared at a time while looking for changes.
 const CHUNK: usize = 32;
 /// Two changed ranges this close are logged as one (a range costs a few bytes of header).

@@ -193,7 +193,12 @@ impl Tier {
             let mut patched: Option<Vec<u8>> = None;
             for (i, op) in ops.iter().enumerate() {
                 if let BatchOp::Put { cf, key, value } = *op {
-                    if let Lookup::Value(old) = active.lookup(cf, key) {
+                    // A short value is logged whole: no lookup of the one before it.
+                    let held = match value.len() >= patch::MIN_VALUE {
+                        true => active.lookup(cf, key),
+                        false => Lookup::Untouched,
+                    };
+                    if let Lookup::Value(old) = held {
                         if let Some(ranges) = patch::diff(old, value) {
                             let out = match &mut patched {
                                 Some(out) => out,

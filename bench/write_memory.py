@@ -3,7 +3,7 @@
 in, inside a memory cgroup, with where it is. See bench/README.md, "Memory under writes".
 
     bench/write_memory.py --cgroup-mb 256 --seconds 600            # the 10-minute survival run
-    bench/write_memory.py --cgroup-mb 320 --seconds 120 --heaptrack # who allocates (RocksDB side)
+    bench/write_memory.py --cgroup-mb 256 --seconds 90 --env MIMALLOC_PURGE_DELAY=0
 
 The server starts on an empty directory under --scratch inside a cgroup-v1 memory group of
 --cgroup-mb (page cache included), sized as bench/cold.py sizes it (--memory-args, extra
@@ -24,7 +24,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -152,8 +151,6 @@ def main():
     p.add_argument("--write-conns", type=int, default=4)
     p.add_argument("--memory-args", default=None, help="default: as bench/cold.py sizes the server")
     p.add_argument("--args", default="", help="more strata-server arguments")
-    p.add_argument("--heaptrack", action="store_true",
-                   help="run the server under heaptrack (its glibc allocations: RocksDB's)")
     p.add_argument("--env", action="append", default=[], help="NAME=VALUE for the server (repeatable)")
     p.add_argument("--scratch", default="/work/scratch/write_memory")
     p.add_argument("--json", help="write every row here")
@@ -170,8 +167,6 @@ def main():
     os.makedirs(data)
     port = free_port()
     argv = strata_argv(server, port, data, shlex.split(args.memory_args) + shlex.split(args.args))
-    if args.heaptrack:
-        argv = ["heaptrack", "-o", os.path.join(args.scratch, f"heaptrack-{os.getpid()}")] + argv
     for kv in args.env:
         k, _, v = kv.partition("=")
         os.environ[k] = v
@@ -179,17 +174,6 @@ def main():
     log(f"group {cg.path}: {args.cgroup_mb} MB; server {' '.join(argv)}")
     srv = Server(argv, port, os.path.join(args.scratch, f"server-{os.getpid()}.log"), cg)
     pid = srv.proc.pid
-    if args.heaptrack:  # the server is heaptrack's child
-        time.sleep(1)
-        kids = open(f"/proc/{pid}/task/{pid}/children").read().split()
-        pid = int(kids[0]) if kids else pid
-
-    class Proc:  # what sample() reads: the server's pid
-        pass
-    who = Proc()
-    who.proc = Proc()
-    who.proc.pid = pid
-    who.info = srv.info
     lg = subprocess.Popen([loadgen, "run", "--addr", f"127.0.0.1:{port}", "--keys", str(args.keys),
                            "--value-size", str(args.value_size), "--clients", "0", "--write-rate", "max",
                            "--write-conns", str(args.write_conns), "--new-keys", "0",
@@ -205,7 +189,7 @@ def main():
             if srv.proc.poll() is not None:
                 died = oom_line(pid) or f"exit status {srv.proc.returncode}"
                 break
-            r = sample(who, cg)
+            r = sample(srv, cg)
             r["t"], r["sets"] = rec["t"], rec["set"]["ops_per_sec"]
             rows.append(r)
             for k, v in r.items():

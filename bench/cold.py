@@ -404,8 +404,9 @@ def main():
     if args.memory_args is None:
         mb = max(args.cgroup_mb, 128)
         # The write-back tier holds up to twice its dirty size; RocksDB's memtables up to three
-        # write buffers per family written; the rest (about 100 MB measured under full-speed
-        # SETs: allocator slack, compaction, the runtime) is not configurable.
+        # write buffers per family written; the rest (50-80 MB measured under full-speed SETs
+        # in a 256 MB group: allocator slack, RocksDB's table builders and compaction buffers,
+        # the runtime; bench/write_memory.py) is not configurable.
         args.memory_args = (f"--block-cache-size {mb // 8}mb --hot-cache-size {mb // 32}mb "
                             f"--memory-tier-dirty-size {mb // 16}mb --write-buffer-size {mb // 32}mb")
     if not args.no_build:

@@ -153,8 +153,9 @@ class Server:
             raise r
         return r
 
-    def info(self):
-        text = self.call("INFO", "stats", "memory")  # not keyspace: it would count the keys
+    def info(self, *sections):
+        # Not keyspace: it would count the keys.
+        text = self.call("INFO", *(sections or ("stats", "memory")))
         out = {}
         for line in (text.decode() if isinstance(text, bytes) else text).splitlines():
             k, sep, v = line.partition(":")
@@ -225,8 +226,24 @@ ENGINE = ["strata_write_stall_micros", "strata_pending_compaction_bytes", "strat
           "strata_compaction_written_bytes"]
 
 
+def cpu_seconds(pid):
+    """User plus system CPU seconds of process `pid`, all its threads (/proc/<pid>/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
 def run_phase(args, server, cgroup, dist, phase):
-    """Runs one phase; returns its per-interval rows and the whole-phase figures."""
+    """Runs one phase; returns its per-interval rows and the whole-phase figures (with the
+    server's CPU µs per GET and per operation, GETs and SETs, over the phase)."""
     if args.warmup > 0:
         subprocess.run(loadgen(args, "run", "--addr", f"127.0.0.1:{server.port}", "--keys", str(args.keys),
                                "--clients", str(args.clients), "--dist", dist, "--seconds", str(args.warmup),
@@ -236,6 +253,7 @@ def run_phase(args, server, cgroup, dist, phase):
                    "--seconds", str(args.seconds), "--interval", str(args.interval),
                    "--write-rate", parse_phase(phase), "--new-keys", str(args.new_keys))
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    cpu0, load0 = cpu_seconds(server.proc.pid), loadavg()
     before = server.info()
     rows, total = [], None
     for line in proc.stdout:
@@ -262,6 +280,12 @@ def run_phase(args, server, cgroup, dist, phase):
     proc.wait()
     if proc.returncode != 0 or total is None:
         raise BenchError(f"strata-loadgen failed ({proc.returncode})")
+    cpu = cpu_seconds(server.proc.pid) - cpu0
+    gets, sets = total["get"]["ops"], total["set"]["ops"]
+    total["server_cpu_s"] = cpu
+    total["cpu_us_per_get"] = 1e6 * cpu / gets if gets else 0.0
+    total["cpu_us_per_op"] = 1e6 * cpu / (gets + sets) if gets + sets else 0.0
+    total["loadavg"] = (load0 + loadavg()) / 2
     return rows, total
 
 
@@ -380,8 +404,9 @@ def main():
     if args.memory_args is None:
         mb = max(args.cgroup_mb, 128)
         # The write-back tier holds up to twice its dirty size; RocksDB's memtables up to three
-        # write buffers per family written; the rest (about 100 MB measured under full-speed
-        # SETs: allocator slack, compaction, the runtime) is not configurable.
+        # write buffers per family written; the rest (50-80 MB measured under full-speed SETs
+        # in a 256 MB group: allocator slack, RocksDB's table builders and compaction buffers,
+        # the runtime; bench/write_memory.py) is not configurable.
         args.memory_args = (f"--block-cache-size {mb // 8}mb --hot-cache-size {mb // 32}mb "
                             f"--memory-tier-dirty-size {mb // 16}mb --write-buffer-size {mb // 32}mb")
     if not args.no_build:
@@ -472,8 +497,8 @@ def summarize(args, result):
     fio_r = result.get("fio")
     print("\n## Summary (medians over rounds of the whole-phase figures; stall = worst interval)")
     print("| config | dist | phase | GET/s | p50 ms | p99 ms | p99.9 ms | max ms | p99.9/p50 | SET/s |"
-          " stall ms (worst 10 s) | table B/key | vs fio |")
-    print("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+          " stall ms (worst 10 s) | table B/key | vs fio | CPU µs/GET | CPU µs/op | load |")
+    print("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     keys = []
     for r in runs:
         k = (r["config"], r["dist"], r["phase"])
@@ -490,13 +515,16 @@ def summarize(args, result):
         print(f"| {k[0]} | {k[1]} | {k[2]} | {gets:.0f} | {p50:.2f} | {med(lambda r: r['total']['get']['p99_ms']):.2f}"
               f" | {p999:.2f} | {med(lambda r: r['total']['get']['max_ms']):.1f} | {p999 / p50 if p50 else 0:.1f}"
               f" | {med(lambda r: r['total']['set']['ops_per_sec']):.0f} | {stall:.0f}"
-              f" | {rs[0]['disk_bytes_after_load'] / args.keys:.0f} | {frac} |")
+              f" | {rs[0]['disk_bytes_after_load'] / args.keys:.0f} | {frac}"
+              f" | {med(lambda r: r['total'].get('cpu_us_per_get', 0)):.0f}"
+              f" | {med(lambda r: r['total'].get('cpu_us_per_op', 0)):.0f}"
+              f" | {med(lambda r: r['total'].get('loadavg', 0)):.1f} |")
     if len(args.config) > 1 and args.rounds > 1:
         print("\nPer-round GET/s and p99.9 (to judge noise):")
         for k in keys:
             rs = [r for r in runs if (r["config"], r["dist"], r["phase"]) == k]
             print(f"  {k}: " + ", ".join(f"{r['total']['get']['ops_per_sec']:.0f}/{r['total']['get']['p999_ms']:.1f}ms"
-                                         for r in rs))
+                                         f"/{r['total'].get('cpu_us_per_get', 0):.0f}us" for r in rs))
 
 
 if __name__ == "__main__":

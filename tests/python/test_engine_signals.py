@@ -83,3 +83,22 @@ def test_block_cache_hits_count_reads_of_cached_blocks(start_strata):
     got = info(c)
     assert int(got["strata_block_cache_hits"]) > 0
     assert float(got["strata_block_cache_hit_rate"]) > 50
+
+
+def test_info_memory_names_the_engine_and_allocator_memory(start_strata):
+    """INFO memory shows where a write-heavy server's memory goes (bench/write_memory.py reads
+    these): the block cache's contents and pinned part, and mimalloc's committed bytes."""
+    server = start_strata(**{"block-cache-size": "8mb", "memory-tier": "write-through", "hot-cache-size": "0"})
+    c = server.conn()
+    for i in range(2000):
+        c.call("SET", f"k{i}", "x" * 1000)
+    server.restart()
+    c = server.conn()
+    for i in range(2000):
+        c.call("GET", f"k{i}")
+    text = c.call("INFO", "memory").decode()
+    got = dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
+    usage, pinned = int(got["strata_block_cache_usage"]), int(got["strata_block_cache_pinned"])
+    assert 0 < usage <= int(got["strata_block_cache_size"]) + (1 << 20)
+    assert 0 <= pinned <= usage
+    assert int(got["strata_allocator_committed"]) > 0

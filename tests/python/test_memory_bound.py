@@ -92,3 +92,29 @@ def test_rss_stays_under_the_configured_budget_during_a_write_burst():
         assert info["strata_tier_checkpoints"] > 0
     finally:
         strata.cleanup()
+
+
+def thp_enabled(pid: int) -> str | None:
+    """`THP_enabled` of /proc/<pid>/status: 0 once the process turned huge pages off."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("THP_enabled:"):
+                return line.split()[1]
+    return None
+
+
+@pytest.mark.parametrize("setting, expected", [(None, "0"), ("yes", "0"), ("no", "1")])
+def test_disable_thp_turns_transparent_huge_pages_off_for_the_process(setting, expected):
+    """Redis's `disable-thp` (default yes): a 2 MB huge page is resident whole once touched, so
+    the allocators' huge pages were tens of MB of memory beyond what the server uses."""
+    options = {} if setting is None else {"disable-thp": setting}
+    strata = Server("strata", options)
+    try:
+        strata.start()
+        got = thp_enabled(strata.proc.pid)
+        if got is None:
+            pytest.skip("this kernel does not show THP_enabled")
+        assert got == expected
+        assert strata.client().config_get("disable-thp") == {"disable-thp": setting or "yes"}
+    finally:
+        strata.cleanup()

@@ -1,6 +1,8 @@
-//! The process's memory allocator: mimalloc as the global allocator, the one option Strata sets
-//! on it, and the two things the server asks of it (its committed bytes for INFO and the metrics,
-//! and returning free memory to the system for MEMORY PURGE).
+//! The process's memory allocators: mimalloc as the global allocator and the one option Strata
+//! sets on it; the C library's malloc (RocksDB's allocator) bounded to a few arenas; transparent
+//! huge pages off for the process as Redis's `disable-thp` does; and the two things the server
+//! asks of mimalloc (its committed bytes for INFO and the metrics, and returning free memory to
+//! the system for MEMORY PURGE).
 
 /// mimalloc instead of glibc malloc: the hot path allocates small buffers per command, and glibc's
 /// malloc/free/consolidate were ~14% of SET in profiles.
@@ -35,14 +37,43 @@ extern "C" {
     );
 }
 
-/// Sets the allocator's options; call once, first thing in `main`. An option given in mimalloc's
-/// own environment variable (`MIMALLOC_PURGE_DELAY`) is left as given.
+/// The C library's malloc arenas (RocksDB's threads allocate there). glibc makes up to eight per
+/// core; each keeps the space its thread freed, so under full-speed writes RocksDB's buffers
+/// (table builders, compaction reads) left tens of MB in arenas that no setting names
+/// (docs/architecture.md, "Cold data", "Memory under writes").
+const MALLOC_ARENAS: std::ffi::c_int = 2;
+
+/// Allocations of this many bytes or more get their own mapping from the C library, returned to
+/// the system when freed. A fixed threshold: glibc's own rises to 32 MB after large frees, which
+/// put RocksDB's 1-2 MB file and read-ahead buffers into the arenas, where they stay.
+const MALLOC_MMAP_THRESHOLD: std::ffi::c_int = 128 << 10;
+
+/// Sets the allocators' options; call once, first thing in `main`. An option given in the
+/// allocator's own environment variable (`MIMALLOC_PURGE_DELAY`, `MALLOC_ARENA_MAX`,
+/// `MALLOC_MMAP_THRESHOLD_`) is left as given.
 pub fn configure() {
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
-        return;
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: mi_option_set only stores an option value; 15 is purge_delay in mimalloc's enum.
+        unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
     }
-    // SAFETY: mi_option_set only stores an option value; 15 is purge_delay in mimalloc's enum.
-    unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: mallopt only sets a malloc parameter; called before RocksDB's threads start.
+        unsafe { libc::mallopt(libc::M_ARENA_MAX, MALLOC_ARENAS) };
+    }
+    if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
+        // SAFETY: as above.
+        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD) };
+    }
+}
+
+/// Turns transparent huge pages off for the process (Redis's `disable-thp yes`, its default).
+/// mimalloc asks for huge pages on its arenas, and a 2 MB page is resident whole once any of it
+/// is touched: under full-speed writes in a memory group that was 20-100 MB more anonymous
+/// memory than mimalloc's blocks in use, enough for the group's OOM killer (docs/architecture.md,
+/// "Cold data", "Memory under writes").
+pub fn disable_thp() {
+    // SAFETY: PR_SET_THP_DISABLE only sets a flag on the calling process's memory map.
+    unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
 }
 
 /// Asks the allocator to return the memory it holds free to the system (MEMORY PURGE).

@@ -220,6 +220,28 @@ fn memory_section(server: &Server, out: &mut String) {
         "{}",
         m.engine.table_readers_bytes
     );
+    // The block cache's contents (index, filter and data blocks) and the part of them pinned
+    // (level-0 files' index and filter blocks, blocks in use), which may exceed its capacity.
+    field!(
+        out,
+        "strata_block_cache_usage",
+        "{}",
+        m.engine.block_cache_usage
+    );
+    field!(
+        out,
+        "strata_block_cache_pinned",
+        "{}",
+        m.engine.block_cache_pinned
+    );
+    // What the Rust side's allocator has committed (the write-back tier, the hot-record cache,
+    // connections); RocksDB allocates with the C library's malloc, outside this figure.
+    field!(
+        out,
+        "strata_allocator_committed",
+        "{}",
+        m.allocator_committed
+    );
 }
 
 fn persistence_section(server: &Server, out: &mut String) {

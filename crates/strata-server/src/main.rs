@@ -84,6 +84,10 @@ fn fatal(msg: &str) -> i32 {
 }
 
 fn run(config: Config) -> i32 {
+    // Redis's `disable-thp` (default yes): before the runtime and RocksDB allocate.
+    if config.disable_thp {
+        allocator::disable_thp();
+    }
     log::set_level(config.loglevel.name());
     if let Some(path) = &config.logfile {
         if let Err(e) = log::set_file(path) {

@@ -395,6 +395,8 @@ pub struct Settings {
     /// `protected-mode`: refuse clients not on the loopback interface while the default user
     /// has no password.
     pub protected_mode: bool,
+    /// `disable-thp`: transparent huge pages off for the process (`allocator::disable_thp`).
+    pub disable_thp: bool,
     /// `tls-port`: the TLS port to listen on; 0 = none.
     pub tls_port: u16,
     /// `tls-replication`: a replica connects to its leader over TLS.

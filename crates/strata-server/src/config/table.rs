@@ -228,7 +228,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("crash-log-enabled", &[], Bool, "yes", Mutable, INERT),
     row("crash-memcheck-enabled", &[], Bool, "yes", Mutable, INERT),
     row("use-exit-on-panic", &[], Bool, "no", Hidden, INERT),
-    row("disable-thp", &[], Bool, "yes", Immutable, INERT),
+    row("disable-thp", &[], Bool, "yes", Immutable, field!(disable_thp)),
     row("cluster-allow-replica-migration", &[], Bool, "yes", Mutable, INERT),
     row("latency-tracking", &[], Bool, "yes", Mutable, field!(latency_tracking)),
     row("aof-disable-auto-gc", &[], Bool, "no", Mutable, INERT),

@@ -4,9 +4,13 @@
 //! budget that the families share (FIFO eviction per shard), so a workload that writes only
 //! strings has all of it, and one that writes collections splits it as it writes. Each family is
 //! a namespace with an epoch: forgetting a whole family (a range deletion) bumps its epoch, which
-//! hides its older entries at once until eviction reclaims them. `storage.rs` fills it with the records of each write batch
-//! once RocksDB has applied it, and forgets a metadata record before the batch that changes it
-//! is applied, so an entry always equals the committed record. That rule needs every writer of a
+//! hides its older entries at once until eviction reclaims them. Without the write-back tier,
+//! `storage.rs` fills it with the records of each write batch once RocksDB has applied it, and
+//! forgets a metadata record before the batch that changes it is applied, so an entry always
+//! equals the committed record. With the tier, writes go to the tier's layers, which readers
+//! consult first; writers leave the cache alone, and each layer's records come here when a
+//! checkpoint retires the layer ([`HotCache::take_layer`]), so the cache holds the committed
+//! record of every key no layer names. Without the tier, the rule needs every writer of a
 //! record to hold the record's key lock (two writers of one key racing could otherwise install
 //! their values in the opposite order of their writes): the data model does, and the only
 //! writer that takes no key locks, a replica applying its leader's log, is the only writer on a
@@ -18,6 +22,8 @@ use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::layer::Layer;
 
 const SHARDS: usize = 64;
 /// How many families (namespaces) one cache can hold.
@@ -133,6 +139,34 @@ impl HotCache {
 
     fn shard(&self, hash: u64) -> MutexGuard<'_, Shard> {
         self.shards[(hash as usize) % SHARDS].lock()
+    }
+
+    /// Takes the records of a layer the write-back tier has just written to RocksDB, while
+    /// readers still see the layer (`tier.rs`, [`crate::tier::Retire`]): for each family of
+    /// `families` (its column family id at the family's index), a deleted range forgets the
+    /// family, and then each point is cached (a put) or forgotten (a delete, or a put marked
+    /// cold). With the tier, writers do not touch the cache and readers consult it after the
+    /// tier's layers, so an entry is the committed record of its key whenever no layer names the
+    /// key; this keeps that true for the layer's keys before the layer goes.
+    pub(crate) fn take_layer(&self, layer: &Layer, families: [u32; FAMILIES]) {
+        if !self.enabled() {
+            return;
+        }
+        for (cf, fam) in layer.families() {
+            let Some(index) = families.iter().position(|&id| id == cf) else {
+                continue;
+            };
+            let cache = self.family(index);
+            if !fam.ranges.is_empty() {
+                cache.clear();
+            }
+            for (key, point) in fam.points.iter() {
+                match &point.value {
+                    Some(v) if !point.cold => cache.put(key, v),
+                    _ => cache.remove(key),
+                }
+            }
+        }
     }
 
     /// Forgets everything (FLUSHDB, FLUSHALL, a replica's full copy).

@@ -278,7 +278,7 @@ mod tests {
         let mut batch = rocksdb::WriteBatch::default();
         batch.put(key, value);
         let (_, ops) = crate::pending::decode_batch(batch.data())?;
-        tier.write(batch.data(), &ops)
+        tier.write(batch.data(), &ops, None)
     }
 
     fn held(tier: &crate::tier::Tier, key: &[u8]) -> Option<Vec<u8>> {

@@ -44,6 +44,9 @@ pub(crate) struct RedoLog {
     dir: PathBuf,
     /// Records appended and not written out yet.
     buf: Mutex<Vec<u8>>,
+    /// The buffer last written out, emptied, to take appends after the next write-out: two
+    /// buffers in turn instead of a new one (grown by copying, on fresh pages) per write-out.
+    spare: Mutex<Vec<u8>>,
     /// The open segment. Held while the buffer is written out, so records reach the file in the
     /// order they were appended.
     segment: Mutex<Segment>,
@@ -88,6 +91,9 @@ pub(crate) fn segments(dir: &Path) -> Result<Vec<u64>> {
     out.sort_unstable();
     Ok(out)
 }
+
+/// The largest write-out buffer kept for reuse.
+const SPARE_MAX: usize = 8 << 20;
 
 impl RedoLog {
     /// Opens the log in `dir` (creating it): calls `apply` with every intact record's payload,
@@ -160,6 +166,7 @@ impl RedoLog {
         let log = RedoLog {
             dir: dir.to_path_buf(),
             buf: Mutex::new(Vec::with_capacity(1 << 16)),
+            spare: Mutex::new(Vec::with_capacity(1 << 16)),
             segment: Mutex::new(segment),
             next: Mutex::new(None),
             ended: Mutex::new(None),
@@ -226,11 +233,19 @@ impl RedoLog {
             if buf.is_empty() {
                 return Ok(());
             }
-            std::mem::replace(&mut *buf, Vec::with_capacity(1 << 16))
+            let next = std::mem::take(&mut *self.spare.lock());
+            std::mem::replace(&mut *buf, next)
         };
-        (&seg.file)
+        let written = (&seg.file)
             .write_all(&data)
-            .map_err(|e| io("cannot write", e))
+            .map_err(|e| io("cannot write", e));
+        // Kept for the next turn unless a burst made it much larger than usual.
+        let mut data = data;
+        if data.capacity() <= SPARE_MAX {
+            data.clear();
+            *self.spare.lock() = data;
+        }
+        written
     }
 
     /// Writes out and syncs every record appended so far.

@@ -225,8 +225,9 @@ pub struct Storage {
     /// Held while syncing the log, so concurrent callers share one fsync (group commit).
     sync_lock: parking_lot::Mutex<()>,
     /// Recently written records of `meta` and of `data` (hash fields, set members, list items,
-    /// zset scores), two families sharing one budget (see `hot.rs`).
-    hot: HotCache,
+    /// zset scores), two families sharing one budget (see `hot.rs`). With the write-back tier,
+    /// each checkpoint hands it the layer it retires.
+    hot: Arc<HotCache>,
     /// The write-back tier, when writes go through one (or a redo log was found at open).
     tier: Option<Arc<Tier>>,
     /// The tier's checkpointer thread.
@@ -504,7 +505,7 @@ impl Storage {
             redo_archive_ttl: opts.wal_ttl_seconds,
             synced: AtomicU64::new(0),
             sync_lock: parking_lot::Mutex::new(()),
-            hot: HotCache::new(opts.hot_cache_size),
+            hot: Arc::new(HotCache::new(opts.hot_cache_size)),
             tier,
             checkpointer: parking_lot::Mutex::new(None),
             families,
@@ -557,6 +558,11 @@ impl Storage {
             let _ = std::fs::remove_dir_all(self.path.join("redo").join(crate::redo::ARCHIVE));
             return Ok(());
         }
+        // Readers consult the tier before the hot-record cache, and writers leave the cache
+        // alone: each retired layer's records go to the cache instead (`hot.rs`).
+        let hot = self.hot.clone();
+        let cached = [self.cf_ids[0], self.cf_ids[1]];
+        tier.on_retire(Box::new(move |layer| hot.take_layer(layer, cached)));
         let handle = Tier::spawn_checkpointer(tier, self.db.clone(), self.families.clone())?;
         *self.checkpointer.lock() = Some(handle);
         Ok(())
@@ -777,16 +783,15 @@ impl Storage {
 
     /// [`Storage::write_now`] through the write-back tier: logged and applied in memory; with
     /// unbatched log writes the record reaches the operating system (and with `always` the
-    /// disk) before this returns, as RocksDB's own log would.
+    /// disk) before this returns, as RocksDB's own log would. The hot-record cache is not
+    /// touched: readers consult the tier first, and the cache takes the records when a
+    /// checkpoint retires the layer (`hot.rs`); without `cache_data`, not those of `data`.
     fn write_back_now(&self, tier: &Tier, batch: &WriteBatch, cache_data: bool) -> Result<()> {
         let (_, ops) = pending::decode_batch(batch.data())?;
-        let (small, changed) = self.forget_hot(batch, &ops, cache_data);
-        tier.write(batch.data(), &ops)?;
+        let cold = (!cache_data).then_some(self.cf_ids[1]);
+        tier.write(batch.data(), &ops, cold)?;
         self.writes.fetch_add(1, Ordering::Release);
-        self.bump_meta_generations(&changed);
-        if small {
-            self.remember_hot(&ops, cache_data);
-        }
+        self.bump_meta_generations(&self.meta_changes(&ops));
         if !self.batch_wal_writes {
             match self.sync_policy() {
                 SyncPolicy::Always => tier.sync()?,
@@ -794,6 +799,29 @@ impl Storage {
             }
         }
         Ok(())
+    }
+
+    /// The physical databases whose metadata records `ops` change.
+    fn meta_changes(&self, ops: &[BatchOp<'_>]) -> DbSet {
+        let meta = self.cf_ids[0];
+        let mut changed = DbSet::default();
+        for op in ops {
+            match *op {
+                BatchOp::Put { cf, key, .. }
+                | BatchOp::Delete { cf, key }
+                | BatchOp::Patch { cf, key, .. } => {
+                    if cf == meta {
+                        changed.add(key.first().copied().unwrap_or(0));
+                    }
+                }
+                BatchOp::DeleteRange { cf, .. } => {
+                    if cf == meta {
+                        changed.add_all();
+                    }
+                }
+            }
+        }
+        changed
     }
 
     fn bump_meta_generations(&self, changed: &DbSet) {
@@ -844,41 +872,32 @@ impl Storage {
         let small = hot
             && batch.len() <= HOT_BATCH_MAX
             && batch.size_in_bytes() <= largest.saturating_mul(HOT_BATCH_MAX);
-        let meta = self.cf_ids[0];
-        let mut changed = DbSet::default();
-        for op in ops {
-            match *op {
-                BatchOp::Put { cf, key, .. } => {
-                    if cf == meta {
-                        changed.add(key.first().copied().unwrap_or(0));
+        if hot {
+            for op in ops {
+                match *op {
+                    BatchOp::Put { cf, key, .. } => {
+                        if !small || (!cache_data && cf == self.cf_ids[1]) {
+                            if let Some(c) = self.hot(cf) {
+                                c.remove(key);
+                            }
+                        }
                     }
-                    if hot && (!small || (!cache_data && cf == self.cf_ids[1])) {
+                    // A patch (only read from the redo log, never written through here) changes
+                    // its record as a delete then a put would.
+                    BatchOp::Delete { cf, key } | BatchOp::Patch { cf, key, .. } => {
                         if let Some(c) = self.hot(cf) {
                             c.remove(key);
                         }
                     }
-                }
-                // A patch (only read from the redo log, never written through here) changes
-                // its record as a delete then a put would.
-                BatchOp::Delete { cf, key } | BatchOp::Patch { cf, key, .. } => {
-                    if cf == meta {
-                        changed.add(key.first().copied().unwrap_or(0));
-                    }
-                    if let Some(c) = self.hot(cf).filter(|_| hot) {
-                        c.remove(key);
-                    }
-                }
-                BatchOp::DeleteRange { cf, .. } => {
-                    if cf == meta {
-                        changed.add_all();
-                    }
-                    if let Some(c) = self.hot(cf).filter(|_| hot) {
-                        c.clear();
+                    BatchOp::DeleteRange { cf, .. } => {
+                        if let Some(c) = self.hot(cf) {
+                            c.clear();
+                        }
                     }
                 }
             }
         }
-        (small, changed)
+        (small, self.meta_changes(ops))
     }
 
     /// After a batch was applied: caches the records it wrote (see `hot.rs` for why this is
@@ -1145,6 +1164,19 @@ impl Storage {
                 Lookup::Untouched => {}
             }
         }
+        // The tier's layers before the hot-record cache (`hot.rs`). The closure runs at most
+        // once; it goes to the tier and comes back if unused.
+        let mut f = Some(f);
+        if let Some(t) = &self.tier {
+            match t.lookup(id, key, |v| f.take().map(|f| f(v))) {
+                Found::Value(Some(v)) => return Ok(Some(v)),
+                Found::Value(None) | Found::Deleted => return Ok(None),
+                Found::Untouched => {}
+            }
+        }
+        let Some(f) = f else {
+            return Ok(None);
+        };
         let f = match self.hot(id) {
             Some(c) => match c.with_or_back(key, f) {
                 Ok(v) => return Ok(Some(v)),
@@ -1152,19 +1184,6 @@ impl Storage {
             },
             None => f,
         };
-        if let Some(t) = &self.tier {
-            // The closure runs at most once; it goes to the tier and comes back if unused.
-            let mut f = Some(f);
-            match t.lookup(id, key, |v| f.take().map(|f| f(v))) {
-                Found::Value(Some(v)) => return Ok(Some(v)),
-                Found::Value(None) | Found::Deleted => return Ok(None),
-                Found::Untouched => {}
-            }
-            let Some(f) = f else {
-                return Ok(None);
-            };
-            return Ok(self.db.get_pinned_cf(self.cf(cf), key)?.map(|v| f(&v)));
-        }
         Ok(self.db.get_pinned_cf(self.cf(cf), key)?.map(|v| f(&v)))
     }
 
@@ -1308,9 +1327,7 @@ impl Storage {
                     Lookup::Untouched => {}
                 }
             }
-            if hot.and_then(|c| c.with(k, |v| known(i, Some(v)))).is_some() {
-                continue;
-            }
+            // The tier's layers before the hot-record cache (`hot.rs`).
             if let Some(t) = &self.tier {
                 match t.lookup(id, k, |v| known(i, Some(v))) {
                     Found::Value(()) => continue,
@@ -1320,6 +1337,9 @@ impl Storage {
                     }
                     Found::Untouched => {}
                 }
+            }
+            if hot.and_then(|c| c.with(k, |v| known(i, Some(v)))).is_some() {
+                continue;
             }
             misses.push(i);
         }
@@ -1546,4 +1566,102 @@ fn orphan_decision(handle: &OnceLock<Weak<DB>>, key: &[u8]) -> Decision {
         Err(_) => Decision::Keep,
     };
     decision
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{new_batch, Compression, Storage, StorageOptions, SyncPolicy, CF_DATA, CF_META};
+
+    type R = std::result::Result<(), Box<dyn std::error::Error>>;
+
+    /// What the hot-record cache holds at `key` of family `cf`.
+    fn cached(s: &Storage, cf: &str, key: &[u8]) -> Option<Vec<u8>> {
+        s.hot(s.cf_id(cf))?.with(key, <[u8]>::to_vec)
+    }
+
+    /// With the write-back tier, writers leave the hot-record cache alone and readers consult
+    /// the tier's layers first; a checkpoint hands the layer it retires to the cache. So reads
+    /// never see a cached record older than the layer's, and after a checkpoint the cache holds
+    /// what the layer held: puts cached, deletes and deleted ranges forgotten, cold puts (stream
+    /// entries) left out.
+    #[test]
+    fn with_the_tier_reads_see_the_layers_over_the_cache_and_checkpoints_refill_it() -> R {
+        let dir = tempfile::tempdir()?;
+        let opts = StorageOptions {
+            block_cache_size: 8 << 20,
+            write_buffer_size: 4 << 20,
+            compression: Compression::None,
+            sync: SyncPolicy::No,
+            batch_wal_writes: false,
+            read_only: false,
+            create_if_missing: true,
+            min_free_disk: 0,
+            wal_ttl_seconds: 0,
+            wal_size_limit_mb: 0,
+            hot_cache_size: 1 << 20,
+            write_back: Some(1 << 20),
+            tuning: Default::default(),
+        };
+        let s = Storage::open(dir.path(), &opts)?;
+        let put = |cf: &str, k: &[u8], v: &[u8]| {
+            let mut b = new_batch();
+            b.put_cf(s.cf(cf), k, v);
+            s.write(b)
+        };
+        put(CF_META, b"a", b"1")?;
+        put(CF_META, b"b", b"1")?;
+        assert_eq!(
+            cached(&s, CF_META, b"a"),
+            None,
+            "a write does not fill the cache"
+        );
+        s.checkpoint_tier()?;
+        assert_eq!(cached(&s, CF_META, b"a"), Some(b"1".to_vec()));
+
+        // The cache's record is older than the layer's: readers see the layer's.
+        put(CF_META, b"a", b"2")?;
+        assert_eq!(cached(&s, CF_META, b"a"), Some(b"1".to_vec()));
+        assert_eq!(s.get(CF_META, b"a")?, Some(b"2".to_vec()));
+        assert_eq!(
+            s.multi_get(CF_META, &[b"a".to_vec(), b"b".to_vec()])?,
+            vec![Some(b"2".to_vec()), Some(b"1".to_vec())]
+        );
+        let mut b = new_batch();
+        b.delete_cf(s.cf(CF_META), b"b");
+        s.write(b)?;
+        assert_eq!(
+            s.get(CF_META, b"b")?,
+            None,
+            "a delete in the layer hides the cache"
+        );
+        assert_eq!(s.multi_exists(CF_META, &[b"b".to_vec()])?, vec![false]);
+        s.checkpoint_tier()?;
+        assert_eq!(cached(&s, CF_META, b"a"), Some(b"2".to_vec()));
+        assert_eq!(cached(&s, CF_META, b"b"), None);
+        assert_eq!(s.get(CF_META, b"b")?, None);
+
+        // A deleted range forgets the family's cached records; later puts are cached.
+        put(CF_DATA, b"d1", b"x")?;
+        s.checkpoint_tier()?;
+        assert_eq!(cached(&s, CF_DATA, b"d1"), Some(b"x".to_vec()));
+        let mut b = new_batch();
+        b.delete_range_cf(s.cf(CF_DATA), b"d", b"e");
+        b.put_cf(s.cf(CF_DATA), b"d2", b"y");
+        s.write(b)?;
+        assert_eq!(s.get(CF_DATA, b"d1")?, None);
+        s.checkpoint_tier()?;
+        assert_eq!(cached(&s, CF_DATA, b"d1"), None);
+        assert_eq!(cached(&s, CF_DATA, b"d2"), Some(b"y".to_vec()));
+        assert_eq!(s.get(CF_DATA, b"d1")?, None);
+
+        // A cold put is read from the layer, then from RocksDB, never cached.
+        let mut b = new_batch();
+        b.put_cf(s.cf(CF_DATA), b"entry", b"e");
+        s.write_cold(b)?;
+        assert_eq!(s.get(CF_DATA, b"entry")?, Some(b"e".to_vec()));
+        s.checkpoint_tier()?;
+        assert_eq!(cached(&s, CF_DATA, b"entry"), None);
+        assert_eq!(s.get(CF_DATA, b"entry")?, Some(b"e".to_vec()));
+        Ok(())
+    }
 }

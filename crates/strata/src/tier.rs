@@ -89,11 +89,20 @@ pub(crate) struct Tier {
     #[cfg(test)]
     slow_checkpoints_ms: AtomicU64,
     pub(crate) stats: TierStats,
+    /// The last layer a checkpoint retired, emptied, to become the next active one.
+    spare: Mutex<Option<Layer>>,
+    /// Told of each layer a checkpoint wrote to RocksDB, before readers stop seeing it.
+    retire: OnceLock<Retire>,
     /// The data directory: a checkpoint writes its table files there before RocksDB takes them.
     dir: PathBuf,
     /// The families whose points a checkpoint hands RocksDB as table files, with their options.
     files: OnceLock<FileFamilies>,
 }
+
+/// What a checkpoint does with a layer RocksDB now holds, while readers still see the layer
+/// (the storage hands its records to the hot-record cache, which readers consult after the
+/// tier: so a reader that misses the layer finds the cache already up to date).
+pub(crate) type Retire = Box<dyn Fn(&Layer) + Send + Sync>;
 
 /// Families a checkpoint writes as table files: (id in write batches, the family's options).
 pub(crate) type FileFamilies = Vec<(u32, Options)>;
@@ -140,6 +149,8 @@ impl Tier {
             #[cfg(test)]
             slow_checkpoints_ms: AtomicU64::new(0),
             stats: TierStats::default(),
+            spare: Mutex::new(None),
+            retire: OnceLock::new(),
             dir: dir.to_path_buf(),
             files: OnceLock::new(),
         };
@@ -181,7 +192,10 @@ impl Tier {
     /// of a value the active layer holds the one before of is logged as a patch of it when that
     /// is much shorter (`patch.rs`): replay meets the value before first, in the same segment
     /// (the active layer and its segments start together).
-    pub(crate) fn write(&self, data: &[u8], ops: &[BatchOp<'_>]) -> Result<()> {
+    ///
+    /// Puts to family `cold` (if any) are marked cold ([`crate::layer::Point::cold`]): the
+    /// layer's retirement does not hand them to the hot-record cache.
+    pub(crate) fn write(&self, data: &[u8], ops: &[BatchOp<'_>], cold: Option<u32>) -> Result<()> {
         let Some(log) = &self.log else {
             return Err(Error::ReadOnly);
         };
@@ -212,7 +226,7 @@ impl Tier {
                                 }
                             };
                             patch::encode(out, cf, key, value, &ranges);
-                            active.apply(op)?;
+                            active.apply_marked(op, cold == Some(cf))?;
                             continue;
                         }
                     }
@@ -220,7 +234,8 @@ impl Tier {
                 if let Some(out) = &mut patched {
                     pending::encode_op(out, op)?;
                 }
-                active.apply(op)?;
+                let marked = matches!(*op, BatchOp::Put { cf, .. } if cold == Some(cf));
+                active.apply_marked(op, marked)?;
             }
             log.append(patched.as_deref().unwrap_or(data));
             active.bytes()
@@ -383,7 +398,8 @@ impl Tier {
             } else {
                 let ended = log.rotate()?;
                 let offset = log.last_offset();
-                let frozen = std::mem::take(&mut layers.active);
+                let next = self.spare.lock().take().unwrap_or_default();
+                let frozen = std::mem::replace(&mut layers.active, Arc::new(RwLock::new(next)));
                 layers.frozen = Some(frozen.clone());
                 *self.dirty_since.lock() = None;
                 (frozen, (ended, offset))
@@ -415,10 +431,19 @@ impl Tier {
             }
         }
         log.drop_through(ended)?;
+        if let Some(retire) = self.retire.get() {
+            retire(&frozen.read());
+        }
         // Cleared before writers can go on: one taken after a failure sees the failure gone.
         *self.failed.lock() = None;
         *self.last_failure.lock() = None;
         self.layers.write().frozen = None;
+        // Kept for reuse unless a reader still walks it (an iterator made before the swap).
+        if let Ok(layer) = Arc::try_unwrap(frozen) {
+            let mut layer = layer.into_inner();
+            layer.clear();
+            *self.spare.lock() = Some(layer);
+        }
         self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
         self.stats
             .checkpointed_bytes
@@ -440,6 +465,12 @@ impl Tier {
     /// record. Set once, when the families' options are known.
     pub(crate) fn write_files_for(&self, families: FileFamilies) {
         let _ = self.files.set(families);
+    }
+
+    /// From now on, each checkpoint calls `retire` with the layer it wrote, after RocksDB holds
+    /// it and before readers stop seeing it. Set once.
+    pub(crate) fn on_retire(&self, retire: Retire) {
+        let _ = self.retire.set(retire);
     }
 
     /// Starts the checkpointer thread: a checkpoint whenever one is requested (the active layer
@@ -552,7 +583,7 @@ fn write_layer(
             continue;
         }
         for (k, v) in points {
-            match v {
+            match &v.value {
                 Some(v) => batch.put_cf(h, k, v),
                 None => batch.delete_cf(h, k),
             }
@@ -579,7 +610,7 @@ fn ingest(
     let mut file = SstFileWriter::create(opts);
     file.open(path)?;
     for (k, v) in points {
-        match v {
+        match &v.value {
             Some(v) => file.put(k, v)?,
             None => file.delete(k)?,
         }
@@ -607,7 +638,7 @@ mod tests {
         let mut batch = crate::storage::new_batch();
         batch.put(key, value);
         let (_, ops) = pending::decode_batch(batch.data())?;
-        tier.write(batch.data(), &ops)
+        tier.write(batch.data(), &ops, None)
     }
 
     /// Writes distinct 1 KiB values until one is refused (`Some(index)`), at most `max`.
@@ -748,7 +779,7 @@ mod tests {
         batch.put_cf(data, b"d1", b"new");
         batch.delete_cf(data, b"a1");
         let (_, ops) = pending::decode_batch(batch.data())?;
-        tier.write(batch.data(), &ops)?;
+        tier.write(batch.data(), &ops, None)?;
         tier.checkpoint(&db, &families, |_| Ok(()))?;
         let got = |k: &[u8]| db.get_cf(data, k);
         assert_eq!(got(b"a1")?, None, "a point deletion reached RocksDB");

@@ -135,6 +135,14 @@ WORKLOADS.append(Workload("setbit", command=["EVALSHA", SETBIT_SHA, "1", "bm", "
                           scale=0.02,
                           note="SETBIT bm <__rand_int__> 1 in one bitmap of -r bits, "
                                "through EVALSHA of a one-line script"))
+# GETBIT bm <random offset below -r>, through a script for the same reason (bm pre-filled).
+GETBIT_LUA = "return redis.call('GETBIT', KEYS[1], tonumber(ARGV[1]))"
+GETBIT_SHA = hashlib.sha1(GETBIT_LUA.encode()).hexdigest()
+WORKLOADS.append(Workload("getbit", command=["EVALSHA", GETBIT_SHA, "1", "bm", "__rand_int__"],
+                          setup=(("SCRIPT", "LOAD", GETBIT_LUA),), needs=("bitmap",),
+                          default=False,
+                          note="GETBIT bm <__rand_int__> (bm pre-filled: -r bits, one in 8 set), "
+                               "through EVALSHA of a one-line script"))
 # Point writes to one big (fragmented in Strata: longer than 64 KB) string: APPEND of 100 bytes,
 # and SETRANGE of 8 bytes at a random offset below -r (through a script, as for SETBIT above).
 WORKLOADS.append(Workload("append_big", command=["APPEND", "bigstr", "a" * 100],
@@ -148,7 +156,7 @@ WORKLOADS.append(Workload("setrange_big",
                           default=False,
                           note="SETRANGE bigstr <__rand_int__> <8 bytes> (bigstr pre-filled: -r "
                                "bytes), through EVALSHA of a one-line script"))
-BITMAP_WORKLOADS = ["setbit_keys", "setbit", "bitcount"]
+BITMAP_WORKLOADS = ["setbit_keys", "setbit", "getbit", "bitcount"]
 BIG_STRING_WORKLOADS = ["append_big", "setrange_big"]
 SCRIPT_WORKLOADS = ["stock", "stock_restock"]
 HLL_WORKLOADS = ["pfadd", "pfcount"]

@@ -11,9 +11,13 @@ turn,
     redis-benchmark -c 50 -n 20000 GEOSEARCH geo FROMLONLAT 13.36 38.11 BYRADIUS 1 km
     redis-benchmark -c 50 -n 200000 -P {1,16} -r 1000000 GEOADD geoadd 13.__rand_int__ 38.__rand_int__ m:__rand_int__
 
-and prints requests per second and the Strata/Redis ratio of each.
+and prints requests per second, the server's CPU time per request (utime + stime of
+/proc/<pid>/stat over the run) and the Strata/Redis ratios of each. With `--repeat N` the rows
+run N rounds, interleaved (each round runs every row on both servers), and the medians are
+printed.
 
-Usage: bench/geo.py [--points N] [--strata PATH]   (default: $CARGO_TARGET_DIR or ./target)
+Usage: bench/geo.py [--points N] [--repeat N] [--strata PATH]
+       (default binary: $CARGO_TARGET_DIR or ./target, release)
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import random
 import re
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -72,23 +77,35 @@ def load(port: int, points: int, seed: int = 12):
     return time.time() - t
 
 
-def bench(port: int, args: list[str]) -> float:
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bench(port: int, pid: int, args: list[str]) -> tuple[float, float]:
+    """Requests per second and the server's CPU microseconds per request."""
+    n = int(args[args.index("-n") + 1])
+    cpu0 = cpu_seconds(pid)
     r = subprocess.run(["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-q", *args],
                        capture_output=True, text=True)
+    cpu = (cpu_seconds(pid) - cpu0) / n * 1e6
     m = re.findall(r"([\d.]+) requests per second", r.stdout)
     if not m:
         raise RuntimeError(r.stdout + r.stderr)
-    return float(m[-1])
+    return float(m[-1]), cpu
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--points", type=int, default=1_000_000)
+    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--tmp-root", default=None)
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(os.path.dirname(__file__), "..",
                                                              "target"))
     p.add_argument("--strata", default=os.path.join(target, "release", "strata-server"))
     opts = p.parse_args()
-    tmp = tempfile.mkdtemp(prefix="geo-bench-")
+    tmp = tempfile.mkdtemp(prefix="geo-bench-", dir=opts.tmp_root)
     servers = {}
     procs = []
     try:
@@ -104,8 +121,8 @@ def main():
             procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                                           stderr=subprocess.DEVNULL))
             wait_ready(port)
-            servers[name] = port
-        for name, port in servers.items():
+            servers[name] = (port, procs[-1].pid)
+        for name, (port, _) in servers.items():
             secs = load(port, opts.points)
             n = subprocess.run(["redis-cli", "-p", str(port), "ZCARD", "geo"], capture_output=True,
                                text=True).stdout.strip()
@@ -119,11 +136,19 @@ def main():
             rows.append((f"GEOADD P{depth}", ["-c", "50", "-n", "200000", "-P", str(depth), "-r",
                                               "1000000", "GEOADD", "geoadd", "13.__rand_int__",
                                               "38.__rand_int__", "m:__rand_int__"]))
-        print(f"{'workload':<16} {'redis-aof rps':>14} {'strata rps':>12} {'ratio':>7}")
-        for label, args in rows:
-            rps = {name: bench(port, args) for name, port in servers.items()}
-            print(f"{label:<16} {rps['redis-aof']:>14.0f} {rps['strata']:>12.0f} "
-                  f"{rps['strata'] / rps['redis-aof']:>7.2f}", flush=True)
+        runs = {(label, name): [] for label, _ in rows for name in servers}
+        for _ in range(opts.repeat):
+            for label, args in rows:
+                for name, (port, pid) in servers.items():
+                    runs[(label, name)].append(bench(port, pid, args))
+        print(f"medians of {opts.repeat}; load {os.getloadavg()[0]:.1f}")
+        print(f"{'workload':<16} {'redis-aof rps':>14} {'strata rps':>12} {'ratio':>7} "
+              f"{'CPU us/op redis':>16} {'strata':>7} {'ratio':>6}")
+        for label, _ in rows:
+            (rr, rc), (sr, sc) = ([statistics.median(x[i] for x in runs[(label, name)])
+                                   for i in (0, 1)] for name in ("redis-aof", "strata"))
+            print(f"{label:<16} {rr:>14.0f} {sr:>12.0f} {sr / rr:>7.2f} {rc:>16.2f} {sc:>7.2f} "
+                  f"{sc / rc:>6.2f}", flush=True)
     finally:
         for proc in procs:
             proc.terminate()

@@ -153,6 +153,12 @@ CASES = {
     "string_binary": lambda r: r.set("k", bytes(range(256)) * 3),
     "hyperloglog": lambda r: r.pfadd("k", *[f"e{i}" for i in range(50)]),
     "hyperloglog_dense": lambda r: r.pfadd("k", *[f"e{i}" for i in range(5000)]),
+    # A sparse bitmap past 64 KB (stored in fragments when Strata builds it with SETBIT) and a
+    # geo set (a sorted set of geohash scores): issue 12's types, written and read as Redis's.
+    "bitmap_sparse_big": lambda r: [r.setbit("k", 8 * 200_000 + 5, 1), r.setbit("k", 3, 1)],
+    "geo": lambda r: r.execute_command("GEOADD", "k", "13.361389", "38.115556", "Palermo",
+                                       "15.087269", "37.502669", "Catania", "-180", "85.05112878",
+                                       "corner"),
     "list_small": lambda r: r.rpush("k", "a", "1", "-5", "300", "70000", "9223372036854775807", ""),
     "list_big": lambda r: r.rpush("k", *[f"item-{i}" for i in range(2000)]),
     "list_long_items": lambda r: r.rpush("k", *["x" * 10000 for _ in range(5)]),

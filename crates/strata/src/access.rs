@@ -12,7 +12,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::db::{now_ms, Db};
+use crate::db::Db;
 use crate::error::Result;
 use crate::hot::hash_key;
 
@@ -63,8 +63,10 @@ impl AccessClock {
     }
 }
 
+/// Now, in seconds, from the coarse clock: it is read on every keyed command, and a second's
+/// resolution needs no hardware counter read.
 pub(crate) fn now_secs() -> u32 {
-    (now_ms() / 1000).min(u64::from(u32::MAX)) as u32
+    crate::clock::now_secs_coarse().min(u64::from(u32::MAX)) as u32
 }
 
 impl Db {

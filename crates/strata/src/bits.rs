@@ -581,7 +581,11 @@ impl Db {
     /// as a [`FragmentWriter`] (an inline one converted), grown to `len`. Both tell whether the
     /// string is new or grew. The caller holds the key's lock.
     fn string_for_update(&self, key: &[u8], len: u64) -> Result<Update> {
-        let raw = self.live_raw(key)?;
+        self.string_for_update_from(self.live_raw(key)?, len)
+    }
+
+    /// [`Db::string_for_update`] of the live record `raw` already read (None: a missing key).
+    fn string_for_update_from(&self, raw: Option<Vec<u8>>, len: u64) -> Result<Update> {
         let current = match &raw {
             Some(r) if meta::decode_header(r)?.0 != KeyType::String => {
                 return Err(Error::WrongType)
@@ -701,7 +705,22 @@ impl Db {
         let _g = self.inner.locks.lock_one(self.index, key);
         let byte = offset >> 3;
         let mask = 0x80 >> (offset & 7);
-        match self.string_for_update(key, byte + 1)? {
+        // One lookup: a bit of an inline string that already has the value (a flag set again,
+        // the common case of a bitmap of flags) is answered where the record lies, without
+        // copying it; otherwise the record is copied there for the edit.
+        let seen = self.with_live_record(key, |r| {
+            let value = fragment::is_inline_string_record(r).then(|| &r[HEADER_LEN..]);
+            match value {
+                Some(v) if byte < v.len() as u64 && bit_at(v, offset) == on as u8 => None,
+                _ => Some(r.to_vec()),
+            }
+        })?;
+        let raw = match seen {
+            Some(None) => return Ok((on as u8, false)),
+            Some(Some(record)) => Some(record),
+            None => None,
+        };
+        match self.string_for_update_from(raw, byte + 1)? {
             Update::Inline {
                 mut record,
                 grown: mut changed,
@@ -1416,6 +1435,42 @@ mod tests {
         let out = db.bitfield(b"new", &[fail])?;
         assert_eq!((out.values, out.changed), (vec![None], false));
         assert_eq!(db.get(b"new")?, Some(vec![0, 0, 0]));
+        Ok(())
+    }
+
+    #[test]
+    fn setbit_of_a_bit_that_already_has_its_value_changes_nothing_but_a_clear_bit_past_the_end_grows(
+    ) -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| Error::Io(e.to_string()))?;
+        let db = Db::open(dir.path())?;
+        db.set(b"k", b"\x80", Default::default())?;
+        // Set again, cleared again: answered without a write, the value untouched.
+        assert_eq!(db.setbit(b"k", 0, true)?, (1, false));
+        assert_eq!(db.setbit(b"k", 1, false)?, (0, false));
+        assert_eq!(db.get(b"k")?, Some(vec![0x80]));
+        // A clear bit past the end reads as 0 but still grows the string, as in Redis.
+        assert_eq!(db.setbit(b"k", 15, false)?, (0, true));
+        assert_eq!(db.get(b"k")?, Some(vec![0x80, 0x00]));
+        // A missing key is created even by clearing a bit.
+        assert_eq!(db.setbit(b"new", 3, false)?, (0, true));
+        assert_eq!(db.get(b"new")?, Some(vec![0x00]));
+        // Another type is refused, set or clear, before any bit is compared.
+        db.rpush(b"l", &[&b"x"[..]])?;
+        assert!(matches!(db.setbit(b"l", 0, false), Err(Error::WrongType)));
+        assert!(matches!(db.setbit(b"l", 0, true), Err(Error::WrongType)));
+        // A fragmented bitmap: the same answers.
+        let far = 8 * (fragment::THRESHOLD + 10);
+        assert_eq!(db.setbit(b"big", far, true)?, (0, true));
+        assert_eq!(db.setbit(b"big", far, true)?, (1, false));
+        assert_eq!(db.setbit(b"big", far - 1, false)?, (0, false));
+        assert_eq!(db.bitcount(b"big", None)?, 1);
+        // In a transaction's scope the bit written before is the one compared.
+        let (inside, committed) = db.atomically(|| -> Result<_> {
+            Ok((db.setbit(b"t", 5, true)?, db.setbit(b"t", 5, true)?))
+        });
+        committed?;
+        assert_eq!(inside?, ((0, true), (1, false)));
+        assert_eq!(db.get(b"t")?, Some(vec![0x04]));
         Ok(())
     }
 }

@@ -622,19 +622,19 @@ impl Db {
 
     /// `f` applied to the live (not expired) metadata record of `key` where it lies, without
     /// copying it; `None` when the key is missing or expired. `f` may run under a cache lock:
-    /// keep it short.
+    /// keep it short. The clock is read only for a record with an expiry (as in
+    /// [`Db::live_raw`]): most have none, and the read is a visible share of a point command.
     pub(crate) fn with_live_record<T>(
         &self,
         key: &[u8],
         f: impl FnOnce(&[u8]) -> T,
     ) -> Result<Option<T>> {
-        let now = now_ms();
         let found = self
             .inner
             .storage
             .with_pinned(CF_META, &self.meta_key(key), |r| {
                 let exp = meta::expire_of(r);
-                (exp == 0 || exp > now).then(|| f(r))
+                (exp == 0 || exp > now_ms()).then(|| f(r))
             })?;
         Ok(found.flatten())
     }

@@ -539,6 +539,13 @@ pub(crate) fn is_fragmented_record(raw: &[u8]) -> bool {
     raw.first() == Some(&KeyType::String.id()) && meta::encoding_of(raw) == STRING_FRAGMENTED
 }
 
+/// Whether the metadata record `raw` holds a string inline: its value is `raw[HEADER_LEN..]`,
+/// to be read or edited where it lies.
+pub(crate) fn is_inline_string_record(raw: &[u8]) -> bool {
+    meta::decode_header(raw).is_ok_and(|(kind, _)| kind == KeyType::String)
+        && !is_fragmented_record(raw)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

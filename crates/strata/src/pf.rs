@@ -8,13 +8,12 @@ use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::fragment;
 use crate::hll::{self, Encoding, HllError};
-use crate::meta::{self, KeyType, FLAG_RAW_STRING, HEADER_LEN};
+use crate::meta::{FLAG_RAW_STRING, HEADER_LEN};
 
 /// Whether the metadata record `r` holds a string inline (an HLL is read and edited in place
 /// only then).
 fn inline_string(r: &[u8]) -> bool {
-    meta::decode_header(r).is_ok_and(|(kind, _)| kind == KeyType::String)
-        && !fragment::is_fragmented_record(r)
+    fragment::is_inline_string_record(r)
 }
 
 impl From<HllError> for Error {
@@ -86,31 +85,46 @@ impl Db {
     /// ```
     pub fn pfadd(&self, key: &[u8], elements: &[&[u8]]) -> Result<bool> {
         let _g = self.inner.locks.lock_one(self.index, key);
-        // A dense HLL (12 KB) is the common case, and most additions to it raise no register:
-        // those are answered from the record where it lies, and the others edit one copy of it
-        // in place and store it as it is, instead of decoding and re-encoding the value.
-        let patterns: Vec<(usize, u8)> = elements.iter().map(|e| hll::pattern(e)).collect();
-        let unchanged = self.with_live_record(key, |r| {
-            inline_string(r) && hll::dense_unchanged_by(&r[HEADER_LEN..], &patterns)
-        })?;
-        if unchanged == Some(true) {
-            return Ok(false);
-        }
-        if let Some(mut record) = self
-            .live_raw(key)?
-            .filter(|r| inline_string(r) && hll::validate(&r[HEADER_LEN..]) == Ok(Encoding::Dense))
-        {
-            let value = &mut record[HEADER_LEN..];
-            if !hll::dense_add(value, &patterns) {
-                return Ok(false);
+        // One element per call is the common case: its pattern goes on the stack.
+        let mut few = [(0usize, 0u8); 8];
+        let many: Vec<(usize, u8)>;
+        let patterns: &[(usize, u8)] = if elements.len() <= few.len() {
+            for (slot, e) in few.iter_mut().zip(elements) {
+                *slot = hll::pattern(e);
             }
-            hll::invalidate_cache(value);
-            record[1] |= FLAG_RAW_STRING;
-            let mut batch = crate::storage::new_batch();
-            self.put_meta_record(&mut batch, key, &record);
-            drop(record);
-            self.write(batch)?;
-            return Ok(true);
+            &few[..elements.len()]
+        } else {
+            many = elements.iter().map(|e| hll::pattern(e)).collect();
+            &many
+        };
+        // A dense HLL (12 KB) is the common case, and most additions to it raise no register:
+        // those are answered from the record where it lies. One that raises a register copies
+        // the record there (one lookup), edits the registers in place and stores the record as
+        // it is, instead of decoding and re-encoding the value. Anything else (a sparse HLL, a
+        // missing key, a value that is not an HLL) goes the general way below.
+        let dense = self.with_live_record(key, |r| {
+            if !inline_string(r) || hll::validate(&r[HEADER_LEN..]) != Ok(Encoding::Dense) {
+                None
+            } else if hll::dense_unchanged_by(&r[HEADER_LEN..], patterns) {
+                Some(None)
+            } else {
+                Some(Some(r.to_vec()))
+            }
+        })?;
+        match dense.flatten() {
+            Some(None) => return Ok(false),
+            Some(Some(mut record)) => {
+                let value = &mut record[HEADER_LEN..];
+                hll::dense_add(value, patterns);
+                hll::invalidate_cache(value);
+                record[1] |= FLAG_RAW_STRING;
+                let mut batch = crate::storage::new_batch();
+                self.put_meta_record(&mut batch, key, &record);
+                drop(record);
+                self.write(batch)?;
+                return Ok(true);
+            }
+            None => {}
         }
         let (mut v, expire, created) = match self.live_string_whole(key)? {
             Some(m) => {
@@ -406,5 +420,31 @@ mod tests {
         assert_eq!(db.pfmerge(b"d", &[b"c"]), Err(Error::CorruptHll));
         assert_eq!(db.pfdebug(b"c", HllDebug::ToDense), Err(Error::CorruptHll));
         assert!(!db.exists(b"d").unwrap());
+    }
+
+    #[test]
+    fn dense_pfadd_of_few_or_many_elements_stores_what_adding_one_by_one_gives() {
+        let (_d, db) = db();
+        let first = elements(0..3000);
+        assert!(db.pfadd(b"h", &refs(&first)).unwrap());
+        assert_eq!(
+            db.pfdebug(b"h", HllDebug::Encoding).unwrap(),
+            Some(HllDebugReply::Encoding(hll::Encoding::Dense))
+        );
+        let mut want = db.get(b"h").unwrap().unwrap();
+        // 1 and 5 elements take the patterns on the stack, 40 on the heap; the last batch is
+        // all elements already counted.
+        for batch in [3000..3001, 3001..3006, 3006..3046, 0..40] {
+            let e = elements(batch);
+            let mut changed = false;
+            for x in &e {
+                changed |= hll::add(&mut want, x, 3000).unwrap();
+            }
+            if changed {
+                hll::invalidate_cache(&mut want);
+            }
+            assert_eq!(db.pfadd(b"h", &refs(&e)).unwrap(), changed);
+            assert_eq!(db.get(b"h").unwrap().unwrap(), want);
+        }
     }
 }

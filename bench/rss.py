@@ -51,6 +51,34 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
+def rss_parts_mb(pid: int) -> str:
+    """RssAnon and RssFile of /proc/<pid>/status, in MB (what grows: heap or mapped files)."""
+    parts = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(("RssAnon:", "RssFile:")):
+                parts[line.split(":")[0][3:].lower()] = int(line.split()[1]) >> 10
+    return " ".join(f"{k} {v}" for k, v in parts.items())
+
+
+def info_memory(port: int) -> dict:
+    """The engine's memory figures of INFO (memtables, table readers, the tier's layers), in bytes."""
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(encode_command("INFO", "all"))
+        buf = b""
+        while True:
+            buf += s.recv(1 << 20)
+            try:
+                text = parse_reply(buf)[0].decode(errors="replace")
+                break
+            except Incomplete:
+                continue
+    want = ("strata_memtables", "strata_table_readers", "strata_tier_dirty_bytes",
+            "strata_tier_checkpointing_bytes", "strata_l0_files")
+    return {k: int(v) for k, v in (line.split(":", 1) for line in text.split("\r\n") if ":" in line)
+            if k in want and v.strip().isdigit()}
+
+
 def dir_bytes(path) -> int:
     """Bytes in the files of `path`; files compaction deletes while we look count as gone."""
     total = 0
@@ -155,6 +183,14 @@ def stream_run(args, server, budget: int) -> str | None:
             print(f"  {now - start:5.0f}s {done * args.value_size / (1 << 30):6.2f} GB  RSS {rss >> 10} MB "
                   f"(peak {max(x[2] for x in samples) >> 10})  {mbs:5.1f} MB/s  on disk "
                   f"{du_bytes(server.dir) >> 20} MB", flush=True)
+            # Where the memory is: the process's heap and file pages, and the engine's own figures.
+            try:
+                engine = info_memory(server.port)
+            except OSError:
+                engine = {}
+            print("         " + rss_parts_mb(pid) + "  " + " ".join(
+                f"{k.removeprefix('strata_')} {v if k.endswith('files') else v >> 20}"
+                for k, v in engine.items()), flush=True)
             last_print, last_done, last_t = now, done, now
     elapsed = time.monotonic() - start
     done = done_count.value

@@ -2,17 +2,18 @@
 //!
 //! A stream is a collection (see `collection.rs`) whose metadata carries, after its version and
 //! length, the last generated ID, the recorded first ID, the greatest deleted ID, the number of
-//! entries ever added, the number of consumer groups and the position of Redis's radix-tree node
-//! the next entry joins (for `~` trimming). Everything else lives in `data` sub-keys of the
-//! stream's version, each starting with a one-byte tag: entries by ID (`0x01 ms seq`, big-endian,
-//! so ID order is key order), groups (`0x02 name`), consumers (`0x03`), the group's pending
-//! entries list (`0x04`) and each consumer's own pending list (`0x05`); `docs/format.md` has the
-//! bytes. XADD writes the metadata and one entry; XRANGE and XREAD seek to the start ID and read
-//! only what they return; trimming walks from the head (it must count what it removes, and
-//! `~` needs each entry's node) and deletes a long run with one range tombstone; DEL is the
-//! usual O(1) version drop. Every write holds the key's lock and commits one batch. This
-//! module knows nothing of RESP: errors that Redis words per command are [`StreamError`]
-//! values the command layer words.
+//! entries ever added, the number of consumer groups, the position of Redis's radix-tree node
+//! the next entry joins and the head node's number, entry count and last ID (for `~` trimming).
+//! Everything else lives in `data` sub-keys of the stream's version, each starting with a
+//! one-byte tag: entries by ID (`0x01 ms seq`, big-endian, so ID order is key order), groups
+//! (`0x02 name`), consumers (`0x03`), the group's pending entries list (`0x04`) and each
+//! consumer's own pending list (`0x05`); `docs/format.md` has the bytes. XADD writes the
+//! metadata and one entry; XRANGE and XREAD seek to the start ID and read only what they return;
+//! trimming decides node by node from the head node kept in the metadata, reading only the
+//! entries of a partial node (`=`) and, when a node goes, the next head node's, and deletes a
+//! long run with one range tombstone; DEL is the usual O(1) version drop. Every write holds the
+//! key's lock and commits one batch. This module knows nothing of RESP: errors that Redis words
+//! per command are [`StreamError`] values the command layer words.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -45,7 +46,11 @@ const TAG_CONSUMER_PEL: u8 = 5;
 const RANGE_TRIM_MIN: usize = 32;
 
 /// Bytes of the stream-specific part of the metadata (after version and length).
-const EXTRA_LEN: usize = 16 * 3 + 8 * 4;
+const EXTRA_LEN: usize = 16 * 3 + 8 * 4 + 8 * 2 + 16;
+
+/// The same before the head node's fields were added: such a record is read with the head
+/// node unknown ([`Head::count`] 0).
+const OLD_EXTRA_LEN: usize = 16 * 3 + 8 * 4;
 
 /// A stream entry ID: milliseconds and sequence number, ordered as Redis orders them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -370,6 +375,20 @@ pub enum GroupStart {
     Id(StreamId),
 }
 
+/// The head node: the Redis radix-tree node holding the stream's first entry, kept in the
+/// metadata so that a trim decides whether it can go whole without reading an entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Head {
+    /// Its number (as in each entry's value).
+    node: u64,
+    /// Its live entries; 0 when not known (an empty stream, a record written before these
+    /// fields existed, or an XDEL that emptied the node): the next trim reads the head node
+    /// from the entries.
+    count: u64,
+    /// Its last entry's ID.
+    last: StreamId,
+}
+
 /// The metadata of a loaded stream.
 #[derive(Clone, Debug)]
 struct Stream {
@@ -381,6 +400,7 @@ struct Stream {
     groups: u64,
     node: u64,
     node_fill: u64,
+    head: Head,
 }
 
 impl Stream {
@@ -418,12 +438,22 @@ impl Stream {
     /// The stream of collection metadata `c` whose stream-specific bytes are `e` (the fields
     /// are the truth from here on: `c.extra` is brought up to date by [`Stream::sync`]).
     fn from_parts(c: CollectionMeta, e: &[u8]) -> Result<Stream> {
-        if e.len() != EXTRA_LEN {
+        if e.len() != EXTRA_LEN && e.len() != OLD_EXTRA_LEN {
             return Err(corrupt("metadata of the wrong size"));
         }
         let id = |at: usize| StreamId::from_bytes(&e[at..]).ok_or_else(|| corrupt("id"));
         let n = |at: usize| be64(&e[at..]).ok_or_else(|| corrupt("counter"));
+        let head = if e.len() == EXTRA_LEN {
+            Head {
+                node: n(80)?,
+                count: n(88)?,
+                last: id(96)?,
+            }
+        } else {
+            Head::default()
+        };
         Ok(Stream {
+            head,
             last: id(0)?,
             first: id(16)?,
             max_deleted: id(32)?,
@@ -445,9 +475,17 @@ impl Stream {
         e.extend_from_slice(&self.last.bytes());
         e.extend_from_slice(&self.first.bytes());
         e.extend_from_slice(&self.max_deleted.bytes());
-        for n in [self.entries_added, self.groups, self.node, self.node_fill] {
+        for n in [
+            self.entries_added,
+            self.groups,
+            self.node,
+            self.node_fill,
+            self.head.node,
+            self.head.count,
+        ] {
             e.extend_from_slice(&n.to_be_bytes());
         }
+        e.extend_from_slice(&self.head.last.bytes());
     }
 
     /// The metadata body (`[version][len]` and the stream's fields), as exported.
@@ -724,6 +762,7 @@ impl Db {
             groups: 0,
             node: 0,
             node_fill: 0,
+            head: Head::default(),
         };
         s.sync();
         s
@@ -876,6 +915,16 @@ impl Db {
             s.node_fill = 0;
         }
         s.node_fill += 1;
+        if s.c.len == 0 {
+            s.head = Head {
+                node: s.node,
+                count: 1,
+                last: new_id,
+            };
+        } else if s.head.count > 0 && s.head.node == s.node {
+            s.head.count += 1;
+            s.head.last = new_id;
+        }
         let entry = encode_entry(s.node, fields);
         let entry_key = self.sub_key(key, &s.c, &entry_sub(new_id));
         // Sized once for both records (RocksDB's batch grows by copying otherwise): its header,
@@ -910,7 +959,13 @@ impl Db {
     }
 
     /// Removes entries from the head as `t` says (Redis's `streamTrim`); `pending` is an entry
-    /// added to `batch` but not yet readable. Returns how many were removed.
+    /// added to `batch` but not yet readable (already counted in `s`). Returns how many were
+    /// removed.
+    ///
+    /// Decisions go node by node from the head, as Redis's do, using the head node kept in the
+    /// metadata ([`Head`]): whether it can go whole needs no read, so `XADD ... MAXLEN ~ n`
+    /// reads nothing until a node goes, then one node (the next head's). Only a partial node
+    /// (`=` trims) is read entry by entry. What goes is always a prefix of the stream.
     fn stream_trim(
         &self,
         batch: &mut WriteBatch,
@@ -919,111 +974,93 @@ impl Db {
         t: Trim,
         pending: Option<StreamId>,
     ) -> Result<u64> {
-        // Nothing to remove: no walk.
+        // Nothing to remove: no read.
         match t.strategy {
             TrimStrategy::MaxLen(max) if s.c.len <= max => return Ok(0),
             TrimStrategy::MinId(min) if s.c.len == 0 || s.first >= min => return Ok(0),
             _ => {}
         }
-        // Group the head's entries into nodes, then decide node by node as Redis does.
-        let mut doomed: Vec<StreamId> = Vec::new();
-        let mut node: Option<(u64, Vec<StreamId>)> = None;
-        let stop = std::cell::Cell::new(false);
-        let mut deleted = 0u64;
-        let mut len = s.c.len;
-        // Returns whether to go on after deciding on one whole node.
-        let mut decide = |ids: Vec<StreamId>, doomed: &mut Vec<StreamId>, len: &mut u64| -> bool {
-            let entries = ids.len() as u64;
+        if s.head.count == 0 {
+            // Not known (an older record, or an XDEL emptied the head node): read it once.
+            let (head, first) = self.stream_head_from(key, s, s.first, pending)?;
+            s.head = head;
+            s.first = first.ok_or_else(|| corrupt("entries fewer than its length"))?;
+        }
+        let old_first = s.first;
+        let mut removed = 0u64;
+        // The greatest ID removed: every entry up to it goes.
+        let mut upto: Option<StreamId> = None;
+        loop {
             if let TrimStrategy::MaxLen(max) = t.strategy {
-                if *len <= max {
-                    return false;
-                }
-            }
-            if t.limit != 0 && deleted + entries > t.limit {
-                return false;
-            }
-            let last = ids.last().copied().unwrap_or_default();
-            let whole = match t.strategy {
-                TrimStrategy::MaxLen(max) => *len - entries >= max,
-                TrimStrategy::MinId(min) => last < min,
-            };
-            if whole {
-                deleted += entries;
-                *len -= entries;
-                doomed.extend(ids);
-                return true;
-            }
-            if t.approx {
-                return false;
-            }
-            for id in ids {
-                let go = match t.strategy {
-                    TrimStrategy::MaxLen(max) => *len > max,
-                    TrimStrategy::MinId(min) => id < min,
-                };
-                if !go {
+                if s.c.len <= max {
                     break;
                 }
-                deleted += 1;
-                *len -= 1;
-                doomed.push(id);
             }
-            false
-        };
-        let mut visit = |id: StreamId, n: u64| -> bool {
-            let seen = match &mut node {
-                Some((cur, ids)) if *cur == n => {
-                    ids.push(id);
-                    ids.len() as u64
-                }
-                _ => {
-                    if let Some((_, ids)) = node.take() {
-                        if !decide(ids, &mut doomed, &mut len) {
-                            stop.set(true);
-                            return false;
-                        }
-                    }
-                    node = Some((n, vec![id]));
-                    1
-                }
+            let entries = s.head.count;
+            if entries == 0 || (t.limit != 0 && removed + entries > t.limit) {
+                break;
+            }
+            let whole = match t.strategy {
+                TrimStrategy::MaxLen(max) => s.c.len - entries >= max,
+                TrimStrategy::MinId(min) => s.head.last < min,
             };
-            // Once the node seen so far cannot go whole, the rest of it (and every later node)
-            // stays whatever it holds: decide on what was seen and stop, instead of walking the
-            // node to its end (`XADD ... MAXLEN ~ 1000` would read a node per call).
-            let settled = match t.strategy {
-                TrimStrategy::MaxLen(max) => len.saturating_sub(seen) < max,
-                TrimStrategy::MinId(min) => id >= min,
-            };
-            if settled {
-                if let Some((_, ids)) = node.take() {
-                    decide(ids, &mut doomed, &mut len);
+            if whole {
+                removed += entries;
+                s.c.len -= entries;
+                upto = Some(s.head.last);
+                if s.c.len == 0 {
+                    s.head = Head::default();
+                    s.first = StreamId::MIN;
+                    break;
                 }
-                stop.set(true);
-                return false;
+                let from = s
+                    .head
+                    .last
+                    .next()
+                    .ok_or_else(|| corrupt("entry past the last ID"))?;
+                let (head, first) = self.stream_head_from(key, s, from, pending)?;
+                s.head = head;
+                s.first = first.ok_or_else(|| corrupt("entries fewer than its length"))?;
+                continue;
             }
-            true
-        };
-        self.stream_entries(key, s, StreamId::MIN, StreamId::MAX, false, |id, v| {
-            Ok(visit(id, entry_node(v)?))
-        })?;
-        if !stop.get() {
-            if let Some(p) = pending {
-                visit(p, s.node);
+            if t.approx {
+                break;
             }
+            // Part of the head node goes, entry by entry; it never empties (it would have gone
+            // whole), so the entry the walk stops at is the new first.
+            let len = s.c.len;
+            let go = |id: StreamId, gone: u64| match t.strategy {
+                TrimStrategy::MaxLen(max) => len - gone > max,
+                TrimStrategy::MinId(min) => id < min,
+            };
+            let mut gone = 0u64;
+            let mut next = None;
+            self.stream_entries(key, s, s.first, s.head.last, false, |id, _| {
+                if !go(id, gone) {
+                    next = Some(id);
+                    return Ok(false);
+                }
+                gone += 1;
+                upto = Some(id);
+                Ok(true)
+            })?;
+            if next.is_none() {
+                next = pending.filter(|&p| p <= s.head.last && !go(p, gone));
+            }
+            let next = next.ok_or_else(|| corrupt("head node shorter than its count"))?;
+            removed += gone;
+            s.c.len -= gone;
+            s.head.count -= gone;
+            s.first = next;
+            break;
         }
-        if !stop.get() {
-            if let Some((_, ids)) = node.take() {
-                decide(ids, &mut doomed, &mut len);
-            }
-        }
-        if doomed.is_empty() {
+        let Some(upto) = upto else {
             return Ok(0);
-        }
-        if doomed.len() >= RANGE_TRIM_MIN {
-            // The doomed entries are the stream's head (and the entry XADD put in this batch,
-            // when it goes too): one range tombstone covers them all.
-            let last = doomed[doomed.len() - 1];
-            let end = last
+        };
+        if removed >= RANGE_TRIM_MIN as u64 {
+            // One range tombstone covers the head (and the entry XADD put in this batch, when
+            // it goes too).
+            let end = upto
                 .next()
                 .map_or_else(|| vec![TAG_ENTRY + 1], |id| entry_sub(id).to_vec());
             batch.delete_range_cf(
@@ -1032,31 +1069,64 @@ impl Db {
                 self.sub_key(key, &s.c, &end),
             );
         } else {
-            for id in &doomed {
-                self.del_sub(batch, key, s, &entry_sub(*id));
+            let mut doomed = Vec::with_capacity(removed as usize);
+            self.stream_entries(key, s, old_first, upto, false, |id, _| {
+                doomed.push(id);
+                Ok(true)
+            })?;
+            doomed.extend(pending.filter(|&p| p <= upto));
+            for id in doomed {
+                self.del_sub(batch, key, s, &entry_sub(id));
             }
-        }
-        let removed = doomed.len() as u64;
-        s.c.len -= removed;
-        if s.c.len == 0 {
-            s.first = StreamId::MIN;
-        } else {
-            let gone_last = doomed[doomed.len() - 1];
-            let mut next = None;
-            if let Some(from) = gone_last.next() {
-                self.stream_entries(key, s, from, StreamId::MAX, false, |id, _| {
-                    next = Some(id);
-                    Ok(false)
-                })?;
-            }
-            s.first = match (next, pending) {
-                (Some(n), Some(p)) => n.min(p),
-                (Some(n), None) => n,
-                (None, Some(p)) => p,
-                (None, None) => StreamId::MIN,
-            };
         }
         Ok(removed)
+    }
+
+    /// The node of the first entry at or after `from`, and that entry's ID (`None` when there
+    /// is none), reading that node's entries and one more (`pending`, an entry in the batch
+    /// being built, counts as the stream's last).
+    fn stream_head_from(
+        &self,
+        key: &[u8],
+        s: &Stream,
+        from: StreamId,
+        pending: Option<StreamId>,
+    ) -> Result<(Head, Option<StreamId>)> {
+        let mut head = Head::default();
+        let mut first = None;
+        let mut ended = true;
+        self.stream_entries(key, s, from, StreamId::MAX, false, |id, v| {
+            let node = entry_node(v)?;
+            if first.is_none() {
+                first = Some(id);
+                head = Head {
+                    node,
+                    count: 1,
+                    last: id,
+                };
+            } else if node == head.node {
+                head.count += 1;
+                head.last = id;
+            } else {
+                ended = false;
+                return Ok(false);
+            }
+            Ok(true)
+        })?;
+        if let Some(p) = pending.filter(|&p| ended && p >= from) {
+            if first.is_none() {
+                first = Some(p);
+                head = Head {
+                    node: s.node,
+                    count: 1,
+                    last: p,
+                };
+            } else if head.node == s.node {
+                head.count += 1;
+                head.last = p;
+            }
+        }
+        Ok((head, first))
     }
 
     /// XTRIM: trims as `t` says; returns how many entries were removed (0 if the key is missing).
@@ -1142,6 +1212,13 @@ impl Db {
             if id == s.first {
                 first_gone = true;
             }
+            if s.head.count > 0 && id == s.head.last {
+                // The head node's last entry: not known any more, read again by the next trim.
+                s.head.count = 0;
+            } else if s.head.count > 0 && id < s.head.last {
+                // One fewer in the head node (0: emptied, read again by the next trim).
+                s.head.count -= 1;
+            }
         }
         if deleted == 0 {
             return Ok(0);
@@ -1149,6 +1226,7 @@ impl Db {
         s.c.len -= deleted;
         if s.c.len == 0 {
             s.first = StreamId::MIN;
+            s.head = Head::default();
         } else if first_gone {
             let mut next = None;
             self.stream_entries(key, &s, s.first, StreamId::MAX, false, |id, _| {
@@ -2291,6 +2369,232 @@ mod tests {
         assert_eq!(db.xtrim(b"s", minid)?, 9);
         assert_eq!(db.xtrim(b"s", minid)?, 0);
         assert_eq!(db.xlen(b"s")?, 111);
+        Ok(())
+    }
+
+    /// The head node kept in the metadata, and the one read from the entries.
+    fn head_kept_and_read(db: &Db, key: &[u8]) -> Result<(Head, Head)> {
+        let s = db.stream_load(key)?.ok_or(Error::NoSuchKey)?;
+        let (read, _) = db.stream_head_from(key, &s, s.first, None)?;
+        Ok((s.head, read))
+    }
+
+    /// A stream as Redis's `streamTrim` sees it: (ID's ms, node) in ID order.
+    struct Model {
+        entries: Vec<(u64, u64)>,
+        node: u64,
+        fill: u64,
+    }
+
+    impl Model {
+        fn add(&mut self, ms: u64, node_max: u64) {
+            if self.entries.is_empty() || self.fill >= node_max {
+                self.node += 1;
+                self.fill = 0;
+            }
+            self.fill += 1;
+            self.entries.push((ms, self.node));
+        }
+
+        fn trim(&mut self, t: Trim) -> u64 {
+            let mut deleted = 0;
+            loop {
+                let len = self.entries.len() as u64;
+                if len == 0 || matches!(t.strategy, TrimStrategy::MaxLen(max) if len <= max) {
+                    break;
+                }
+                let node = self.entries[0].1;
+                let n = self.entries.iter().take_while(|e| e.1 == node).count();
+                if t.limit != 0 && deleted + n as u64 > t.limit {
+                    break;
+                }
+                let whole = match t.strategy {
+                    TrimStrategy::MaxLen(max) => len - n as u64 >= max,
+                    TrimStrategy::MinId(min) => id(self.entries[n - 1].0, 0) < min,
+                };
+                if whole {
+                    self.entries.drain(..n);
+                    deleted += n as u64;
+                    continue;
+                }
+                if !t.approx {
+                    while let Some(&(ms, _)) = self.entries.first() {
+                        let go = match t.strategy {
+                            TrimStrategy::MaxLen(max) => self.entries.len() as u64 > max,
+                            TrimStrategy::MinId(min) => id(ms, 0) < min,
+                        };
+                        if !go {
+                            break;
+                        }
+                        self.entries.remove(0);
+                        deleted += 1;
+                    }
+                }
+                break;
+            }
+            deleted
+        }
+    }
+
+    #[test]
+    fn trims_decide_from_the_head_node_in_the_metadata_as_redis_decides_from_its_nodes(
+    ) -> Result<()> {
+        let (_d, db) = db();
+        let node_max = 7;
+        db.set_stream_node_max_entries(node_max);
+        let mut model = Model {
+            entries: Vec::new(),
+            node: 0,
+            fill: 0,
+        };
+        // A fixed pseudo-random sequence (no time, no seed from outside).
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut ms = 0;
+        for step in 0..3000 {
+            let len = model.entries.len() as u64;
+            let first = model.entries.first().map_or(0, |e| e.0);
+            let strategy = if next(3) == 0 {
+                TrimStrategy::MinId(id(first + next(len + 5), 0))
+            } else {
+                TrimStrategy::MaxLen(next(40))
+            };
+            let approx = next(2) == 0;
+            let trim = Trim {
+                strategy,
+                approx,
+                limit: if approx && next(3) == 0 { next(30) } else { 0 },
+            };
+            match next(10) {
+                0..=5 => {
+                    ms += 1;
+                    let t = (next(3) != 0).then_some(trim);
+                    let added = db.xadd(b"s", AddId::Exact(id(ms, 0)), &[b"f", b"v"], false, t)?;
+                    model.add(ms, node_max);
+                    let want = t.map_or(0, |t| model.trim(t));
+                    assert_eq!(
+                        added.map(|a| a.trimmed),
+                        Some(want),
+                        "step {step}: XADD {t:?}"
+                    );
+                }
+                6 | 7 if len > 0 => {
+                    // XDEL of the first entry or of one at random.
+                    let at = if next(2) == 0 { 0 } else { next(len) as usize };
+                    let (gone, _) = model.entries.remove(at);
+                    assert_eq!(db.xdel(b"s", &[id(gone, 0)])?, 1, "step {step}");
+                }
+                _ => {
+                    let want = model.trim(trim);
+                    assert_eq!(db.xtrim(b"s", trim)?, want, "step {step}: XTRIM {trim:?}");
+                }
+            }
+            let got: Vec<u64> = db
+                .xrange(b"s", StreamId::MIN, StreamId::MAX, None, false)?
+                .iter()
+                .map(|e| e.id.ms)
+                .collect();
+            let want: Vec<u64> = model.entries.iter().map(|e| e.0).collect();
+            assert_eq!(got, want, "step {step}");
+            let (kept, read) = head_kept_and_read(&db, b"s")?;
+            if kept.count > 0 {
+                assert_eq!(kept, read, "step {step}");
+            }
+            let s = db.stream_load(b"s")?.ok_or(Error::NoSuchKey)?;
+            assert_eq!(
+                s.first,
+                id(want.first().copied().unwrap_or(0), 0),
+                "step {step}"
+            );
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_stream_record_without_the_head_node_fields_still_trims_by_whole_nodes() -> Result<()> {
+        let (_d, db) = db();
+        for i in 1..=250 {
+            db.xadd(b"s", AddId::Exact(id(i, 0)), &[b"f", b"v"], false, None)?;
+        }
+        // The record as Strata wrote it before the head node's fields: 80 bytes after
+        // `[version][len]`.
+        let s = db.stream_load(b"s")?.ok_or(Error::NoSuchKey)?;
+        let record = s.record();
+        let mut batch = crate::storage::new_batch();
+        db.put_meta_record(&mut batch, b"s", &record[..record.len() - 32]);
+        db.write(batch)?;
+        let old = db.stream_load(b"s")?.ok_or(Error::NoSuchKey)?;
+        assert_eq!(old.head, Head::default());
+        assert_eq!(db.xlen(b"s")?, 250);
+        let approx = |max| Trim {
+            strategy: TrimStrategy::MaxLen(max),
+            approx: true,
+            limit: 0,
+        };
+        let added = db.xadd(
+            b"s",
+            AddId::Exact(id(251, 0)),
+            &[b"f", b"v"],
+            false,
+            Some(approx(120)),
+        )?;
+        assert_eq!(added.map(|a| a.trimmed), Some(100));
+        let new = db.stream_load(b"s")?.ok_or(Error::NoSuchKey)?;
+        let expected = Head {
+            node: 2,
+            count: 100,
+            last: id(200, 0),
+        };
+        assert_eq!(new.head, expected);
+        assert_eq!(new.first, id(101, 0));
+        assert_eq!(db.xtrim(b"s", approx(20))?, 100);
+        assert_eq!(db.xlen(b"s")?, 51);
+        Ok(())
+    }
+
+    #[test]
+    fn the_head_node_in_the_metadata_survives_a_restart() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| Error::Io(e.to_string()))?;
+        {
+            let db = Db::open(dir.path())?;
+            for i in 1..=250 {
+                db.xadd(b"s", AddId::Exact(id(i, 0)), &[b"f", b"v"], false, None)?;
+            }
+            db.shutdown();
+        }
+        let db = Db::open(dir.path())?;
+        let (kept, read) = head_kept_and_read(&db, b"s")?;
+        let expected = Head {
+            node: 1,
+            count: 100,
+            last: id(100, 0),
+        };
+        assert_eq!((kept, read), (expected, expected));
+        let approx = Trim {
+            strategy: TrimStrategy::MaxLen(120),
+            approx: true,
+            limit: 0,
+        };
+        assert_eq!(db.xtrim(b"s", approx)?, 100);
+        db.shutdown();
+        drop(db);
+        let db = Db::open(dir.path())?;
+        let (kept, _) = head_kept_and_read(&db, b"s")?;
+        assert_eq!(
+            kept,
+            Head {
+                node: 2,
+                count: 100,
+                last: id(200, 0)
+            }
+        );
+        assert_eq!(db.xtrim(b"s", approx)?, 0);
+        assert_eq!(db.xlen(b"s")?, 150);
         Ok(())
     }
 

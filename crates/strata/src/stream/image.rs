@@ -182,6 +182,12 @@ impl StreamBuilder<'_> {
             &entry_sub(id),
             &encode_entry(s.node, &refs),
         );
+        let head = &mut self.s.head;
+        if head.count == 0 || head.node == self.s.node {
+            head.node = self.s.node;
+            head.count += 1;
+            head.last = id;
+        }
         self.last_entry = Some(id);
         self.entries += 1;
         Ok(())
@@ -234,6 +240,7 @@ impl StreamBuilder<'_> {
         self.s.node_fill = if self.entries == 0 { 0 } else { self.fill };
         if self.entries == 0 {
             self.s.node = 0;
+            self.s.head = super::Head::default();
         }
         let mut names = HashSet::new();
         for g in &image.groups {

@@ -538,29 +538,12 @@ mod tests {
     use rocksdb::WriteBatch;
 
     use super::{decode_batch, BatchOp, Pending};
-    use crate::storage::{
-        Compression, IterOptions, Storage, StorageOptions, SyncPolicy, CF_DATA, CF_META,
-    };
+    use crate::storage::{IterOptions, Storage, CF_DATA, CF_META};
 
     type R = std::result::Result<(), Box<dyn std::error::Error>>;
 
     fn open(dir: &std::path::Path) -> crate::error::Result<Storage> {
-        let opts = StorageOptions {
-            block_cache_size: 8 << 20,
-            write_buffer_size: 4 << 20,
-            compression: Compression::None,
-            sync: SyncPolicy::No,
-            batch_wal_writes: false,
-            read_only: false,
-            create_if_missing: true,
-            min_free_disk: 0,
-            wal_ttl_seconds: 0,
-            wal_size_limit_mb: 0,
-            hot_cache_size: 1 << 20,
-            write_back: None,
-            tuning: Default::default(),
-        };
-        Storage::open(dir, &opts)
+        Storage::open(dir, &crate::storage::test_options())
     }
 
     /// xorshift64*: deterministic test randomness.

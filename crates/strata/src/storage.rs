@@ -1568,9 +1568,30 @@ fn orphan_decision(handle: &OnceLock<Weak<DB>>, key: &[u8]) -> Decision {
     decision
 }
 
+/// Small storage options for unit tests: 8 MB block cache, 4 MB write buffers, 1 MB hot cache,
+/// no compression, no syncs, no write-back tier.
+#[cfg(test)]
+pub(crate) fn test_options() -> StorageOptions {
+    StorageOptions {
+        block_cache_size: 8 << 20,
+        write_buffer_size: 4 << 20,
+        compression: Compression::None,
+        sync: SyncPolicy::No,
+        batch_wal_writes: false,
+        read_only: false,
+        create_if_missing: true,
+        min_free_disk: 0,
+        wal_ttl_seconds: 0,
+        wal_size_limit_mb: 0,
+        hot_cache_size: 1 << 20,
+        write_back: None,
+        tuning: Default::default(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{new_batch, Compression, Storage, StorageOptions, SyncPolicy, CF_DATA, CF_META};
+    use super::{new_batch, test_options, Storage, StorageOptions, CF_DATA, CF_META};
 
     type R = std::result::Result<(), Box<dyn std::error::Error>>;
 
@@ -1588,19 +1609,8 @@ mod tests {
     fn with_the_tier_reads_see_the_layers_over_the_cache_and_checkpoints_refill_it() -> R {
         let dir = tempfile::tempdir()?;
         let opts = StorageOptions {
-            block_cache_size: 8 << 20,
-            write_buffer_size: 4 << 20,
-            compression: Compression::None,
-            sync: SyncPolicy::No,
-            batch_wal_writes: false,
-            read_only: false,
-            create_if_missing: true,
-            min_free_disk: 0,
-            wal_ttl_seconds: 0,
-            wal_size_limit_mb: 0,
-            hot_cache_size: 1 << 20,
             write_back: Some(1 << 20),
-            tuning: Default::default(),
+            ..test_options()
         };
         let s = Storage::open(dir.path(), &opts)?;
         let put = |cf: &str, k: &[u8], v: &[u8]| {

@@ -22,6 +22,9 @@ pub fn free_port() -> std::io::Result<u16> {
     Ok(l.local_addr()?.port())
 }
 
+/// What [`Server::start_on`] says when another process's server answers on its port.
+const ANOTHER_SERVER: &str = "answered by another server";
+
 /// A running server, killed when dropped.
 pub struct Server {
     child: Option<Child>,
@@ -33,9 +36,17 @@ pub struct Server {
 impl Server {
     /// Starts a server on a free port with data in `root/data`, its log in `root/server-<port>.log`,
     /// and the extra `--directive value` args.
+    /// Another test's server may take the port between [`free_port`] and this server's bind;
+    /// then a new port is tried.
     pub fn start(root: &Path, extra: &[&str]) -> Result<Server, Box<dyn std::error::Error>> {
-        let port = free_port()?;
-        Server::start_on(root, port, extra)
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match Server::start_on(root, free_port()?, extra) {
+                Err(e) if attempt < 3 && e.to_string().contains(ANOTHER_SERVER) => continue,
+                started => return started,
+            }
+        }
     }
 
     /// Starts a server on `port`.
@@ -74,12 +85,44 @@ impl Server {
                     );
                 }
             }
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return Ok(());
+            if let Ok(s) = TcpStream::connect(("127.0.0.1", self.port)) {
+                return self.check_ours(s);
             }
             std::thread::sleep(Duration::from_millis(20));
         }
         Err(format!("server did not start: {}", self.log_text()).into())
+    }
+
+    /// Checks that the server answering on the port is this one (INFO's `process_id`): a test
+    /// that talked to another test's server failed with a connection that server reset. A server
+    /// that refuses INFO (a password is required) is taken as this one.
+    fn check_ours(&self, mut s: TcpStream) -> Result<(), Box<dyn std::error::Error>> {
+        let pid = self.child.as_ref().map(|c| c.id()).ok_or("no child")?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        s.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")?;
+        let mut reply = Vec::new();
+        let mut chunk = [0u8; 4096];
+        // A bulk string: `$<len>\r\n`, then the text and `\r\n`; or an error line.
+        loop {
+            let n = s.read(&mut chunk)?;
+            if n == 0 {
+                return Err(format!("port {}: closed while answering INFO", self.port).into());
+            }
+            reply.extend_from_slice(&chunk[..n]);
+            if reply.first() == Some(&b'-') && reply.ends_with(b"\r\n") {
+                return Ok(());
+            }
+            let text = String::from_utf8_lossy(&reply);
+            if let Some((head, body)) = text.split_once("\r\n") {
+                let len: usize = head.trim_start_matches('$').parse()?;
+                if body.len() >= len + 2 {
+                    return match body.contains(&format!("process_id:{pid}\r\n")) {
+                        true => Ok(()),
+                        false => Err(format!("port {}: {ANOTHER_SERVER}", self.port).into()),
+                    };
+                }
+            }
+        }
     }
 
     /// What the server logged so far.

@@ -187,4 +187,25 @@ mod tests {
         assert_eq!(h.log_buckets(), vec![(1, 35), (2, 45), (66, 46)]);
         assert!(Histogram::default().log_buckets().is_empty());
     }
+
+    #[test]
+    fn slow_commands_get_the_bucket_labels_redis_prints() {
+        // Read from Redis 7.0.15: `DEBUG SLEEP` for these many µs, then LATENCY HISTOGRAM debug.
+        let redis = [
+            (200, 264),
+            (300, 528),
+            (600, 1056),
+            (1200, 2113),
+            (2500, 4227),
+            (5000, 8454),
+            (9000, 16908),
+            (20000, 33816),
+        ];
+        for (slept_us, label) in redis {
+            let mut h = Histogram::default();
+            // A sleep takes a little longer than asked, as the one Redis measured did.
+            h.record(slept_us * 1000 + 20_000);
+            assert_eq!(h.log_buckets(), vec![(label, 1)], "{slept_us} µs");
+        }
+    }
 }

@@ -24,7 +24,7 @@ use crate::keys;
 use crate::layer::{Lookup, Source, Stack};
 use crate::meta;
 use crate::pending::{self, BatchOp, IterBounds, Pending, StorageIter};
-use crate::tier::{Families, Found, Tier, OFFSET_KEY};
+use crate::tier::{Families, Found, Tier, TierView, OFFSET_KEY};
 
 /// Column family holding one metadata record per user key.
 pub const CF_META: &str = "meta";
@@ -237,6 +237,9 @@ pub struct Storage {
     /// Per physical database: a count of the committed writes that changed its `meta` records
     /// (see [`Storage::meta_generation`]).
     meta_generations: Box<[AtomicU64]>,
+    /// Tests: microseconds a multi-key read waits between two keys (a writer's window).
+    #[cfg(test)]
+    read_pause_us: AtomicU64,
 }
 
 /// The physical databases a write batch changes the `meta` records of (a 256-bit set).
@@ -510,6 +513,8 @@ impl Storage {
             checkpointer: parking_lot::Mutex::new(None),
             families,
             meta_generations: (0..256).map(|_| AtomicU64::new(0)).collect(),
+            #[cfg(test)]
+            read_pause_us: AtomicU64::new(0),
         };
         storage.check_disk();
         storage.check_format(path, writable)?;
@@ -1200,14 +1205,15 @@ impl Storage {
         keys: &[Vec<u8>],
     ) -> Result<(Vec<Option<Vec<u8>>>, usize)> {
         let mut out: Vec<Option<Vec<u8>>> = vec![None; keys.len()];
-        let misses = self.read_known(cf, keys, |i, v| out[i] = v.map(<[u8]>::to_vec));
+        let (misses, moment) = self.read_known(cf, keys, |i, v| out[i] = v.map(<[u8]>::to_vec));
         if misses.is_empty() {
             return Ok((out, 0));
         }
         let handle = self.cf(cf);
-        let found = self
-            .db
-            .multi_get_cf(misses.iter().map(|&i| (handle, &keys[i])));
+        let found = self.db.multi_get_cf_opt(
+            misses.iter().map(|&i| (handle, &keys[i])),
+            &moment.read_options(),
+        );
         for (&i, r) in misses.iter().zip(found) {
             out[i] = r?;
         }
@@ -1288,62 +1294,78 @@ impl Storage {
     /// Whether each of `keys` has a record in family `cf` (looked up as [`Storage::multi_get`]).
     pub(crate) fn multi_exists(&self, cf: &str, keys: &[Vec<u8>]) -> Result<Vec<bool>> {
         let mut out = vec![false; keys.len()];
-        let misses = self.read_known(cf, keys, |i, v| out[i] = v.is_some());
+        let (misses, moment) = self.read_known(cf, keys, |i, v| out[i] = v.is_some());
         if misses.is_empty() {
             return Ok(out);
         }
         let wanted: Vec<&Vec<u8>> = misses.iter().map(|&i| &keys[i]).collect();
-        let found = self.db.batched_multi_get_cf(self.cf(cf), wanted, false);
+        let found =
+            self.db
+                .batched_multi_get_cf_opt(self.cf(cf), wanted, false, &moment.read_options());
         for (&i, r) in misses.iter().zip(found) {
             out[i] = r?.is_some();
         }
         Ok(out)
     }
 
-    /// Calls `known(i, record)` for each of `keys` that this thread's open scope or the
-    /// hot-record cache answers; returns the indexes of the others, which only RocksDB knows.
+    /// Calls `known(i, record)` for each of `keys` that this thread's open scope, the tier's
+    /// layers or the hot-record cache answers; returns the indexes of the others, which only
+    /// RocksDB knows, and the moment to read them at. All of it is one moment's state: the
+    /// tier's layers are held still while they and the cache are read ([`Tier::with_view`]),
+    /// and the rest is read from a RocksDB snapshot taken before they are let go (a checkpoint
+    /// could write newer records there afterwards). So a multi-key read (MGET, EXISTS, a
+    /// hash's HMGET) sees another client's transaction whole or not at all, also on a replica
+    /// applying its leader's log, whose writer takes no key locks.
     fn read_known(
         &self,
         cf: &str,
         keys: &[Vec<u8>],
         mut known: impl FnMut(usize, Option<&[u8]>),
-    ) -> Vec<usize> {
+    ) -> (Vec<usize>, Moment<'_>) {
         let id = self.cf_id(cf);
         let pending = self.pending();
         let pending = pending.as_ref().map(|p| p.borrow());
         let hot = self.hot(id);
-        let mut misses = Vec::new();
-        for (i, k) in keys.iter().enumerate() {
-            if let Some(p) = &pending {
-                match p.lookup(id, k) {
-                    Lookup::Value(v) => {
-                        known(i, Some(v));
-                        continue;
+        let mut walk = |view: Option<&TierView<'_>>| {
+            let mut misses = Vec::new();
+            for (i, k) in keys.iter().enumerate() {
+                #[cfg(test)]
+                if i > 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(
+                        self.read_pause_us.load(Ordering::Relaxed),
+                    ));
+                }
+                let mut found = pending
+                    .as_ref()
+                    .map_or(Lookup::Untouched, |p| p.lookup(id, k));
+                if let (Lookup::Untouched, Some(view)) = (&found, view) {
+                    found = view.lookup(id, k);
+                }
+                match found {
+                    Lookup::Value(v) => known(i, Some(v)),
+                    Lookup::Deleted => known(i, None),
+                    // The tier's layers before the hot-record cache (`hot.rs`).
+                    Lookup::Untouched => {
+                        if hot.and_then(|c| c.with(k, |v| known(i, Some(v)))).is_none() {
+                            misses.push(i);
+                        }
                     }
-                    Lookup::Deleted => {
-                        known(i, None);
-                        continue;
-                    }
-                    Lookup::Untouched => {}
                 }
             }
-            // The tier's layers before the hot-record cache (`hot.rs`).
-            if let Some(t) = &self.tier {
-                match t.lookup(id, k, |v| known(i, Some(v))) {
-                    Found::Value(()) => continue,
-                    Found::Deleted => {
-                        known(i, None);
-                        continue;
-                    }
-                    Found::Untouched => {}
-                }
-            }
-            if hot.and_then(|c| c.with(k, |v| known(i, Some(v)))).is_some() {
-                continue;
-            }
-            misses.push(i);
+            misses
+        };
+        match &self.tier {
+            Some(t) if keys.len() > 1 => t.with_view(|view| {
+                let misses = walk(Some(view));
+                let moment = match misses.is_empty() {
+                    true => Moment(None),
+                    false => Moment(Some(self.db.snapshot())),
+                };
+                (misses, moment)
+            }),
+            Some(t) => t.with_view(|view| (walk(Some(view)), Moment(None))),
+            None => (walk(None), Moment(None)),
         }
-        misses
     }
 
     /// An iterator over family `cf` within `opts`' bounds, as this thread sees it (merged with
@@ -1589,9 +1611,24 @@ pub(crate) fn test_options() -> StorageOptions {
     }
 }
 
+/// The moment a multi-key read reads RocksDB at ([`Storage::read_known`]): a snapshot, or now.
+struct Moment<'a>(Option<rocksdb::SnapshotWithThreadMode<'a, DB>>);
+
+impl Moment<'_> {
+    fn read_options(&self) -> ReadOptions {
+        let mut ro = ReadOptions::default();
+        if let Some(snapshot) = &self.0 {
+            ro.set_snapshot(snapshot);
+        }
+        ro
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{new_batch, test_options, Storage, StorageOptions, CF_DATA, CF_META};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
 
     type R = std::result::Result<(), Box<dyn std::error::Error>>;
 
@@ -1605,6 +1642,53 @@ mod tests {
     /// never see a cached record older than the layer's, and after a checkpoint the cache holds
     /// what the layer held: puts cached, deletes and deleted ranges forgotten, cold puts (stream
     /// entries) left out.
+    #[test]
+    fn a_multi_key_read_sees_a_write_batch_whole_while_writes_and_checkpoints_go_on() -> R {
+        let dir = tempfile::tempdir()?;
+        let opts = StorageOptions {
+            write_back: Some(1 << 20),
+            ..test_options()
+        };
+        let s = Arc::new(Storage::open(dir.path(), &opts)?);
+        // Each read waits between its keys: without one moment's view, a write lands between.
+        s.read_pause_us.store(200, Ordering::Relaxed);
+        let keys = [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()];
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (s, stop) = (s.clone(), stop.clone());
+            std::thread::spawn(move || -> crate::error::Result<u64> {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    let mut b = new_batch();
+                    for k in [&b"a"[..], b"b", b"c"] {
+                        b.put_cf(s.cf(CF_META), k, n.to_string());
+                    }
+                    s.write(b)?;
+                    // Records move from the layers to the hot-record cache and RocksDB.
+                    if n % 50 == 0 {
+                        s.checkpoint_tier()?;
+                    }
+                }
+                Ok(n)
+            })
+        };
+        let mut reads = 0;
+        while reads < 2000 {
+            let got = s.multi_get(CF_META, &keys)?;
+            assert!(got.iter().all(|v| *v == got[0]), "read {reads}: {got:?}");
+            assert_eq!(s.multi_exists(CF_META, &keys)?.len(), 3);
+            reads += 1;
+        }
+        stop.store(true, Ordering::Relaxed);
+        let written = writer.join().map_err(|_| "writer panicked")??;
+        assert!(
+            written > 100,
+            "the writer ran alongside ({written} batches)"
+        );
+        Ok(())
+    }
+
     #[test]
     fn with_the_tier_reads_see_the_layers_over_the_cache_and_checkpoints_refill_it() -> R {
         let dir = tempfile::tempdir()?;

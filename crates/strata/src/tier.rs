@@ -300,22 +300,26 @@ impl Tier {
 
     /// What the tier holds at `key` of family `cf`, `f` seeing the value.
     pub(crate) fn lookup<T>(&self, cf: u32, key: &[u8], f: impl FnOnce(&[u8]) -> T) -> Found<T> {
+        self.with_view(|view| match view.lookup(cf, key) {
+            Lookup::Value(v) => Found::Value(f(v)),
+            Lookup::Deleted => Found::Deleted,
+            Lookup::Untouched => Found::Untouched,
+        })
+    }
+
+    /// Runs `f` with a view of the layers that stays still while `f` runs: no write lands in
+    /// them and no checkpoint swaps or retires one, so what `f` reads from the view, and from
+    /// the hot-record cache and RocksDB for keys the view does not name, is one moment's state
+    /// (a multi-key read sees a transaction whole or not at all). Writers wait for `f`, which
+    /// must be short and must not touch the tier.
+    pub(crate) fn with_view<T>(&self, f: impl FnOnce(&TierView<'_>) -> T) -> T {
         let layers = self.layers.read();
-        let mut f = Some(f);
-        let tiers = std::iter::once(&layers.active).chain(layers.frozen.as_ref());
-        for layer in tiers {
-            match layer.read().lookup(cf, key) {
-                Lookup::Value(v) => {
-                    return match f.take() {
-                        Some(f) => Found::Value(f(v)),
-                        None => Found::Deleted,
-                    }
-                }
-                Lookup::Deleted => return Found::Deleted,
-                Lookup::Untouched => {}
-            }
-        }
-        Found::Untouched
+        let active = layers.active.read();
+        let frozen = layers.frozen.as_ref().map(|l| l.read());
+        f(&TierView {
+            active: &active,
+            frozen: frozen.as_deref(),
+        })
     }
 
     /// Adds the tier's layers (newest first) to `stack`.
@@ -524,6 +528,25 @@ pub(crate) enum Found<T> {
     Value(T),
     Deleted,
     Untouched,
+}
+
+/// The layers as [`Tier::with_view`] holds them still.
+pub(crate) struct TierView<'a> {
+    active: &'a Layer,
+    frozen: Option<&'a Layer>,
+}
+
+impl TierView<'_> {
+    /// What the layers hold at `key` of family `cf`, the newest first.
+    pub(crate) fn lookup(&self, cf: u32, key: &[u8]) -> Lookup<'_> {
+        for layer in std::iter::once(self.active).chain(self.frozen) {
+            match layer.lookup(cf, key) {
+                Lookup::Untouched => {}
+                found => return found,
+            }
+        }
+        Lookup::Untouched
+    }
 }
 
 /// Writes `layer` to RocksDB with its log off, and `offset` (the offset of the layer's last

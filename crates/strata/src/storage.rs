@@ -1666,7 +1666,7 @@ mod tests {
                     }
                     s.write(b)?;
                     // Records move from the layers to the hot-record cache and RocksDB.
-                    if n % 50 == 0 {
+                    if n.is_multiple_of(50) {
                         s.checkpoint_tier()?;
                     }
                 }

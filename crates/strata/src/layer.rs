@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use foldhash::HashMap;
 use std::ops::Bound;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -166,15 +167,16 @@ impl Points {
         }
     }
 
-    /// Copies into `run` the puts from `start` in the walk's direction, in that order, up to
-    /// `max` of them or about `max_bytes` (at least one), stopping at the first key `stop`
-    /// rejects; returns whether nothing the walk may read follows them (the layer holds no
-    /// further put, or `stop` ended the run). One search of the key order, one hash lookup per
-    /// key passed; deletes are passed over.
+    /// Copies into `run` the puts from `start` in the walk's direction that `ok` accepts, in
+    /// that order, up to `max` of them or about [`RUN_BYTES`] (at least one), stopping at the
+    /// first key `stop` rejects; returns whether nothing the walk may read follows them (the
+    /// layer holds no further such put, or `stop` ended the run). One search of the key order,
+    /// one hash lookup per key passed; deletes are passed over.
     fn take_run(
         &self,
         start: Bound<&[u8]>,
         forward: bool,
+        ok: &dyn Fn(&[u8]) -> bool,
         stop: &dyn Fn(&[u8]) -> bool,
         max: usize,
         run: &mut Run,
@@ -184,6 +186,9 @@ impl Points {
         let mut take = |k: &Arc<[u8]>| -> Option<bool> {
             if stop(k) {
                 return Some(true);
+            }
+            if !ok(k) {
+                return None;
             }
             let v = self.map.get(k).and_then(|p| p.value.as_deref())?;
             if run.entries.len() >= max || (!run.entries.is_empty() && run.bytes.len() >= RUN_BYTES)
@@ -228,9 +233,11 @@ pub(crate) struct Family {
     /// ranges are merged, so a lookup is one search however many ranges a layer deletes. Point
     /// writes made after a range deletion are in `points` (those made before it are dropped).
     pub(crate) ranges: BTreeMap<Vec<u8>, Vec<u8>>,
-    /// Bumped by every write to the family (and by [`Layer::clear`]): a walk's [`Cursor`]
-    /// holds the puts it copied out only while this stays what it was when it copied them.
-    changes: u64,
+    /// Bumped by every write to the family (and by [`Layer::clear`]), before the write
+    /// changes anything: a walk's [`Cursor`] serves the puts it copied out only while this
+    /// stays what it was when it copied them. Shared, so that the cursor reads it without the
+    /// layer's lock; only writers, holding the layer mutably, change it.
+    changes: Arc<AtomicU64>,
 }
 
 impl Family {
@@ -239,7 +246,8 @@ impl Family {
     }
 
     fn changed(&mut self) {
-        self.changes = self.changes.wrapping_add(1);
+        let n = self.changes.load(Ordering::Relaxed);
+        self.changes.store(n.wrapping_add(1), Ordering::Release);
     }
 
     /// The deleted range holding `key`, as `(from, to)`.
@@ -443,24 +451,28 @@ impl Layer {
         }
     }
 
-    /// The change count of family `cf` ([`Family::changes`]; 0 while the layer has none).
-    fn changes(&self, cf: u32) -> u64 {
-        self.families.get(cf).map_or(0, |f| f.changes)
+    /// The change count of family `cf` ([`Family::changes`]) and its value now (`None` while
+    /// the layer has no such family).
+    fn changes(&self, cf: u32) -> Option<(Arc<AtomicU64>, u64)> {
+        let f = self.families.get(cf)?;
+        Some((f.changes.clone(), f.changes.load(Ordering::Acquire)))
     }
 
     /// Copies into `run` the puts of family `cf` from `start` in the walk's direction
     /// ([`Points::take_run`]); returns whether nothing the walk may read follows them.
+    #[allow(clippy::too_many_arguments)]
     fn take_run(
         &self,
         cf: u32,
         start: Bound<&[u8]>,
         forward: bool,
+        ok: &dyn Fn(&[u8]) -> bool,
         stop: &dyn Fn(&[u8]) -> bool,
         max: usize,
         run: &mut Run,
     ) -> bool {
         match self.families.get(cf) {
-            Some(f) => f.points.take_run(start, forward, stop, max, run),
+            Some(f) => f.points.take_run(start, forward, ok, stop, max, run),
             None => true,
         }
     }
@@ -621,9 +633,9 @@ impl Stack {
 const RUN_BYTES: usize = 64 << 10;
 /// Puts a cursor copies in its first run after a seek; each further run (the walk went past the
 /// last) takes `RUN_GROWTH` times as many, up to `RUN_MAX`.
-const RUN_FIRST: usize = 4;
-const RUN_GROWTH: usize = 4;
-const RUN_MAX: usize = 256;
+const RUN_FIRST: usize = 16;
+const RUN_GROWTH: usize = 8;
+const RUN_MAX: usize = 512;
 
 /// Puts copied out of a layer, in a walk's direction: keys and values back to back in one
 /// buffer, reused from run to run.
@@ -689,21 +701,25 @@ fn within(inner: Bound<&[u8]>, outer: Bound<&[u8]>, forward: bool) -> bool {
 }
 
 /// A walk's place in one layer of its stack: a run of the layer's puts from where the walk
-/// stands, in its direction, copied out with one search of the layer's key order, and served
-/// step by step from there while the family's change count ([`Family::changes`]) is the one
-/// it was copied at. Any write to the family since (another thread's to the tier's active
-/// layer, the thread's own to its scope) makes the next step copy a fresh run from where it
-/// stands, so every step reads what a search of the live layer would (today's semantics: the
-/// layers are read live at each step); a layer nobody writes (a frozen one, a scope while its
-/// thread walks) is searched once per run instead of once per step.
+/// stands, in its direction and within its bounds, copied out with one search of the layer's
+/// key order, and served step by step from there while the family's change count
+/// ([`Family::changes`]) is the one it was copied at (read without the layer's lock). Any
+/// write to the family since (another thread's to the tier's active layer, the thread's own
+/// to its scope) makes the next step copy a fresh run from where it stands, so every step
+/// reads what a search of the live layer would (the layers are read live at each step); a
+/// layer nobody writes while the walk goes on (a frozen one, a scope while its thread walks,
+/// the active one between writes) is searched and locked once per run instead of once per
+/// step.
 struct Cursor {
     run: Run,
     /// Whether `run` holds a run (not before the first step, nor after a seek).
     taken: bool,
-    /// The family's change count when `run` was copied.
+    /// The family's change count, and its value when `run` was copied.
+    counter: Option<Arc<AtomicU64>>,
     changes: u64,
     forward: bool,
-    /// Where the run starts: it holds every put this bound admits, up to its last one.
+    /// Where the run starts: it holds every put this bound admits (that the walk's `ok`
+    /// accepts, before its `stop`), up to its last one.
     from: Bound<Vec<u8>>,
     /// Whether nothing the walk may read follows the run's last put.
     complete: bool,
@@ -718,6 +734,7 @@ impl Default for Cursor {
         Cursor {
             run: Run::default(),
             taken: false,
+            counter: None,
             changes: 0,
             forward: true,
             from: Bound::Unbounded,
@@ -735,10 +752,9 @@ impl Cursor {
         self.want = RUN_FIRST;
     }
 
-    /// Whether the run answers a search from `start` of a layer at `changes`.
-    fn answers(&self, start: Bound<&[u8]>, forward: bool, changes: u64) -> bool {
+    /// Whether the run holds what a search from `start` needs, as of when it was copied.
+    fn covers(&self, start: Bound<&[u8]>, forward: bool) -> bool {
         self.taken
-            && self.changes == changes
             && self.forward == forward
             && within(start, borrowed(&self.from), forward)
             && (self.complete
@@ -749,23 +765,38 @@ impl Cursor {
                     .is_some_and(|last| admits(start, self.run.key(last), forward)))
     }
 
-    /// Copies a run of `layer`'s puts from `start`.
+    /// Whether no write reached the family since the run was copied.
+    fn current(&self) -> bool {
+        self.counter
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Acquire) == self.changes)
+    }
+
+    /// Copies a run of the layer's puts from `start`.
     #[allow(clippy::too_many_arguments)]
     fn take(
         &mut self,
-        layer: &Layer,
+        source: &Source,
         cf: u32,
         start: Bound<&[u8]>,
         forward: bool,
+        ok: &dyn Fn(&[u8]) -> bool,
         stop: &dyn Fn(&[u8]) -> bool,
-        changes: u64,
         want: usize,
     ) {
         self.from = owned(start);
         self.run.clear();
-        self.complete = layer.take_run(cf, start, forward, stop, want, &mut self.run);
+        let (counter, complete) = source.with(|l| {
+            let counter = l.changes(cf);
+            let complete = l.take_run(cf, start, forward, ok, stop, want, &mut self.run);
+            (counter, complete)
+        });
+        (self.counter, self.changes) = match counter {
+            Some((c, n)) => (Some(c), n),
+            None => (None, 0),
+        };
+        self.complete = complete;
         self.taken = true;
-        self.changes = changes;
         self.forward = forward;
         self.at = 0;
     }
@@ -793,46 +824,40 @@ impl Cursor {
         lo
     }
 
-    /// The layer's first put from `start` in the walk's direction that `ok` accepts, stopping
-    /// at the first key `beyond` rejects: the entry of the run holding it. `stop` (the walk's
-    /// own end, which `beyond` includes) ends the runs copied; it must be the same from one
-    /// seek to the next.
+    /// The layer's first put from `start` in the walk's direction that `ok` accepts, before
+    /// the first key `stop` rejects and before `best` (a put of another layer the walk
+    /// already found): the entry of the run holding it. `ok` and `stop` (the walk's bounds and
+    /// its end in this direction) filter and end the runs copied, so they must be the same
+    /// from one seek to the next.
     #[allow(clippy::too_many_arguments)]
     fn find(
         &mut self,
-        layer: &Layer,
+        source: &Source,
         cf: u32,
         start: Bound<&[u8]>,
         forward: bool,
         ok: &dyn Fn(&[u8]) -> bool,
         stop: &dyn Fn(&[u8]) -> bool,
-        beyond: &dyn Fn(&[u8]) -> bool,
+        best: Option<&[u8]>,
     ) -> Option<usize> {
-        let changes = layer.changes(cf);
-        if !self.answers(start, forward, changes) {
+        let covers = self.covers(start, forward);
+        if !covers || !self.current() {
             // A run the layer's writes made stale takes about as many puts as the walk read
             // from it (at least the next two): a walk over a layer written at every step copies
             // little more than it reads.
-            let want = if self.taken && self.changes != changes {
+            let want = if covers {
                 (2 * (self.at + 1)).clamp(2, RUN_MAX)
             } else {
                 self.want
             };
-            self.take(layer, cf, start, forward, stop, changes, want);
+            self.take(source, cf, start, forward, ok, stop, want);
         }
         let mut i = self.position(start);
         loop {
-            while i < self.run.len() {
-                let k = self.run.key(i);
-                if beyond(k) {
-                    self.at = i;
-                    return None;
-                }
-                if ok(k) {
-                    self.at = i;
-                    return Some(i);
-                }
-                i += 1;
+            if let Some(k) = (i < self.run.len()).then(|| self.run.key(i)) {
+                self.at = i;
+                let beyond = best.is_some_and(|b| if forward { k >= b } else { k <= b });
+                return (!beyond).then_some(i);
             }
             if self.complete || i == 0 {
                 self.at = i;
@@ -841,15 +866,7 @@ impl Cursor {
             // Past the run's last put: the next run, longer, from there.
             self.want = (self.want * RUN_GROWTH).min(RUN_MAX);
             let last = Bound::Excluded(self.run.key(i - 1).to_vec());
-            self.take(
-                layer,
-                cf,
-                borrowed(&last),
-                forward,
-                stop,
-                changes,
-                self.want,
-            );
+            self.take(source, cf, borrowed(&last), forward, ok, stop, self.want);
             i = 0;
         }
     }
@@ -922,16 +939,17 @@ impl Walk {
                 break;
             };
             let best = found.map(|(l, e)| above[l].run.key(e));
-            let beyond =
-                |k: &[u8]| stop(k) || best.is_some_and(|b| if forward { k >= b } else { k <= b });
             let source = &stack.sources[i];
             let mut skip: Option<Bound<Vec<u8>>> = None;
             loop {
                 let at = skip.as_ref().map_or(start, borrowed);
-                let hit = source.with(|l| cursor.find(l, cf, at, forward, ok, stop, &beyond));
-                let Some(e) = hit else {
+                let Some(e) = cursor.find(source, cf, at, forward, ok, stop, best) else {
                     break;
                 };
+                if i == 0 {
+                    *found = Some((i, e));
+                    break;
+                }
                 match (stack.mask_above(i, cf, cursor.run.key(e)), forward) {
                     (Mask::Visible, _) => {
                         *found = Some((i, e));
@@ -954,6 +972,15 @@ impl Walk {
         ok: &dyn Fn(&[u8]) -> bool,
         stop: &dyn Fn(&[u8]) -> bool,
     ) {
+        // One layer, unchanged since its run was copied, and the run goes on: the next put is
+        // the run's next entry (the run holds only puts the walk accepts, in its order).
+        if let ([cursor], Some((0, e))) = (&mut self.cursors[..], self.found) {
+            if e + 1 < cursor.run.len() && cursor.forward == forward && cursor.current() {
+                cursor.at = e + 1;
+                self.found = Some((0, e + 1));
+                return;
+            }
+        }
         let mut start = std::mem::take(&mut self.start);
         start.clear();
         match self.found() {

@@ -14,7 +14,8 @@ run, /proc/<pid>/stat), medians over the rounds, and each Strata's ratios to Red
 rounds. The targets run in a rotating order from round to round.
 
 `lrange_busy` is LRANGE while one more connection LPUSHes to another list as fast as it can
-(`redis-benchmark -c 1 -P 1`): the layer changes between a walk's steps. Its CPU per op is the
+(`redis-benchmark -c 1 -P 1`): the layer changes between a walk's steps. `zrange10` (not in the
+default rows) is bench.py's zrange row: ZRANGE 0 9 WITHSCORES of 100,000 members. Its CPU per op is the
 server's CPU over the LRANGE ops, the writer's work included (its ops are printed too).
 """
 
@@ -79,6 +80,9 @@ def fill_lines(row):
         return ["DEL mylist"] + [f"RPUSH mylist {VALUE}{i}" for i in range(600)]
     if row == "zrange":
         return ["DEL myzset"] + [f"ZADD myzset {i} member:{i:06}" for i in range(600)]
+    if row == "zrange10":
+        # bench.py's zrange row: 100,000 members over 1,000 scores, the first 10 read.
+        return ["DEL bigzset"] + [f"ZADD bigzset {i % 1000} element:{i:012}" for i in range(100000)]
     if row == "hgetall":
         return ["DEL myhash"] + [f"HSET myhash field:{i:06} {VALUE}" for i in range(100)]
     if row == "smembers":
@@ -92,6 +96,7 @@ COMMANDS = {
     "lrange": ["LRANGE", "mylist", "0", "99"],
     "lrange_busy": ["LRANGE", "mylist", "0", "99"],
     "zrange": ["ZRANGE", "myzset", "0", "99", "WITHSCORES"],
+    "zrange10": ["ZRANGE", "bigzset", "0", "9", "WITHSCORES"],
     "hgetall": ["HGETALL", "myhash"],
     "smembers": ["SMEMBERS", "myset"],
     "xrange": ["XRANGE", "mystream", "-", "+", "COUNT", "100"],
@@ -99,7 +104,11 @@ COMMANDS = {
 
 
 def run_row(t, row, pipeline, n):
-    t.cli(stdin="\n".join(fill_lines(row)) + "\n")
+    lines = fill_lines(row)
+    if len(lines) > 1000:
+        t.cli("--pipe", stdin="\r\n".join(lines) + "\r\n")
+    else:
+        t.cli(stdin="\n".join(lines) + "\n")
     writer = None
     if row == "lrange_busy":
         writer = subprocess.Popen(["redis-benchmark", "-p", str(t.port), "-c", "1", "-P", "1",

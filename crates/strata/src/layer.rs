@@ -4,7 +4,9 @@
 //! scope (`pending.rs`) until it commits, and the write-back tier (`tier.rs`) until its
 //! checkpoint reaches RocksDB. Reads go through a [`Stack`] of layers, top first: the first layer
 //! that names a key (a point write, or a deleted range holding it) decides it, and the database
-//! answers the rest. The merged iterator of `pending.rs` walks a stack over a RocksDB iterator.
+//! answers the rest. The merged iterator of `pending.rs` walks a stack over a RocksDB iterator
+//! through a [`Walk`]: per layer, a cursor that copies a run of the layer's puts in the walk's
+//! order at a time and serves steps from it until the layer is written to.
 //! This module knows nothing of RocksDB beyond the write-batch operations of `pending.rs`.
 
 use std::cell::RefCell;

@@ -239,9 +239,9 @@ def main():
     try:
         for s in servers.values():
             s.start()
-        # Strata first: if it cannot fill the whole stream in time, Redis gets as many.
+        # Strata first: if it cannot fill the whole stream in time, the others get as many.
         big = args.big if "xrange" in wanted else 0
-        for name in ("strata", "redis-aof") if big else ():
+        for name in [n for n in ("strata", "strata-b", "redis-aof") if n in servers] if big else ():
             t = time.monotonic()
             big = fill_big(servers[name], big, t + args.fill_limit)
             took = time.monotonic() - t

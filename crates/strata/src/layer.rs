@@ -4,7 +4,9 @@
 //! scope (`pending.rs`) until it commits, and the write-back tier (`tier.rs`) until its
 //! checkpoint reaches RocksDB. Reads go through a [`Stack`] of layers, top first: the first layer
 //! that names a key (a point write, or a deleted range holding it) decides it, and the database
-//! answers the rest. The merged iterator of `pending.rs` walks a stack over a RocksDB iterator.
+//! answers the rest. The merged iterator of `pending.rs` walks a stack over a RocksDB iterator
+//! through a [`Walk`]: per layer, a cursor that copies a run of the layer's puts in the walk's
+//! order at a time and serves steps from it until the layer is written to.
 //! This module knows nothing of RocksDB beyond the write-batch operations of `pending.rs`.
 
 use std::cell::RefCell;
@@ -13,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use foldhash::HashMap;
 use std::ops::Bound;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -136,7 +139,9 @@ impl Points {
     }
 
     /// The first put from `start` in the walk's direction that `ok` accepts, stopping at the
-    /// first key `stop` rejects.
+    /// first key `stop` rejects (a search from the top of the key order: the reference the
+    /// tests hold [`Walk`] to).
+    #[cfg(test)]
     fn first_put(
         &self,
         start: Bound<&[u8]>,
@@ -164,6 +169,47 @@ impl Points {
         }
     }
 
+    /// Copies into `run` the puts from `start` in the walk's direction that `ok` accepts, in
+    /// that order, up to `max` of them or about [`RUN_BYTES`] (at least one), stopping at the
+    /// first key `stop` rejects; returns whether nothing the walk may read follows them (the
+    /// layer holds no further such put, or `stop` ended the run). One search of the key order,
+    /// one hash lookup per key passed; deletes are passed over.
+    fn take_run(
+        &self,
+        start: Bound<&[u8]>,
+        forward: bool,
+        ok: &dyn Fn(&[u8]) -> bool,
+        stop: &dyn Fn(&[u8]) -> bool,
+        max: usize,
+        run: &mut Run,
+    ) -> bool {
+        let mut order = self.order.lock();
+        order.catch_up();
+        let mut take = |k: &Arc<[u8]>| -> Option<bool> {
+            if stop(k) {
+                return Some(true);
+            }
+            if !ok(k) {
+                return None;
+            }
+            let v = self.map.get(k).and_then(|p| p.value.as_deref())?;
+            if run.entries.len() >= max || (!run.entries.is_empty() && run.bytes.len() >= RUN_BYTES)
+            {
+                return Some(false);
+            }
+            run.push(k, v);
+            None
+        };
+        let ended = if forward {
+            let mut range = order.sorted.range::<[u8], _>((start, Bound::Unbounded));
+            range.find_map(&mut take)
+        } else {
+            let range = order.sorted.range::<[u8], _>((Bound::Unbounded, start));
+            range.rev().find_map(&mut take)
+        };
+        ended.unwrap_or(true)
+    }
+
     /// Every point, in no particular order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &Point)> {
         self.map.iter().map(|(k, v)| (&**k, v))
@@ -189,11 +235,21 @@ pub(crate) struct Family {
     /// ranges are merged, so a lookup is one search however many ranges a layer deletes. Point
     /// writes made after a range deletion are in `points` (those made before it are dropped).
     pub(crate) ranges: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// Bumped by every write to the family (and by [`Layer::clear`]), before the write
+    /// changes anything: a walk's [`Cursor`] serves the puts it copied out only while this
+    /// stays what it was when it copied them. Shared, so that the cursor reads it without the
+    /// layer's lock; only writers, holding the layer mutably, change it.
+    changes: Arc<AtomicU64>,
 }
 
 impl Family {
     fn is_empty(&self) -> bool {
         self.points.is_empty() && self.ranges.is_empty()
+    }
+
+    fn changed(&mut self) {
+        let n = self.changes.load(Ordering::Relaxed);
+        self.changes.store(n.wrapping_add(1), Ordering::Release);
     }
 
     /// The deleted range holding `key`, as `(from, to)`.
@@ -307,7 +363,10 @@ impl Layer {
                 let held = self
                     .families
                     .get_mut(cf)
-                    .and_then(|f| f.points.get_mut(key))
+                    .and_then(|f| {
+                        f.changed();
+                        f.points.get_mut(key)
+                    })
                     .and_then(|p| p.value.as_mut())
                     .ok_or_else(|| {
                         Error::Corrupt("redo log: a patch of a record it never wrote".into())
@@ -319,6 +378,7 @@ impl Layer {
             BatchOp::DeleteRange { cf, from, to } => {
                 if from < to {
                     let f = self.families.get_or_default(cf);
+                    f.changed();
                     let freed = f.delete_range(from, to);
                     self.bytes = self.bytes.saturating_sub(freed) + from.len() + to.len();
                 }
@@ -329,6 +389,7 @@ impl Layer {
 
     fn point(&mut self, cf: u32, key: &[u8], value: Option<&[u8]>, cold: bool) {
         let f = self.families.get_or_default(cf);
+        f.changed();
         let added = charge(key, value);
         // Replacing keeps the map's key, and the old value's memory when the new one fits in it.
         match f.points.get_mut(key) {
@@ -364,6 +425,7 @@ impl Layer {
         for (_, f) in &mut self.families.0 {
             f.points.clear();
             f.ranges.clear();
+            f.changed();
         }
         self.bytes = 0;
     }
@@ -391,6 +453,32 @@ impl Layer {
         }
     }
 
+    /// The change count of family `cf` ([`Family::changes`]) and its value now (`None` while
+    /// the layer has no such family).
+    fn changes(&self, cf: u32) -> Option<(Arc<AtomicU64>, u64)> {
+        let f = self.families.get(cf)?;
+        Some((f.changes.clone(), f.changes.load(Ordering::Acquire)))
+    }
+
+    /// Copies into `run` the puts of family `cf` from `start` in the walk's direction
+    /// ([`Points::take_run`]); returns whether nothing the walk may read follows them.
+    #[allow(clippy::too_many_arguments)]
+    fn take_run(
+        &self,
+        cf: u32,
+        start: Bound<&[u8]>,
+        forward: bool,
+        ok: &dyn Fn(&[u8]) -> bool,
+        stop: &dyn Fn(&[u8]) -> bool,
+        max: usize,
+        run: &mut Run,
+    ) -> bool {
+        match self.families.get(cf) {
+            Some(f) => f.points.take_run(start, forward, ok, stop, max, run),
+            None => true,
+        }
+    }
+
     /// Whether the layer wrote anything to family `cf`.
     pub(crate) fn touches(&self, cf: u32) -> bool {
         self.families.get(cf).is_some_and(|f| !f.is_empty())
@@ -411,6 +499,7 @@ impl Layer {
 
     /// The first put of family `cf` from `start` in the walk's direction (forward: after it,
     /// in key order) that `ok` accepts, stopping at the first key `stop` rejects.
+    #[cfg(test)]
     fn first_put(
         &self,
         cf: u32,
@@ -478,6 +567,9 @@ impl Stack {
 
     /// The first put visible through the stack after `from` that `ok` accepts, stopping at the
     /// first key `stop` rejects: each layer's next put that no layer above hides, the least.
+    /// Each call searches every layer from the top of its key order and copies what it finds:
+    /// the walk as it was before [`Walk`], kept as the reference its tests compare with.
+    #[cfg(test)]
     pub(crate) fn put_after(
         &self,
         cf: u32,
@@ -489,6 +581,7 @@ impl Stack {
     }
 
     /// As [`Stack::put_after`], going backward from `to`.
+    #[cfg(test)]
     pub(crate) fn put_before(
         &self,
         cf: u32,
@@ -499,6 +592,7 @@ impl Stack {
         self.next_put(cf, to, ok, stop, false)
     }
 
+    #[cfg(test)]
     fn next_put(
         &self,
         cf: u32,
@@ -536,6 +630,370 @@ impl Stack {
     }
 }
 
+/// Bytes of keys and values a [`Cursor`] copies out of a layer in one run (beyond its first
+/// put): a walk that reads one entry of large values does not copy many of them.
+const RUN_BYTES: usize = 64 << 10;
+/// Puts a cursor copies in its first run after a seek; each further run (the walk went past the
+/// last) takes `RUN_GROWTH` times as many, up to `RUN_MAX`.
+const RUN_FIRST: usize = 16;
+const RUN_GROWTH: usize = 8;
+const RUN_MAX: usize = 512;
+
+/// Puts copied out of a layer, in a walk's direction: keys and values back to back in one
+/// buffer, reused from run to run.
+#[derive(Default)]
+struct Run {
+    bytes: Vec<u8>,
+    /// Per put: where its key starts in `bytes`, its key's length, its value's length.
+    entries: Vec<(usize, usize, usize)>,
+}
+
+impl Run {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.entries.clear();
+    }
+
+    fn push(&mut self, key: &[u8], value: &[u8]) {
+        self.entries
+            .push((self.bytes.len(), key.len(), value.len()));
+        self.bytes.extend_from_slice(key);
+        self.bytes.extend_from_slice(value);
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        let (at, k, _) = self.entries[i];
+        &self.bytes[at..at + k]
+    }
+
+    fn value(&self, i: usize) -> &[u8] {
+        let (at, k, v) = self.entries[i];
+        &self.bytes[at + k..at + k + v]
+    }
+}
+
+/// Whether `key` is on the walk's side of `start`: after it going forward, before it backward.
+fn admits(start: Bound<&[u8]>, key: &[u8], forward: bool) -> bool {
+    match (start, forward) {
+        (Bound::Unbounded, _) => true,
+        (Bound::Included(s), true) => key >= s,
+        (Bound::Excluded(s), true) => key > s,
+        (Bound::Included(s), false) => key <= s,
+        (Bound::Excluded(s), false) => key < s,
+    }
+}
+
+/// Whether every key `inner` admits, `outer` admits too (both bounds of one direction).
+fn within(inner: Bound<&[u8]>, outer: Bound<&[u8]>, forward: bool) -> bool {
+    let on_side = |a: &[u8], b: &[u8]| if forward { a >= b } else { a <= b };
+    let past = |a: &[u8], b: &[u8]| if forward { a > b } else { a < b };
+    match (inner, outer) {
+        (_, Bound::Unbounded) => true,
+        (Bound::Unbounded, _) => false,
+        (Bound::Included(i), Bound::Included(o)) | (Bound::Excluded(i), Bound::Included(o)) => {
+            on_side(i, o)
+        }
+        (Bound::Included(i), Bound::Excluded(o)) => past(i, o),
+        (Bound::Excluded(i), Bound::Excluded(o)) => on_side(i, o),
+    }
+}
+
+/// A walk's place in one layer of its stack: a run of the layer's puts from where the walk
+/// stands, in its direction and within its bounds, copied out with one search of the layer's
+/// key order, and served step by step from there while the family's change count
+/// ([`Family::changes`]) is the one it was copied at (read without the layer's lock). Any
+/// write to the family since (another thread's to the tier's active layer, the thread's own
+/// to its scope) makes the next step copy a fresh run from where it stands, so every step
+/// reads what a search of the live layer would (the layers are read live at each step); a
+/// layer nobody writes while the walk goes on (a frozen one, a scope while its thread walks,
+/// the active one between writes) is searched and locked once per run instead of once per
+/// step.
+struct Cursor {
+    run: Run,
+    /// Whether `run` holds a run (not before the first step, nor after a seek).
+    taken: bool,
+    /// The family's change count, and its value when `run` was copied.
+    counter: Option<Arc<AtomicU64>>,
+    changes: u64,
+    forward: bool,
+    /// Where the run starts: it holds every put this bound admits (that the walk's `ok`
+    /// accepts, before its `stop`), up to its last one.
+    from: Bound<Vec<u8>>,
+    /// Whether nothing the walk may read follows the run's last put.
+    complete: bool,
+    /// The entry the last step stopped at.
+    at: usize,
+    /// How many puts the next run takes.
+    want: usize,
+}
+
+impl Default for Cursor {
+    fn default() -> Cursor {
+        Cursor {
+            run: Run::default(),
+            taken: false,
+            counter: None,
+            changes: 0,
+            forward: true,
+            from: Bound::Unbounded,
+            complete: false,
+            at: 0,
+            want: RUN_FIRST,
+        }
+    }
+}
+
+impl Cursor {
+    /// Forgets the run (a seek: the walk's bounds may change).
+    fn reset(&mut self) {
+        self.taken = false;
+        self.want = RUN_FIRST;
+    }
+
+    /// Whether the run holds what a search from `start` needs, as of when it was copied.
+    fn covers(&self, start: Bound<&[u8]>, forward: bool) -> bool {
+        self.taken
+            && self.forward == forward
+            && within(start, borrowed(&self.from), forward)
+            && (self.complete
+                || self
+                    .run
+                    .len()
+                    .checked_sub(1)
+                    .is_some_and(|last| admits(start, self.run.key(last), forward)))
+    }
+
+    /// Whether no write reached the family since the run was copied.
+    fn current(&self) -> bool {
+        self.counter
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Acquire) == self.changes)
+    }
+
+    /// Copies a run of the layer's puts from `start`.
+    #[allow(clippy::too_many_arguments)]
+    fn take(
+        &mut self,
+        source: &Source,
+        cf: u32,
+        start: Bound<&[u8]>,
+        forward: bool,
+        ok: &dyn Fn(&[u8]) -> bool,
+        stop: &dyn Fn(&[u8]) -> bool,
+        want: usize,
+    ) {
+        self.from = owned(start);
+        self.run.clear();
+        let (counter, complete) = source.with(|l| {
+            let counter = l.changes(cf);
+            let complete = l.take_run(cf, start, forward, ok, stop, want, &mut self.run);
+            (counter, complete)
+        });
+        (self.counter, self.changes) = match counter {
+            Some((c, n)) => (Some(c), n),
+            None => (None, 0),
+        };
+        self.complete = complete;
+        self.taken = true;
+        self.forward = forward;
+        self.at = 0;
+    }
+
+    /// The first entry of the run that `start` admits (the run is in the walk's order, so
+    /// those it admits come last): one or two comparisons when the walk steps on from where it
+    /// stopped, a binary search otherwise.
+    fn position(&self, start: Bound<&[u8]>) -> usize {
+        let n = self.run.len();
+        let admitted = |i: usize| admits(start, self.run.key(i), self.forward);
+        for i in [self.at, self.at + 1] {
+            if i <= n && (i == n || admitted(i)) && (i == 0 || !admitted(i - 1)) {
+                return i;
+            }
+        }
+        let (mut lo, mut hi) = (0, n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if admitted(mid) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    }
+
+    /// The layer's first put from `start` in the walk's direction that `ok` accepts, before
+    /// the first key `stop` rejects and before `best` (a put of another layer the walk
+    /// already found): the entry of the run holding it. `ok` and `stop` (the walk's bounds and
+    /// its end in this direction) filter and end the runs copied, so they must be the same
+    /// from one seek to the next.
+    #[allow(clippy::too_many_arguments)]
+    fn find(
+        &mut self,
+        source: &Source,
+        cf: u32,
+        start: Bound<&[u8]>,
+        forward: bool,
+        ok: &dyn Fn(&[u8]) -> bool,
+        stop: &dyn Fn(&[u8]) -> bool,
+        best: Option<&[u8]>,
+    ) -> Option<usize> {
+        let covers = self.covers(start, forward);
+        if !covers || !self.current() {
+            // A run the layer's writes made stale takes about as many puts as the walk read
+            // from it (at least the next two): a walk over a layer written at every step copies
+            // little more than it reads.
+            let want = if covers {
+                (2 * (self.at + 1)).clamp(2, RUN_MAX)
+            } else {
+                self.want
+            };
+            self.take(source, cf, start, forward, ok, stop, want);
+        }
+        let mut i = self.position(start);
+        loop {
+            if let Some(k) = (i < self.run.len()).then(|| self.run.key(i)) {
+                self.at = i;
+                let beyond = best.is_some_and(|b| if forward { k >= b } else { k <= b });
+                return (!beyond).then_some(i);
+            }
+            if self.complete || i == 0 {
+                self.at = i;
+                return None;
+            }
+            // Past the run's last put: the next run, longer, from there.
+            self.want = (self.want * RUN_GROWTH).min(RUN_MAX);
+            let last = Bound::Excluded(self.run.key(i - 1).to_vec());
+            self.take(source, cf, borrowed(&last), forward, ok, stop, self.want);
+            i = 0;
+        }
+    }
+}
+
+/// A walk over a [`Stack`]: the merged iterator's view of the layers, stepping from put to put
+/// in either direction with a [`Cursor`] per layer. A step asks each layer for its next put
+/// after the walk's place that no layer above hides, and takes the least (as
+/// [`Stack::put_after`] does, with the same answers however the layers change between steps);
+/// the put it found is lent from its layer's cursor, not copied again.
+pub(crate) struct Walk {
+    stack: Stack,
+    cursors: Vec<Cursor>,
+    /// The put the last step found: its layer's index and the entry of that layer's run.
+    found: Option<(usize, usize)>,
+    /// The found put's key, copied for the next step's start (kept for its memory).
+    start: Vec<u8>,
+}
+
+impl Walk {
+    pub(crate) fn new(stack: Stack) -> Walk {
+        let cursors = stack.sources.iter().map(|_| Cursor::default()).collect();
+        Walk {
+            stack,
+            cursors,
+            found: None,
+            start: Vec::new(),
+        }
+    }
+
+    /// Forgets every cursor's run: the walk starts again (a seek), perhaps with other bounds.
+    pub(crate) fn restart(&mut self) {
+        self.cursors.iter_mut().for_each(Cursor::reset);
+        self.found = None;
+    }
+
+    /// How the top layer naming `key` hides it (`Visible` when none does).
+    pub(crate) fn mask(&self, cf: u32, key: &[u8]) -> Mask {
+        self.stack.mask(cf, key)
+    }
+
+    /// The put the last step found, as `(key, value)`.
+    pub(crate) fn found(&self) -> Option<(&[u8], &[u8])> {
+        let (layer, entry) = self.found?;
+        let run = &self.cursors[layer].run;
+        Some((run.key(entry), run.value(entry)))
+    }
+
+    /// Steps to the first put visible through the stack from `start` in the walk's direction
+    /// that `ok` accepts, stopping at the first key `stop` rejects (the walk's end, the same
+    /// from one [`Walk::restart`] to the next); [`Walk::found`] has it.
+    pub(crate) fn step(
+        &mut self,
+        cf: u32,
+        start: Bound<&[u8]>,
+        forward: bool,
+        ok: &dyn Fn(&[u8]) -> bool,
+        stop: &dyn Fn(&[u8]) -> bool,
+    ) {
+        let Walk {
+            stack,
+            cursors,
+            found,
+            ..
+        } = self;
+        *found = None;
+        for i in 0..cursors.len() {
+            let (above, rest) = cursors.split_at_mut(i);
+            let Some(cursor) = rest.first_mut() else {
+                break;
+            };
+            let best = found.map(|(l, e)| above[l].run.key(e));
+            let source = &stack.sources[i];
+            let mut skip: Option<Bound<Vec<u8>>> = None;
+            loop {
+                let at = skip.as_ref().map_or(start, borrowed);
+                let Some(e) = cursor.find(source, cf, at, forward, ok, stop, best) else {
+                    break;
+                };
+                if i == 0 {
+                    *found = Some((i, e));
+                    break;
+                }
+                match (stack.mask_above(i, cf, cursor.run.key(e)), forward) {
+                    (Mask::Visible, _) => {
+                        *found = Some((i, e));
+                        break;
+                    }
+                    (Mask::Point, _) => skip = Some(Bound::Excluded(cursor.run.key(e).to_vec())),
+                    (Mask::Range(_, to), true) => skip = Some(Bound::Included(to)),
+                    (Mask::Range(from, _), false) => skip = Some(Bound::Excluded(from)),
+                }
+            }
+        }
+    }
+
+    /// Steps on from the put found last ([`Walk::step`] from just after it); with none found,
+    /// finds none.
+    pub(crate) fn step_on(
+        &mut self,
+        cf: u32,
+        forward: bool,
+        ok: &dyn Fn(&[u8]) -> bool,
+        stop: &dyn Fn(&[u8]) -> bool,
+    ) {
+        // One layer, unchanged since its run was copied, and the run goes on: the next put is
+        // the run's next entry (the run holds only puts the walk accepts, in its order).
+        if let ([cursor], Some((0, e))) = (&mut self.cursors[..], self.found) {
+            if e + 1 < cursor.run.len() && cursor.forward == forward && cursor.current() {
+                cursor.at = e + 1;
+                self.found = Some((0, e + 1));
+                return;
+            }
+        }
+        let mut start = std::mem::take(&mut self.start);
+        start.clear();
+        match self.found() {
+            Some((k, _)) => start.extend_from_slice(k),
+            None => return,
+        }
+        self.step(cf, Bound::Excluded(&start), forward, ok, stop);
+        self.start = start;
+    }
+}
+
 fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
     match b {
         Bound::Included(k) => Bound::Included(k.to_vec()),
@@ -560,7 +1018,7 @@ mod tests {
 
     use parking_lot::RwLock;
 
-    use super::{Layer, Source, Stack};
+    use super::{Layer, Source, Stack, Walk};
     use crate::pending::BatchOp;
 
     /// xorshift64*: deterministic test randomness.
@@ -722,6 +1180,112 @@ mod tests {
             }
             back.reverse();
             assert_eq!(back, expect, "seed {seed} backward");
+        }
+    }
+
+    /// One random write to `layer`: a put (now and then of a value larger than a cursor's run
+    /// holds), a delete, or a range deletion.
+    fn random_write(rng: &mut Rng, layer: &RwLock<Layer>, step: usize) {
+        let mut layer = layer.write();
+        let _ = match rng.below(10) {
+            0 => {
+                let (a, b) = (rng.key(), rng.key());
+                let (from, to) = if a <= b { (a, b) } else { (b, a) };
+                layer.apply(&BatchOp::DeleteRange {
+                    cf: 1,
+                    from: &from,
+                    to: &to,
+                })
+            }
+            1..=3 => layer.apply(&BatchOp::Delete {
+                cf: 1,
+                key: &rng.key(),
+            }),
+            _ => {
+                let mut v = format!("v{step}").into_bytes();
+                if rng.below(40) == 0 {
+                    v.resize(super::RUN_BYTES + 10, b'x');
+                }
+                layer.apply(&BatchOp::Put {
+                    cf: 1,
+                    key: &rng.key(),
+                    value: &v,
+                })
+            }
+        };
+    }
+
+    /// A walk (cursors over the layers' runs, as the merged iterator steps) and today's search
+    /// of the live layers from the top of their key order must find the same put at every step
+    /// in both directions, turning around and seeking again, within bounds, while random
+    /// writes land in any layer between steps (another thread's in the tier's active layer, the
+    /// thread's own in its scope), or none do for many steps (the cursors serve from their runs).
+    #[test]
+    fn a_walk_finds_what_a_search_of_the_live_layers_finds_while_they_change() {
+        for seed in 1..60u64 {
+            let mut rng = Rng(seed * 104_729);
+            let layers: Vec<Arc<RwLock<Layer>>> =
+                (0..1 + rng.below(3)).map(|_| Arc::default()).collect();
+            for step in 0..150 {
+                let at = rng.below(layers.len() as u64) as usize;
+                random_write(&mut rng, &layers[at], step);
+            }
+            let mut stack = Stack::default();
+            for l in &layers {
+                stack.push(Source::Shared(l.clone()));
+            }
+            let mut walk = Walk::new(stack.clone());
+            // Writes land often in some walks, never in others.
+            let churn = rng.below(3);
+            for walk_no in 0..20 {
+                let lower = (rng.below(3) == 0).then(|| rng.key());
+                let upper = (rng.below(3) == 0).then(|| rng.key());
+                let ok = |k: &[u8]| {
+                    lower.as_deref().is_none_or(|l| k >= l)
+                        && upper.as_deref().is_none_or(|u| k < u)
+                };
+                let mut forward = rng.below(2) == 0;
+                let ends = |k: &[u8], forward: bool| {
+                    if forward {
+                        upper.as_deref().is_some_and(|u| k >= u)
+                    } else {
+                        lower.as_deref().is_some_and(|l| k < l)
+                    }
+                };
+                let first = rng.key();
+                let start = if rng.below(4) == 0 {
+                    Bound::Unbounded
+                } else {
+                    Bound::Included(first.as_slice())
+                };
+                walk.restart();
+                walk.step(1, start, forward, &ok, &|k| ends(k, forward));
+                let search = |from: Bound<&[u8]>, forward: bool| {
+                    if forward {
+                        stack.put_after(1, from, &ok, &|k| ends(k, true))
+                    } else {
+                        stack.put_before(1, from, &ok, &|k| ends(k, false))
+                    }
+                };
+                let mut want = search(start, forward);
+                for n in 0..40 {
+                    let got = walk.found().map(|(k, v)| (k.to_vec(), v.to_vec()));
+                    assert_eq!(got, want, "seed {seed} walk {walk_no} step {n}");
+                    let Some((k, _)) = want else { break };
+                    if churn > 0 && rng.below(churn * 2) == 0 {
+                        let at = rng.below(layers.len() as u64) as usize;
+                        random_write(&mut rng, &layers[at], 1000 + n);
+                    }
+                    if rng.below(6) == 0 {
+                        // Turn around: the merged iterator searches from the current key.
+                        forward = !forward;
+                        walk.step(1, Bound::Excluded(&k), forward, &ok, &|x| ends(x, forward));
+                    } else {
+                        walk.step_on(1, forward, &ok, &|x| ends(x, forward));
+                    }
+                    want = search(Bound::Excluded(&k), forward);
+                }
+            }
         }
     }
 }

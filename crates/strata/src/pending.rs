@@ -14,7 +14,7 @@ use std::ops::Bound;
 use rocksdb::DBRawIteratorWithThreadMode;
 
 use crate::error::{Error, Result};
-use crate::layer::{Layer, Lookup, Mask, Stack};
+use crate::layer::{Layer, Lookup, Mask, Stack, Walk};
 use crate::patch::{self, Ranges};
 
 /// A RocksDB raw iterator over a plain `DB`.
@@ -269,27 +269,21 @@ pub(crate) struct IterBounds {
 }
 
 /// Which side the merged iterator's current entry comes from.
+#[derive(Clone, Copy)]
 enum Current {
     None,
     Db,
     Layer,
 }
 
-/// A RocksDB iterator merged with the writes of this thread's open scope.
-struct Merge {
-    layers: Stack,
-    cf: u32,
+/// What an iteration may return: its bounds, and the prefix of the last seek target.
+struct Window {
     bounds: IterBounds,
     /// The prefix of the last seek target, when iterating in prefix mode.
     prefix: Option<Vec<u8>>,
-    forward: bool,
-    /// The scope's next put in the iteration's direction (the current entry when `current` is
-    /// `Pending`).
-    next_put: Option<(Vec<u8>, Vec<u8>)>,
-    current: Current,
 }
 
-impl Merge {
+impl Window {
     fn in_bounds(&self, k: &[u8]) -> bool {
         self.bounds.lower.as_deref().is_none_or(|l| k >= l)
             && self.bounds.upper.as_deref().is_none_or(|u| k < u)
@@ -311,23 +305,66 @@ impl Merge {
             || self.prefix.as_deref().is_some_and(|p| k < p)
     }
 
-    fn find_put(&mut self, from: Bound<&[u8]>) {
-        self.next_put = if self.forward {
-            self.layers
-                .put_after(self.cf, from, &|k| self.in_bounds(k), &|k| self.past_end(k))
+    /// Whether `k` and everything after it in the walk's direction are out of the iteration.
+    fn ended(&self, k: &[u8], forward: bool) -> bool {
+        if forward {
+            self.past_end(k)
         } else {
-            self.layers
-                .put_before(self.cf, from, &|k| self.in_bounds(k), &|k| {
-                    self.before_start(k)
-                })
-        };
+            self.before_start(k)
+        }
+    }
+}
+
+/// A RocksDB iterator merged with the layers of writes over it.
+struct Merge {
+    /// The layers' side: its put found last is the layers' next entry in the iteration's
+    /// direction (the current entry when `current` is `Layer`).
+    walk: Walk,
+    cf: u32,
+    window: Window,
+    forward: bool,
+    current: Current,
+}
+
+impl Merge {
+    fn in_bounds(&self, k: &[u8]) -> bool {
+        self.window.in_bounds(k)
     }
 
-    /// Moves the database iterator off entries the scope hides, in the current direction.
+    /// The layers' first put from `from` in the current direction.
+    fn find_put(&mut self, from: Bound<&[u8]>) {
+        let (window, forward) = (&self.window, self.forward);
+        self.walk
+            .step(self.cf, from, forward, &|k| window.in_bounds(k), &|k| {
+                window.ended(k, forward)
+            });
+    }
+
+    /// The layers' next put after the one they gave last, in the current direction.
+    fn step_put(&mut self) {
+        let (window, forward) = (&self.window, self.forward);
+        self.walk
+            .step_on(self.cf, forward, &|k| window.in_bounds(k), &|k| {
+                window.ended(k, forward)
+            });
+    }
+
+    /// Starts the walk over the layers again, after a seek (`target`: its prefix, in prefix
+    /// mode; `None`: no prefix).
+    fn seek(&mut self, forward: bool, target: Option<&[u8]>) {
+        self.forward = forward;
+        self.window.prefix = match (self.window.bounds.prefix_len, target) {
+            (Some(n), Some(t)) => Some(t[..n.min(t.len())].to_vec()),
+            _ => None,
+        };
+        self.walk.restart();
+    }
+
+    /// Moves the database iterator off entries the layers hide, in the current direction.
     fn settle(&self, db: &mut RawIter<'_>) {
         loop {
             let mask = match db.key() {
-                Some(k) if db.valid() && self.in_bounds(k) => self.layers.mask(self.cf, k),
+                Some(k) if db.valid() && self.in_bounds(k) => self.walk.mask(self.cf, k),
                 _ => return,
             };
             match (mask, self.forward) {
@@ -351,7 +388,7 @@ impl Merge {
     }
 
     fn pick(&mut self, db: &RawIter<'_>) {
-        let put = self.next_put.as_ref().map(|(k, _)| k.as_slice());
+        let put = self.walk.found().map(|(k, _)| k);
         self.current = match (self.db_key(db), put) {
             (None, None) => Current::None,
             (Some(_), None) => Current::Db,
@@ -366,11 +403,13 @@ impl Merge {
         };
     }
 
-    fn set_prefix(&mut self, target: &[u8]) {
-        self.prefix = self
-            .bounds
-            .prefix_len
-            .map(|n| target[..n.min(target.len())].to_vec());
+    /// The current entry's key, copied (to turn around).
+    fn current_key(&self, db: &RawIter<'_>) -> Option<Vec<u8>> {
+        match self.current {
+            Current::None => None,
+            Current::Db => db.key().map(<[u8]>::to_vec),
+            Current::Layer => self.walk.found().map(|(k, _)| k.to_vec()),
+        }
     }
 }
 
@@ -378,8 +417,9 @@ impl Merge {
 /// layers of writes not in it yet that wrote to that family when the iterator is made (the
 /// thread's open scope, the write-back tier's; a plain RocksDB iterator when none did). The
 /// subset of `DBRawIterator` that Strata uses. Unlike the database side, which is a snapshot,
-/// the layers are read live at each step, so code that iterates in a scope collects its writes
-/// and writes after the walk (as it all does).
+/// the layers are read live at each step (through a [`Walk`], which copies a run of a layer's
+/// puts at a time and copies again after any write to it), so code that iterates in a scope
+/// collects its writes and writes after the walk (as it all does).
 pub(crate) struct StorageIter<'a> {
     db: RawIter<'a>,
     merge: Option<Merge>,
@@ -393,12 +433,13 @@ impl<'a> StorageIter<'a> {
         bounds: IterBounds,
     ) -> StorageIter<'a> {
         let merge = layers.touching(cf).map(|layers| Merge {
-            layers,
+            walk: Walk::new(layers),
             cf,
-            bounds,
-            prefix: None,
+            window: Window {
+                bounds,
+                prefix: None,
+            },
             forward: true,
-            next_put: None,
             current: Current::None,
         });
         StorageIter { db, merge }
@@ -408,8 +449,7 @@ impl<'a> StorageIter<'a> {
         let target = target.as_ref();
         self.db.seek(target);
         if let Some(m) = &mut self.merge {
-            m.forward = true;
-            m.set_prefix(target);
+            m.seek(true, Some(target));
             m.settle(&mut self.db);
             m.find_put(Bound::Included(target));
             m.pick(&self.db);
@@ -420,8 +460,7 @@ impl<'a> StorageIter<'a> {
         let target = target.as_ref();
         self.db.seek_for_prev(target);
         if let Some(m) = &mut self.merge {
-            m.forward = false;
-            m.set_prefix(target);
+            m.seek(false, Some(target));
             m.settle(&mut self.db);
             m.find_put(Bound::Included(target));
             m.pick(&self.db);
@@ -431,8 +470,7 @@ impl<'a> StorageIter<'a> {
     pub(crate) fn seek_to_first(&mut self) {
         self.db.seek_to_first();
         if let Some(m) = &mut self.merge {
-            m.forward = true;
-            m.prefix = None;
+            m.seek(true, None);
             m.settle(&mut self.db);
             m.find_put(Bound::Unbounded);
             m.pick(&self.db);
@@ -443,23 +481,26 @@ impl<'a> StorageIter<'a> {
         let Some(m) = &mut self.merge else {
             return self.db.next();
         };
-        let Some(at) = current_key(m, &self.db) else {
-            return;
-        };
-        if !m.forward {
-            // Turn around: everything after the current key, from both sides.
-            m.forward = true;
-            self.db.seek(&at);
-            if self.db.valid() && self.db.key() == Some(at.as_slice()) {
+        match (m.current, m.forward) {
+            (Current::None, _) => return,
+            (Current::Db, true) => {
                 self.db.next();
+                m.settle(&mut self.db);
             }
-            m.settle(&mut self.db);
-            m.find_put(Bound::Excluded(&at));
-        } else if matches!(m.current, Current::Db) {
-            self.db.next();
-            m.settle(&mut self.db);
-        } else {
-            m.find_put(Bound::Excluded(&at));
+            (Current::Layer, true) => m.step_put(),
+            (_, false) => {
+                // Turn around: everything after the current key, from both sides.
+                let Some(at) = m.current_key(&self.db) else {
+                    return;
+                };
+                m.forward = true;
+                self.db.seek(&at);
+                if self.db.valid() && self.db.key() == Some(at.as_slice()) {
+                    self.db.next();
+                }
+                m.settle(&mut self.db);
+                m.find_put(Bound::Excluded(&at));
+            }
         }
         m.pick(&self.db);
     }
@@ -468,22 +509,25 @@ impl<'a> StorageIter<'a> {
         let Some(m) = &mut self.merge else {
             return self.db.prev();
         };
-        let Some(at) = current_key(m, &self.db) else {
-            return;
-        };
-        if m.forward {
-            m.forward = false;
-            self.db.seek_for_prev(&at);
-            if self.db.valid() && self.db.key() == Some(at.as_slice()) {
+        match (m.current, m.forward) {
+            (Current::None, _) => return,
+            (Current::Db, false) => {
                 self.db.prev();
+                m.settle(&mut self.db);
             }
-            m.settle(&mut self.db);
-            m.find_put(Bound::Excluded(&at));
-        } else if matches!(m.current, Current::Db) {
-            self.db.prev();
-            m.settle(&mut self.db);
-        } else {
-            m.find_put(Bound::Excluded(&at));
+            (Current::Layer, false) => m.step_put(),
+            (_, true) => {
+                let Some(at) = m.current_key(&self.db) else {
+                    return;
+                };
+                m.forward = false;
+                self.db.seek_for_prev(&at);
+                if self.db.valid() && self.db.key() == Some(at.as_slice()) {
+                    self.db.prev();
+                }
+                m.settle(&mut self.db);
+                m.find_put(Bound::Excluded(&at));
+            }
         }
         m.pick(&self.db);
     }
@@ -501,7 +545,7 @@ impl<'a> StorageIter<'a> {
             Some(m) => match m.current {
                 Current::None => None,
                 Current::Db => self.db.key(),
-                Current::Layer => m.next_put.as_ref().map(|(k, _)| k.as_slice()),
+                Current::Layer => m.walk.found().map(|(k, _)| k),
             },
         }
     }
@@ -512,21 +556,13 @@ impl<'a> StorageIter<'a> {
             Some(m) => match m.current {
                 Current::None => None,
                 Current::Db => self.db.value(),
-                Current::Layer => m.next_put.as_ref().map(|(_, v)| v.as_slice()),
+                Current::Layer => m.walk.found().map(|(_, v)| v),
             },
         }
     }
 
     pub(crate) fn status(&self) -> Result<()> {
         self.db.status().map_err(Error::from)
-    }
-}
-
-fn current_key(m: &Merge, db: &RawIter<'_>) -> Option<Vec<u8>> {
-    match m.current {
-        Current::None => None,
-        Current::Db => db.key().map(<[u8]>::to_vec),
-        Current::Layer => m.next_put.as_ref().map(|(k, _)| k.clone()),
     }
 }
 
@@ -538,7 +574,7 @@ mod tests {
     use rocksdb::WriteBatch;
 
     use super::{decode_batch, BatchOp, Pending};
-    use crate::storage::{IterOptions, Storage, CF_DATA, CF_META};
+    use crate::storage::{IterOptions, Storage, StorageOptions, CF_DATA, CF_META};
 
     type R = std::result::Result<(), Box<dyn std::error::Error>>;
 
@@ -838,6 +874,157 @@ mod tests {
         s.end_scope(false)?;
         assert_eq!(s.get(CF_META, b"\x00\x00\x01b")?, None);
         assert!(s.get(CF_META, b"\x00\x00\x01c")?.is_some());
+        Ok(())
+    }
+
+    fn open_write_back(dir: &std::path::Path) -> crate::error::Result<Storage> {
+        let opts = StorageOptions {
+            write_back: Some(1 << 20),
+            ..crate::storage::test_options()
+        };
+        Storage::open(dir, &opts)
+    }
+
+    fn put(s: &Storage, k: &[u8], v: &[u8]) -> crate::error::Result<()> {
+        let mut b = crate::storage::new_batch();
+        b.put_cf(s.cf(CF_DATA), k, v);
+        s.write(b)
+    }
+
+    fn delete(s: &Storage, k: &[u8]) -> crate::error::Result<()> {
+        let mut b = crate::storage::new_batch();
+        b.delete_cf(s.cf(CF_DATA), k);
+        s.write(b)
+    }
+
+    /// The entry an iterator stands on, copied.
+    fn at(it: &super::StorageIter<'_>) -> Option<(Vec<u8>, Vec<u8>)> {
+        Some((it.key()?.to_vec(), it.value()?.to_vec()))
+    }
+
+    fn pair(k: &[u8], v: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+        Some((k.to_vec(), v.to_vec()))
+    }
+
+    /// The tier's active layer is read live at each step: a put ahead of an iterator walking
+    /// it, made while it walks, is seen; a delete ahead hides its key; a value rewritten ahead
+    /// is read as rewritten; a put behind is not walked back to.
+    #[test]
+    fn an_iterator_sees_writes_to_the_active_layer_made_ahead_of_it_while_it_walks() -> R {
+        let dir = tempfile::tempdir()?;
+        let s = open_write_back(dir.path())?;
+        for k in [&b"b"[..], b"d", b"f", b"h", b"j"] {
+            put(&s, k, b"1")?;
+        }
+        let mut it = s.iter(CF_DATA, IterOptions::default());
+        it.seek(b"b");
+        assert_eq!(at(&it), pair(b"b", b"1"));
+        put(&s, b"c", b"2")?;
+        put(&s, b"a", b"2")?;
+        it.next();
+        assert_eq!(at(&it), pair(b"c", b"2"), "a put made ahead while walking");
+        delete(&s, b"d")?;
+        put(&s, b"h", b"3")?;
+        it.next();
+        assert_eq!(
+            at(&it),
+            pair(b"f", b"1"),
+            "a delete made ahead while walking"
+        );
+        it.next();
+        assert_eq!(
+            at(&it),
+            pair(b"h", b"3"),
+            "a value rewritten ahead while walking"
+        );
+        it.prev();
+        it.prev();
+        assert_eq!(at(&it), pair(b"c", b"2"));
+        it.prev();
+        it.prev();
+        assert_eq!(
+            at(&it),
+            pair(b"a", b"2"),
+            "turned around, the put made behind"
+        );
+        it.prev();
+        assert_eq!(at(&it), None);
+        Ok(())
+    }
+
+    /// An iterator keeps the layers it was made over: one made before a checkpoint walks the
+    /// layer the checkpoint wrote out (the database side is a snapshot from before it) and
+    /// reads every entry once, with its value; writes after the swap go to a new active layer
+    /// the iterator does not see.
+    #[test]
+    fn an_iterator_made_before_a_checkpoint_reads_the_same_after_it() -> R {
+        let dir = tempfile::tempdir()?;
+        let s = open_write_back(dir.path())?;
+        for i in 0..300u32 {
+            put(
+                &s,
+                format!("k{i:03}").as_bytes(),
+                format!("v{i}").as_bytes(),
+            )?;
+        }
+        let mut it = s.iter(CF_DATA, IterOptions::default());
+        it.seek_to_first();
+        let mut seen = Vec::new();
+        while seen.len() < 40 {
+            seen.extend(at(&it));
+            it.next();
+        }
+        s.checkpoint_tier()?;
+        put(&s, b"k100", b"after")?;
+        put(&s, b"k999", b"after")?;
+        while it.valid() {
+            seen.extend(at(&it));
+            it.next();
+        }
+        it.status()?;
+        drop(it);
+        let want: Vec<(Vec<u8>, Vec<u8>)> = (0..300u32)
+            .map(|i| {
+                (
+                    format!("k{i:03}").into_bytes(),
+                    format!("v{i}").into_bytes(),
+                )
+            })
+            .collect();
+        assert_eq!(seen, want);
+        assert_eq!(s.get(CF_DATA, b"k100")?, Some(b"after".to_vec()));
+        Ok(())
+    }
+
+    /// In an atomic scope, an iterator sees the scope's own writes made between its steps, as
+    /// well as the scope's writes and the tier's layer from before it was made.
+    #[test]
+    fn an_iterator_in_a_scope_sees_the_scopes_writes_made_between_its_steps() -> R {
+        let dir = tempfile::tempdir()?;
+        let s = open_write_back(dir.path())?;
+        put(&s, b"a", b"tier")?;
+        put(&s, b"e", b"tier")?;
+        assert!(s.begin_scope());
+        put(&s, b"c", b"scope")?;
+        let mut it = s.iter(CF_DATA, IterOptions::default());
+        it.seek_to_first();
+        assert_eq!(at(&it), pair(b"a", b"tier"));
+        put(&s, b"b", b"scope")?;
+        delete(&s, b"c")?;
+        put(&s, b"e", b"scope")?;
+        it.next();
+        assert_eq!(at(&it), pair(b"b", b"scope"));
+        it.next();
+        assert_eq!(at(&it), pair(b"e", b"scope"));
+        put(&s, b"f", b"scope")?;
+        it.next();
+        assert_eq!(at(&it), pair(b"f", b"scope"));
+        it.next();
+        assert_eq!(at(&it), None);
+        drop(it);
+        s.end_scope(false)?;
+        assert_eq!(s.get(CF_DATA, b"b")?, None);
+        assert_eq!(s.get(CF_DATA, b"e")?, Some(b"tier".to_vec()));
         Ok(())
     }
 }

@@ -23,6 +23,7 @@ use rocksdb::WriteBatch;
 use crate::collection::CollectionMeta;
 use crate::db::{now_ms, Db};
 use crate::error::{Error, Result};
+use crate::keys;
 use crate::meta::{self, KeyType};
 use crate::storage::{CF_DATA, CF_META};
 
@@ -688,12 +689,13 @@ fn consumer_pel_sub(group: &[u8], consumer: &[u8], id: StreamId) -> Vec<u8> {
 }
 
 /// The value of an entry sub-key: `[node u64][n u32]([len u32][bytes])*n`.
-fn encode_entry(node: u64, fields: &[&[u8]]) -> Vec<u8> {
-    let size: usize = fields.iter().map(|f| f.len() + 4).sum();
+fn encode_entry<F: AsRef<[u8]>>(node: u64, fields: &[F]) -> Vec<u8> {
+    let size: usize = fields.iter().map(|f| f.as_ref().len() + 4).sum();
     let mut v = Vec::with_capacity(12 + size);
     v.extend_from_slice(&node.to_be_bytes());
     v.extend_from_slice(&(fields.len() as u32).to_be_bytes());
     for f in fields {
+        let f = f.as_ref();
         v.extend_from_slice(&(f.len() as u32).to_be_bytes());
         v.extend_from_slice(f);
     }
@@ -867,11 +869,11 @@ impl Db {
     /// assert_eq!(db.xlen(b"events")?, 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn xadd(
+    pub fn xadd<F: AsRef<[u8]>>(
         &self,
         key: &[u8],
         id: AddId,
-        fields: &[&[u8]],
+        fields: &[F],
         nomkstream: bool,
         trim: Option<Trim>,
     ) -> Result<Option<Added>> {
@@ -926,7 +928,8 @@ impl Db {
             s.head.last = new_id;
         }
         let entry = encode_entry(s.node, fields);
-        let entry_key = self.sub_key(key, &s.c, &entry_sub(new_id));
+        // The metadata key starts with the physical database: no second read of the map.
+        let entry_key = keys::data_key(meta_key[0], key, s.c.version, &entry_sub(new_id));
         // Sized once for both records (RocksDB's batch grows by copying otherwise): its header,
         // and per record a tag, a family id and two lengths (varints of at most 5 bytes each).
         let record_len = meta::HEADER_LEN + 16 + EXTRA_LEN;

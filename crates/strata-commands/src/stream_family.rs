@@ -795,10 +795,11 @@ fn xadd(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
         return Err(Failure::text(errors::STREAM_ID_ZERO));
     }
     let key = &argv[1];
+    let fields: Vec<&[u8]> = argv[fields_at..].iter().map(|a| &a[..]).collect();
     let added = ctx
         .session
         .db
-        .xadd(key, id, &argv[fields_at..], p.nomkstream, p.trim)
+        .xadd(key, id, &fields, p.nomkstream, p.trim)
         .map_err(stream_failure)?;
     let Some(added) = added else {
         return Ok(Frame::Null);

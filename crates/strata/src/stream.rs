@@ -689,13 +689,12 @@ fn consumer_pel_sub(group: &[u8], consumer: &[u8], id: StreamId) -> Vec<u8> {
 }
 
 /// The value of an entry sub-key: `[node u64][n u32]([len u32][bytes])*n`.
-fn encode_entry<F: AsRef<[u8]>>(node: u64, fields: &[F]) -> Vec<u8> {
-    let size: usize = fields.iter().map(|f| f.as_ref().len() + 4).sum();
+fn encode_entry(node: u64, fields: &[&[u8]]) -> Vec<u8> {
+    let size: usize = fields.iter().map(|f| f.len() + 4).sum();
     let mut v = Vec::with_capacity(12 + size);
     v.extend_from_slice(&node.to_be_bytes());
     v.extend_from_slice(&(fields.len() as u32).to_be_bytes());
     for f in fields {
-        let f = f.as_ref();
         v.extend_from_slice(&(f.len() as u32).to_be_bytes());
         v.extend_from_slice(f);
     }
@@ -869,11 +868,11 @@ impl Db {
     /// assert_eq!(db.xlen(b"events")?, 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn xadd<F: AsRef<[u8]>>(
+    pub fn xadd(
         &self,
         key: &[u8],
         id: AddId,
-        fields: &[F],
+        fields: &[&[u8]],
         nomkstream: bool,
         trim: Option<Trim>,
     ) -> Result<Option<Added>> {

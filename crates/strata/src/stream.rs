@@ -2285,6 +2285,27 @@ mod tests {
     }
 
     #[test]
+    fn xadd_after_swapdb_writes_its_entries_beside_its_metadata() -> Result<()> {
+        // XADD builds the entry's key from the metadata key's database byte: after SWAPDB both
+        // must name the same physical database, or the entries would land in the other one.
+        let (_d, db) = db();
+        let one = db.select(1)?;
+        db.xadd(b"s", AddId::Exact(id(1, 0)), &[b"f", b"zero"], false, None)?;
+        one.xadd(b"s", AddId::Exact(id(7, 0)), &[b"f", b"one"], false, None)?;
+        db.swapdb(0, 1)?;
+        db.xadd(b"s", AddId::Exact(id(8, 0)), &[b"f", b"one"], false, None)?;
+        one.xadd(b"s", AddId::Exact(id(2, 0)), &[b"f", b"zero"], false, None)?;
+        let ids = |d: &Db| -> Result<Vec<u64>> {
+            let all = d.xrange(b"s", StreamId::MIN, StreamId::MAX, None, false)?;
+            Ok(all.iter().map(|e| e.id.ms).collect())
+        };
+        assert_eq!(ids(&db)?, [7, 8]);
+        assert_eq!(ids(&one)?, [1, 2]);
+        assert_eq!((db.xlen(b"s")?, one.xlen(b"s")?), (2, 2));
+        Ok(())
+    }
+
+    #[test]
     fn ids_must_grow() -> Result<()> {
         let (_d, db) = db();
         db.xadd(b"s", AddId::Exact(id(5, 5)), &[b"f", b"v"], false, None)?;

@@ -332,7 +332,11 @@ mod tests {
         assert_eq!(held_rx.recv(), Ok(()));
         assert_eq!(h.run(&["PFCOUNT", "h"]), int(2));
         let _ = done_tx.send(());
-        assert_eq!(reader.join().ok(), Some(true), "PFCOUNT waited for a reader");
+        assert_eq!(
+            reader.join().ok(),
+            Some(true),
+            "PFCOUNT waited for a reader"
+        );
     }
 
     #[test]

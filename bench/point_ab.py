@@ -15,7 +15,8 @@ the CPU per operation moves far less than ops/s: compare it, in the same rounds.
 Workloads: pfadd (PFADD hll <rand> into a dense HLL of 20,000 elements), pfcount (PFCOUNT of a
 dense HLL of 5,000 elements whose cache is valid), setbit_keys (SETBIT bit:<rand> 7 1),
 getbit_keys (GETBIT bit:<rand> 7 after 300,000 such SETBITs), geoadd (GEOADD geo <lon> <lat>
-m:<rand>).
+m:<rand>), setbit_big (SETBIT bm <rand> 1 through EVALSHA of a one-line script, since
+`__rand_int__` is zero-padded and a bit offset may not be, into a bitmap of 1,000,000 bits).
 """
 import argparse, os, re, shutil, socket, statistics, subprocess, sys, tempfile, time
 
@@ -27,6 +28,12 @@ def hll(key, n):
             for i in range(0, n, 100)]
 
 
+SETBIT_SCRIPT = "return redis.call('setbit', KEYS[1], tonumber(ARGV[1]), 1)"
+SETBIT_SHA = __import__('hashlib').sha1(SETBIT_SCRIPT.encode()).hexdigest()
+# A bitmap of 1,000,000 bits (125 KB: stored in fragments by Strata), bytes of 'A' (0x41).
+BITMAP = ['SETBIT bm 999999 1'] + ['SETRANGE bm %d %s' % (o, 'A' * 1000)
+                                  for o in range(0, 125000, 1000)]
+
 # name: (command, pre-fill lines, redis-benchmark run before timing)
 WORKLOADS = {
     'pfadd': (['PFADD', 'hll', '__rand_int__'], hll('hll', 20000), None),
@@ -35,6 +42,8 @@ WORKLOADS = {
     'getbit_keys': (['GETBIT', 'bit:__rand_int__', '7'], [],
                     ['-n', '300000', 'SETBIT', 'bit:__rand_int__', '7', '1']),
     'geoadd': (['GEOADD', 'geo', '13.361389', '38.115556', 'm:__rand_int__'], [], None),
+    'setbit_big': (['EVALSHA', SETBIT_SHA, '1', 'bm', '__rand_int__'],
+                   BITMAP + ['SCRIPT LOAD "%s"' % SETBIT_SCRIPT], None),
 }
 
 

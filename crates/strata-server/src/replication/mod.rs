@@ -142,7 +142,13 @@ impl Replication {
             return;
         };
         let unclean = follower::encode_redis_state(&at, false);
-        if let Err(e) = db.aux_put(strata::replication::REPLICATION_STATE, &unclean) {
+        // Durable before anything else is written: a crash right after start must find the
+        // position marked used (the record could otherwise wait in the log's buffer, and the
+        // next start would resume from an offset its data no longer matches).
+        let marked = db
+            .aux_put(strata::replication::REPLICATION_STATE, &unclean)
+            .and_then(|()| db.sync_wal_through(db.write_count()));
+        if let Err(e) = marked {
             crate::log::warning!("Can't update the replication state: {e}");
             return;
         }

@@ -16,6 +16,8 @@ use rocksdb::{IteratorMode, ReadOptions, WriteOptions};
 
 use crate::db::Db;
 use crate::error::{Error, Result};
+use crate::keys::{split_data_key, split_expire_key, split_meta_key};
+use crate::locks::Guard;
 use crate::pending::{decode_batch, BatchOp};
 use crate::redo_tail::RedoTail;
 use crate::storage::{
@@ -30,6 +32,16 @@ pub const FAMILIES: [&str; 5] = ["default", CF_META, CF_DATA, CF_ZSCORE, CF_EXPI
 
 /// A record's value as a run of replicated batches left it (`None`: deleted).
 type Held<'a> = Option<Cow<'a, [u8]>>;
+
+/// The lock stripes a replicated record needs (see `Db::lock_replicated`).
+enum Touch<'a> {
+    /// Those of this key: `(physical database, user key)`.
+    Key(u8, &'a [u8]),
+    /// None (a record of no key).
+    Nothing,
+    /// Every stripe.
+    All,
+}
 
 /// The aux record (see [`Db::aux_get`]) a replica keeps its progress in.
 pub const REPLICATION_STATE: &str = "replication";
@@ -319,8 +331,8 @@ impl Db {
             .any(|op| matches!(op, BatchOp::Patch { .. }));
         let mut put: HashMap<(u32, &[u8]), Held<'_>> = HashMap::new();
         let mut deleted: Vec<(u32, &[u8], &[u8])> = Vec::new();
-        for op in decoded.into_iter().flatten() {
-            match op {
+        for op in decoded.iter().flatten() {
+            match *op {
                 BatchOp::Put { cf, key, value } => {
                     self.note_replicated(cf, key, &mut applied, &mut map_changed);
                     if collect_keys && cf == meta_id {
@@ -346,7 +358,11 @@ impl Db {
                     put.retain(|&(c, k), _| c != cf || k < from || k >= to);
                     deleted.push((cf, from, to));
                 }
-                BatchOp::Patch { cf, key, ranges } => {
+                BatchOp::Patch {
+                    cf,
+                    key,
+                    ref ranges,
+                } => {
                     self.note_replicated(cf, key, &mut applied, &mut map_changed);
                     if collect_keys && cf == meta_id {
                         self.note_key(key, &mut applied);
@@ -368,7 +384,7 @@ impl Db {
                     let mut value = before.ok_or_else(|| {
                         Error::Corrupt("replicated patch of a record this replica lacks".into())
                     })?;
-                    crate::patch::apply(&mut value, &ranges);
+                    crate::patch::apply(&mut value, ranges);
                     batch.put_cf(family(cf)?, key, &value);
                     put.insert((cf, key), Some(Cow::Owned(value)));
                 }
@@ -376,14 +392,53 @@ impl Db {
         }
         batch.put(aux_key(REPLICATION_STATE), state);
         {
-            // Readers of the keys involved see the whole batch or none of it (RocksDB applies
-            // it atomically), and the hot-record cache follows it (`Storage::write`).
+            // The write is atomic in itself (one RocksDB or tier write; the hot-record cache
+            // follows it: `Storage::write`), but a reader walking a key's records, or reading
+            // several keys one after another, would see it land between two steps. Readers
+            // hold their keys' stripes shared, as on the leader, so holding the written keys'
+            // stripes exclusively across the write (and the database map's reload) means a
+            // reader sees each command, transaction or script whole or not at all.
+            let _held = self.lock_replicated(leader_ids, &decoded);
             s.write(batch)?;
-        }
-        if map_changed {
-            self.reload_db_map()?;
+            if map_changed {
+                self.reload_db_map()?;
+            }
         }
         Ok(applied)
+    }
+
+    /// Takes, in one ordered acquisition, the key lock stripes (exclusive) of every key the
+    /// replicated batches `decoded` write, keyed as the data model keys them (logical database,
+    /// user key); every stripe when one of them swaps databases, deletes a range reaching past
+    /// one key (FLUSHDB, FLUSHALL) or writes a record naming no key it can tell.
+    fn lock_replicated(&self, leader_ids: &[u32; 5], decoded: &[Vec<BatchOp<'_>>]) -> Guard<'_> {
+        let ops = || decoded.iter().flatten();
+        if ops().any(|op| matches!(touched(leader_ids, op), Touch::All)) {
+            return self.inner.locks.lock_all();
+        }
+        // Physical database → logical, read once (the map cannot change under this write:
+        // only a replicated SWAPDB changes it, and that takes every stripe above).
+        let map = self.db_map();
+        let mut logical = [None; 256];
+        for (l, &p) in map
+            .iter()
+            .enumerate()
+            .take(self.inner.databases as usize)
+            .rev()
+        {
+            logical[p as usize] = Some(l as u8);
+        }
+        // A collection's records come in a row: its key is hashed once, not once per record.
+        let mut last: Option<(u8, &[u8])> = None;
+        let keys = ops().filter_map(move |op| match touched(leader_ids, op) {
+            Touch::Key(phys, key) if last != Some((phys, key)) => {
+                last = Some((phys, key));
+                // A physical database no logical one maps to is out of every reader's reach.
+                logical[phys as usize].map(|db| (db, key))
+            }
+            _ => None,
+        });
+        self.inner.locks.lock(keys)
     }
 
     fn note_key(&self, meta_key: &[u8], applied: &mut Applied) {
@@ -417,6 +472,34 @@ impl Db {
         self.inner
             .active_expire
             .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The stripes replicated record `op` needs (`leader_ids`: the leader's family ids).
+fn touched<'a>(leader_ids: &[u32; 5], op: &BatchOp<'a>) -> Touch<'a> {
+    let (cf, key) = match *op {
+        BatchOp::Put { cf, key, .. }
+        | BatchOp::Delete { cf, key }
+        | BatchOp::Patch { cf, key, .. } => (cf, key),
+        BatchOp::DeleteRange { cf, from, to } => {
+            return match leader_ids.iter().position(|&x| x == cf) {
+                // A range inside one collection (LTRIM, XTRIM...): its key alone.
+                Some(2 | 3) => match (split_data_key(from), split_data_key(to)) {
+                    (Some((d, k, ..)), Some((e, l, ..))) if d == e && k == l => Touch::Key(d, k),
+                    _ => Touch::All,
+                },
+                _ => Touch::All,
+            };
+        }
+    };
+    match leader_ids.iter().position(|&x| x == cf) {
+        Some(0) if key == DB_MAP_KEY => Touch::All,
+        // Aux records, the format marker: no key.
+        Some(0) => Touch::Nothing,
+        Some(1) => split_meta_key(key).map_or(Touch::All, |(d, k)| Touch::Key(d, k)),
+        Some(2 | 3) => split_data_key(key).map_or(Touch::All, |(d, k, ..)| Touch::Key(d, k)),
+        Some(4) => split_expire_key(key).map_or(Touch::All, |(_, d, k)| Touch::Key(d, k)),
+        _ => Touch::All,
     }
 }
 

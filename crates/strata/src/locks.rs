@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-const STRIPES: usize = 1024;
+/// How many stripes there are.
+pub(crate) const STRIPES: usize = 1024;
 const WORDS: usize = STRIPES / 64;
 
 /// How often a waiter for a contended stripe looks whether its holder has declared itself busy.

@@ -17,7 +17,7 @@ use rocksdb::{IteratorMode, ReadOptions, WriteOptions};
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::keys::{split_data_key, split_expire_key, split_meta_key};
-use crate::locks::Guard;
+use crate::locks::{Guard, STRIPES};
 use crate::pending::{decode_batch, BatchOp};
 use crate::redo_tail::RedoTail;
 use crate::storage::{
@@ -410,14 +410,11 @@ impl Db {
     /// Takes, in one ordered acquisition, the key lock stripes (exclusive) of every key the
     /// replicated batches `decoded` write, keyed as the data model keys them (logical database,
     /// user key); every stripe when one of them swaps databases, deletes a range reaching past
-    /// one key (FLUSHDB, FLUSHALL) or writes a record naming no key it can tell.
+    /// one key (FLUSHDB, FLUSHALL), writes a record naming no key it can tell, or writes to
+    /// more keys than half the stripes.
     fn lock_replicated(&self, leader_ids: &[u32; 5], decoded: &[Vec<BatchOp<'_>>]) -> Guard<'_> {
-        let ops = || decoded.iter().flatten();
-        if ops().any(|op| matches!(touched(leader_ids, op), Touch::All)) {
-            return self.inner.locks.lock_all();
-        }
         // Physical database → logical, read once (the map cannot change under this write:
-        // only a replicated SWAPDB changes it, and that takes every stripe above).
+        // only a replicated SWAPDB changes it, and that takes every stripe).
         let map = self.db_map();
         let mut logical = [None; 256];
         for (l, &p) in map
@@ -428,16 +425,29 @@ impl Db {
         {
             logical[p as usize] = Some(l as u8);
         }
-        // A collection's records come in a row: its key is hashed once, not once per record.
+        // A collection's records come in a row: its key is listed (and hashed) once, not once
+        // per record.
+        let mut keys: Vec<(u8, &[u8])> = Vec::new();
         let mut last: Option<(u8, &[u8])> = None;
-        let keys = ops().filter_map(move |op| match touched(leader_ids, op) {
-            Touch::Key(phys, key) if last != Some((phys, key)) => {
-                last = Some((phys, key));
-                // A physical database no logical one maps to is out of every reader's reach.
-                logical[phys as usize].map(|db| (db, key))
+        for op in decoded.iter().flatten() {
+            match touched(leader_ids, op) {
+                Touch::All => return self.inner.locks.lock_all(),
+                Touch::Key(phys, key) if last != Some((phys, key)) => {
+                    last = Some((phys, key));
+                    // A physical database no logical one maps to is out of every reader's reach.
+                    if let Some(db) = logical[phys as usize] {
+                        keys.push((db, key));
+                    }
+                }
+                _ => {}
             }
-            _ => None,
-        });
+        }
+        // A run of writes to more keys than half the stripes (the follower coalesces a busy
+        // leader's batches) takes them all: it would hold most of them anyway, and one pass
+        // over the stripes costs less than hashing and sorting that many keys.
+        if keys.len() > STRIPES / 2 {
+            return self.inner.locks.lock_all();
+        }
         self.inner.locks.lock(keys)
     }
 

@@ -6,6 +6,8 @@ peak RSS against the configured budget (not run in CI; docs/reliability.md has f
     bench/rss.py --gb 2          # a quicker figure
     bench/rss.py --gb 2 --value-size 4096 --block-cache 64mb --write-buffer 16mb --hot-cache 32mb
     bench/rss.py --gb 20 --stream --value-size 1024 --connections 4 --tmp /big/disk
+    bench/rss.py --gb 20 --stream --value-size 1024 --rate-mb 8
+                                 # the same at a capped pace (a machine shared with others)
                                  # XADD big * v <value> into one stream instead of SET keys
 
 The budget is block cache + hot cache + 4 column families x 3 memtables x write buffer + 3 x the
@@ -107,19 +109,26 @@ def pct(xs: list, p: float) -> float:
     return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
 
 
-def stream_writer(port, head, value, lo, hi, pipeline, done_count, stop_flag, errors):
-    """One writer process of `stream_run`: XADDs of entries lo..hi, `pipeline` at a time."""
+def stream_writer(port, head, value, lo, hi, pipeline, done_count, stop_flag, errors, per_sec=0.0):
+    """One writer process of `stream_run`: XADDs of entries lo..hi, `pipeline` at a time; at most
+    `per_sec` entries a second when that is set (it sleeps while ahead of that pace)."""
     sock = socket.create_connection(("127.0.0.1", port))
     pool = os.urandom(1 << 22)
+    began = time.monotonic()
     try:
         i = lo
         while i < hi and not stop_flag.value:
+            if per_sec:
+                ahead = (i - lo) / per_sec - (time.monotonic() - began)
+                if ahead > 0:
+                    time.sleep(ahead)
             upto = min(hi, i + pipeline)
             # The entry's number, then a slice of a random pool at an offset of its own: one value
-            # repeated would be compressed away within a block.
+            # repeated would be compressed away within a block. (Slice once: `pool[at:][:rest]`
+            # copied the pool's tail, up to 4 MB, per entry and held the writers to ~3 MB/s.)
             rest = len(value) - 12
             span = len(pool) - rest
-            sock.sendall(b"".join(head + b"%012d" % j + pool[(j * 7919) % span:][:rest] + b"\r\n"
+            sock.sendall(b"".join(head + b"%012d" % j + pool[(j * 7919) % span:(j * 7919) % span + rest] + b"\r\n"
                                   for j in range(i, upto)))
             want, buf = 2 * (upto - i), b""  # an ID is a bulk string: two lines
             while buf.count(b"\r\n") < want:
@@ -148,8 +157,10 @@ def stream_run(args, server, budget: int) -> str | None:
     n = int(args.gb * (1 << 30)) // args.value_size
     value = os.urandom(args.value_size)
     head = b"*5\r\n$4\r\nXADD\r\n$3\r\nbig\r\n$1\r\n*\r\n$1\r\nv\r\n$%d\r\n" % args.value_size
+    per_sec = args.rate_mb * (1 << 20) / args.value_size / args.connections if args.rate_mb else 0.0
     print(f"appending {args.gb} GB to one stream: {n} XADDs of {args.value_size} B over {args.connections} "
-          f"connections, pipeline {args.pipeline}; budget {budget >> 20} MB", flush=True)
+          f"connections, pipeline {args.pipeline}"
+          + (f", at most {args.rate_mb} MB/s" if args.rate_mb else "") + f"; budget {budget >> 20} MB", flush=True)
     # Writers are processes (one client thread would be the bottleneck), each appending its
     # share of the entries; they count what was acknowledged in shared counters.
     done_count = multiprocessing.Value("q", 0)
@@ -158,7 +169,7 @@ def stream_run(args, server, budget: int) -> str | None:
     procs = [multiprocessing.Process(target=stream_writer, daemon=True,
                                      args=(server.port, head, value, k * n // args.connections,
                                            (k + 1) * n // args.connections, args.pipeline, done_count,
-                                           stop_flag, errors))
+                                           stop_flag, errors, per_sec))
              for k in range(args.connections)]
     state = {"stop": None}
     start = time.monotonic()
@@ -258,6 +269,8 @@ def main():
     ap.add_argument("--stream", action="store_true", help="append to one stream (XADD big * v <value>)")
     ap.add_argument("--dirty-size", default="64mb", help="memory-tier-dirty-size")
     ap.add_argument("--connections", type=int, default=4, help="--stream: connections appending at once")
+    ap.add_argument("--rate-mb", type=float, default=0.0,
+                    help="--stream: append at most this many MB/s in all (0: as fast as the server takes them)")
     ap.add_argument("--xrange-requests", type=int, default=200, help="--stream: XRANGEs timed at each place")
     ap.add_argument("--min-free-gb", type=float, default=10.0,
                     help="stop loading when the data dir's filesystem has less free space")

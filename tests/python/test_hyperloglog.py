@@ -379,6 +379,48 @@ def test_in_multi_exec_and_lua(both):
     both("EVAL", "return redis.pcall('pfadd', KEYS[1], 'z')", "1", "nolist")
 
 
+def test_pfcounts_racing_pfadds_on_one_key_leave_the_bytes_redis_has(strata_server, redis_server):
+    """Four clients each add 1,000 elements to one dense HLL, counting after every add (so most
+    counts find the cache stale and store it, while the others add): no count may store a
+    cardinality over registers it did not read. Afterwards the HLL is what Redis holds for the
+    same elements, counted."""
+    import threading
+
+    elements = [[f"t{t}e{i}" for i in range(1000)] for t in range(4)]
+    ref = redis_server.conn()
+    ref.call("FLUSHALL")
+    for part in elements:
+        for e in part:
+            ref.call("PFADD", "h", e)
+    main = strata_server.conn()
+    main.call("FLUSHALL")
+    main.call("PFADD", "h", *[f"seed{i}" for i in range(2000)])
+    ref.call("PFADD", "h", *[f"seed{i}" for i in range(2000)])
+    failures = []
+
+    def client(part):
+        c = strata_server.conn()
+        try:
+            last = 0
+            for e in part:
+                c.call("PFADD", "h", e)
+                n = c.call("PFCOUNT", "h")
+                if n < last:
+                    failures.append(f"count went down: {last} then {n}")
+                last = n
+        except Exception as exc:  # reported below, not lost in the thread
+            failures.append(repr(exc))
+
+    threads = [threading.Thread(target=client, args=(p,)) for p in elements]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert main.call("PFCOUNT", "h") == ref.call("PFCOUNT", "h")
+    assert main.call("GET", "h") == ref.call("GET", "h")
+
+
 def _watch_exec(server, *cmd):
     """WATCH h, let another client run cmd, then EXEC: None when the transaction aborted."""
     a, b = server.conn(), server.conn()

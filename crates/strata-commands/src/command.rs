@@ -96,6 +96,11 @@ pub mod flag {
     /// `LOOKUP_NOTOUCH`: EXISTS, TYPE, TTL, OBJECT...), or leaves that to the commands it runs
     /// (scripts). Every other command with keys counts as an access to them (OBJECT IDLETIME).
     pub const NO_TOUCH: u64 = 1 << 27;
+    /// Hidden (Strata): holds its keys shared although it may write them, because it seldom
+    /// does (PFCOUNT stores a stale cached cardinality). A handler run holding them shared that
+    /// finds it must write asks for them exclusively instead ([`crate::Hold`]) and is run again
+    /// holding them so.
+    pub const SHARED_FIRST: u64 = 1 << 28;
     /// No flag.
     pub const NONE: u64 = 0;
 }

@@ -28,6 +28,21 @@ pub enum ReplyMode {
     Skip,
 }
 
+/// How the running command holds its keys' locks, for a command that holds them shared although
+/// it may write them ([`crate::command::SHARED_FIRST`]: PFCOUNT).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Hold {
+    /// Exclusively, or inside a transaction or script that holds them: the command may write.
+    #[default]
+    Exclusive,
+    /// Shared: the command must not write them. One that finds it must sets
+    /// [`Hold::WantsExclusive`] and returns without writing or answering; it is then run
+    /// again holding them exclusively.
+    Shared,
+    /// Asked for by a handler run holding its keys shared.
+    WantsExclusive,
+}
+
 /// Per-connection state that commands read and change.
 pub struct Session {
     /// CLIENT ID.
@@ -81,6 +96,8 @@ pub struct Session {
     /// While a script runs for a tracking client: its declared keys, remembered (and taken
     /// from here) when it first runs a read-only command, as Redis tracks a script's keys.
     pub script_keys: Option<Vec<Bytes>>,
+    /// How the running command holds its keys (see [`Hold`]; set around each handler).
+    pub hold: Hold,
 }
 
 /// What a replica told with REPLCONF capa / rdb-only.
@@ -199,6 +216,7 @@ impl Session {
             tracking: None,
             caching: false,
             script_keys: None,
+            hold: Hold::Exclusive,
         }
     }
 }

@@ -15,7 +15,9 @@ use strata_resp::{Frame, Protocol};
 use crate::command::{self, CommandSpec};
 use crate::isolation::{self, Targets};
 use crate::outcome::Outcome;
-use crate::{acl, errors, latency, monitor, notify, registry, scripting, slowlog, BlockMode, Ctx};
+use crate::{
+    acl, errors, latency, monitor, notify, registry, scripting, slowlog, BlockMode, Ctx, Hold,
+};
 
 /// Runs one command as a client sent it: lookup, arity, authentication, then either queueing it
 /// (inside MULTI) or [`run`]. Around it, as Redis around each command: the tracking table is
@@ -231,23 +233,9 @@ fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> 
     // The handle the scope borrows (an Arc clone), taken only when there is something to lock.
     let db = (all || !targets.is_empty()).then(|| ctx.session.db.clone());
     let exclusive = isolation::exclusive(keyed);
-    let keys = targets.iter().map(|&(d, i)| (d, &argv[i][..]));
-    // A key held by a script running past busy-reply-threshold is not waited for: -BUSY.
-    let scope = match (&db, ctx.session.in_script) {
-        (None, _) => Ok((None, true)),
-        (Some(db), false) if all => db.hold_all_unless_busy().map(|s| (Some(s), true)),
-        // Inside a script, the library takes every stripe itself (waiting is safe: a script
-        // that wants a stripe this one holds gives up on it after its patience).
-        (Some(_), true) if all => Ok((None, true)),
-        (Some(db), false) => db
-            .hold_unless_busy(keys, exclusive)
-            .map(|s| (Some(s), true)),
-        // A script may already hold other keys: waiting here could deadlock.
-        (Some(db), true) => db
-            .hold_patiently(keys, exclusive, SCRIPT_LOCK_PATIENCE)
-            .map(|(s, complete)| (Some(s), complete)),
-    };
-    let (scope, complete) = match scope {
+    let in_script = ctx.session.in_script;
+    let hold = |exclusive| hold_keys(db.as_ref(), in_script, all, argv, &targets, exclusive);
+    let (mut scope, complete) = match hold(exclusive) {
         Ok(held) => held,
         Err(busy) => return Outcome::Reply(scripting::busy_reply(busy)),
     };
@@ -268,7 +256,27 @@ fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> 
     // A tracking client's reads are remembered before the command reads, under its locks, so
     // a write that lands after the read is sure to find the client in the table.
     let script = ctx.session.tracking.is_some() && remember_reads(ctx, spec, argv, &targets);
-    let outcome = spec.handler.call(ctx, argv);
+    ctx.session.hold = if exclusive {
+        Hold::Exclusive
+    } else {
+        Hold::Shared
+    };
+    let mut outcome = spec.handler.call(ctx, argv);
+    if ctx.session.hold == Hold::WantsExclusive {
+        // A `shared_first` command found it must write (PFCOUNT storing a stale cache): it
+        // wrote and answered nothing; it runs again holding its keys exclusively. Nothing is
+        // held meanwhile, so another command may run in between, as if it had come first.
+        drop(scope.take());
+        ctx.session.hold = Hold::Exclusive;
+        outcome = match hold(true) {
+            Ok((held, _)) => {
+                scope = held;
+                spec.handler.call(ctx, argv)
+            }
+            Err(busy) => Outcome::Reply(scripting::busy_reply(busy)),
+        };
+    }
+    ctx.session.hold = Hold::Exclusive;
     if script {
         ctx.session.script_keys = None;
     }
@@ -299,6 +307,34 @@ fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> 
         }
     }
     outcome
+}
+
+/// Holds the locks of a command's keys (`targets`, indices into `argv`; every stripe when `all`;
+/// nothing without `db`), exclusively or shared, and whether every one was taken. A key held by
+/// a script running past busy-reply-threshold is not waited for: [`strata::Busy`].
+fn hold_keys<'d>(
+    db: Option<&'d strata::Db>,
+    in_script: bool,
+    all: bool,
+    argv: &[Bytes],
+    targets: &[(u32, usize)],
+    exclusive: bool,
+) -> Result<(Option<strata::KeyScope<'d>>, bool), strata::Busy> {
+    let keys = targets.iter().map(|&(d, i)| (d, &argv[i][..]));
+    match (db, in_script) {
+        (None, _) => Ok((None, true)),
+        (Some(db), false) if all => db.hold_all_unless_busy().map(|s| (Some(s), true)),
+        // Inside a script, the library takes every stripe itself (waiting is safe: a script
+        // that wants a stripe this one holds gives up on it after its patience).
+        (Some(_), true) if all => Ok((None, true)),
+        (Some(db), false) => db
+            .hold_unless_busy(keys, exclusive)
+            .map(|s| (Some(s), true)),
+        // A script may already hold other keys: waiting here could deadlock.
+        (Some(db), true) => db
+            .hold_patiently(keys, exclusive, SCRIPT_LOCK_PATIENCE)
+            .map(|(s, complete)| (Some(s), complete)),
+    }
 }
 
 /// The commands that run a script: a tracking client's script that reads remembers the keys it

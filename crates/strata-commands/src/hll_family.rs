@@ -11,7 +11,7 @@ use crate::command::*;
 use crate::cursor::{Args, Failure, Reply};
 use crate::errors;
 use crate::notify::STRING;
-use crate::Ctx;
+use crate::{Ctx, Hold};
 
 /// The HyperLogLog family's rows.
 pub static COMMANDS: &[CommandSpec] = &[
@@ -36,8 +36,9 @@ pub static COMMANDS: &[CommandSpec] = &[
         name: "pfcount",
         arity: Arity::AtLeast(2),
         // Not a write, but counting one key stores the cardinality in its cache (and that
-        // write replicates): `may_replicate`, so read-only scripts may not call it.
-        flags: Flags(READONLY | MAY_REPLICATE),
+        // write replicates): `may_replicate`, so read-only scripts may not call it. The key is
+        // held shared unless the cache must be stored (`shared_first`).
+        flags: Flags(READONLY | MAY_REPLICATE | SHARED_FIRST),
         keys: Keys::Range(Range::new(1, -1, 1)),
         key_specs: &[KeySpec::range(RW | ACCESS, 1, -1, 1, 0).notes(
             "RW because it may change the internal representation of the key, and propagate to replicas",
@@ -124,6 +125,17 @@ fn pfadd(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
 
 fn pfcount(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     let keys = Args::new(argv).rest_slices();
+    // Holding its key shared, a count that needs no write answers; one that must store the
+    // cache asks to run again holding the key exclusively.
+    if let ([key], Hold::Shared) = (&keys[..], ctx.session.hold) {
+        return match ctx.session.db.pfcount_without_writing(key)? {
+            Some(card) => Ok(Frame::Integer(card as i64)),
+            None => {
+                ctx.session.hold = Hold::WantsExclusive;
+                Ok(Frame::Null)
+            }
+        };
+    }
     let (card, refreshed) = ctx.session.db.pfcount_refreshing(&keys)?;
     if refreshed {
         // Redis signals the key modified when PFCOUNT rewrites its cache (a WATCH sees it).
@@ -297,6 +309,37 @@ mod tests {
     }
 
     #[test]
+    fn pfcount_of_a_valid_cache_runs_while_another_holds_the_key_shared() {
+        let mut h = Harness::new();
+        h.run(&["PFADD", "h", "a", "b"]);
+        // Stores the cache (run again holding the key exclusively).
+        assert_eq!(h.run(&["PFCOUNT", "h"]), int(2));
+        assert_eq!(&bytes(&mut h, "h")[8..16], &[2, 0, 0, 0, 0, 0, 0, 0]);
+        let db = h.db().clone();
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let reader = std::thread::spawn(move || {
+            let scope = db.hold_unless_busy([(0, &b"h"[..])], false);
+            let _ = held_tx.send(());
+            // A PFCOUNT that took the key exclusively would wait for this scope, which ends
+            // when the count is done or, failing that, after a minute.
+            let counted_meanwhile = done_rx
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .is_ok();
+            drop(scope);
+            counted_meanwhile
+        });
+        assert_eq!(held_rx.recv(), Ok(()));
+        assert_eq!(h.run(&["PFCOUNT", "h"]), int(2));
+        let _ = done_tx.send(());
+        assert_eq!(
+            reader.join().ok(),
+            Some(true),
+            "PFCOUNT waited for a reader"
+        );
+    }
+
+    #[test]
     fn pf_commands_work_in_multi_exec() {
         let mut h = Harness::new();
         h.run(&["MULTI"]);
@@ -309,5 +352,8 @@ mod tests {
             Frame::Array(vec![int(1), int(2), Frame::simple("OK"), int(2)])
         );
         assert_eq!(h.run(&["PFCOUNT", "h", "m"]), int(2));
+        // The transaction's PFCOUNTs stored the caches, as Redis's do.
+        assert_eq!(&bytes(&mut h, "h")[8..16], &[2, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(&bytes(&mut h, "m")[8..16], &[2, 0, 0, 0, 0, 0, 0, 0]);
     }
 }

@@ -7,7 +7,7 @@
 
 use bytes::Bytes;
 
-use crate::command::{CommandSpec, MAY_REPLICATE, WRITE};
+use crate::command::{CommandSpec, MAY_REPLICATE, SHARED_FIRST, WRITE};
 
 /// The keys a command touches.
 pub enum Targets {
@@ -27,9 +27,11 @@ pub fn targets(spec: &CommandSpec, argv: &[Bytes], db: u32) -> Targets {
     Targets::Keys(keys)
 }
 
-/// Whether a command's keys are held exclusively: writers, and scripts that may write.
+/// Whether a command's keys are held exclusively: writers, and scripts that may write, but
+/// not a command that writes seldom and asks for them exclusively when it must
+/// ([`SHARED_FIRST`]: PFCOUNT).
 pub fn exclusive(spec: &CommandSpec) -> bool {
-    spec.flags.any(WRITE | MAY_REPLICATE)
+    spec.flags.any(WRITE | MAY_REPLICATE) && !spec.has(SHARED_FIRST)
 }
 
 pub use crate::command::db_index;

@@ -110,6 +110,11 @@ impl Harness {
         }
     }
 
+    /// The database the session works on.
+    pub fn db(&self) -> &strata::Db {
+        &self.session.db
+    }
+
     /// The CLIENT TRACKING table of the stand-in server.
     pub fn tracking(&self) -> &crate::tracking::Tracking {
         &self.server.tracking

@@ -166,7 +166,7 @@ impl Db {
     /// ([`Db::set_follower`]) or is open read-only.
     pub fn pfcount_refreshing(&self, keys: &[&[u8]]) -> Result<(u64, bool)> {
         if let [key] = keys {
-            return self.pfcount_one(key);
+            return Ok(self.pfcount_one(key, true)?.unwrap_or_default());
         }
         let mut max = [0u8; hll::REGISTERS];
         for key in keys {
@@ -180,9 +180,32 @@ impl Db {
         Ok((hll::count_registers(&max), false))
     }
 
-    fn pfcount_one(&self, key: &[u8]) -> Result<(u64, bool)> {
-        let _g = self.inner.locks.lock_one(self.index, key);
-        // A valid cached cardinality is read where the record lies, without copying the HLL.
+    /// PFCOUNT of the one key `key` when that writes nothing: the cached cardinality when it is
+    /// valid (read where the record lies), 0 for a missing key, and the count of an HLL whose
+    /// cache is stale on a directory that follows a leader. `None` when the count must be
+    /// stored in the cache, which [`Db::pfcount_refreshing`] does, locking the key: a caller
+    /// that holds the key shared (so that it cannot change meanwhile) calls this first, and
+    /// holds it exclusively for that only when it must.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = strata::Db::open(dir.path())?;
+    /// db.pfadd(b"visitors", &[b"ann", b"bob"])?;
+    /// assert_eq!(db.pfcount_without_writing(b"visitors")?, None);
+    /// assert_eq!(db.pfcount_refreshing(&[b"visitors"])?, (2, true));
+    /// assert_eq!(db.pfcount_without_writing(b"visitors")?, Some(2));
+    /// assert_eq!(db.pfcount_without_writing(b"nobody")?, Some(0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pfcount_without_writing(&self, key: &[u8]) -> Result<Option<u64>> {
+        Ok(self.pfcount_one(key, false)?.map(|(card, _)| card))
+    }
+
+    /// PFCOUNT of one key, and whether it stored the cache; with `write` false, `None` instead
+    /// of storing it.
+    fn pfcount_one(&self, key: &[u8], write: bool) -> Result<Option<(u64, bool)>> {
+        // A valid cached cardinality is read where the record lies, without copying the HLL
+        // and without a lock: one read of one record sees it whole.
         let cached = self.with_live_record(key, |r| {
             if !inline_string(r) {
                 return None;
@@ -192,26 +215,33 @@ impl Db {
         })?;
         if let Some(Some(card)) = cached {
             self.count_lookup(true);
-            return Ok((card, false));
+            return Ok(Some((card, false)));
         }
+        let _g = write.then(|| self.inner.locks.lock_one(self.index, key));
         let found = self.live_string_whole(key)?;
-        self.count_lookup(found.is_some());
         let Some(m) = found else {
-            return Ok((0, false));
+            self.count_lookup(false);
+            return Ok(Some((0, false)));
         };
-        hll::validate(&m.body)?;
-        if let Some(card) = hll::cached(&m.body) {
-            return Ok((card, false));
+        let cached = hll::validate(&m.body).map(|_| hll::cached(&m.body));
+        let follower = self.is_follower();
+        if cached == Ok(None) && !write && !follower {
+            // Counted by the call that stores the cache.
+            return Ok(None);
+        }
+        self.count_lookup(true);
+        if let Some(card) = cached? {
+            return Ok(Some((card, false)));
         }
         let card = hll::count(&m.body)?;
-        if self.is_follower() {
-            return Ok((card, false));
+        if follower {
+            return Ok(Some((card, false)));
         }
         let mut v = m.body;
         hll::set_cached(&mut v, card);
         match self.write_string_flagged(key, &v, FLAG_RAW_STRING, m.expire_ms) {
-            Ok(()) => Ok((card, true)),
-            Err(Error::ReadOnly) => Ok((card, false)),
+            Ok(()) => Ok(Some((card, true))),
+            Err(Error::ReadOnly) => Ok(Some((card, false))),
             Err(e) => Err(e),
         }
     }
@@ -312,6 +342,25 @@ mod tests {
         let v = db.get(b"h").unwrap().unwrap();
         assert_eq!(hll::cached(&v), Some(100));
         assert_eq!(db.pfcount(&[b"missing"]).unwrap(), 0);
+    }
+
+    #[test]
+    fn pfcount_without_writing_leaves_a_stale_cache_to_the_writer() {
+        let (_d, db) = db();
+        db.pfadd(b"h", &[b"a", b"b"]).unwrap();
+        let stale = db.get(b"h").unwrap();
+        assert_eq!(db.pfcount_without_writing(b"h").unwrap(), None);
+        assert_eq!(db.get(b"h").unwrap(), stale);
+        db.set_follower(true);
+        assert_eq!(db.pfcount_without_writing(b"h").unwrap(), Some(2));
+        assert_eq!(db.get(b"h").unwrap(), stale);
+        db.set_follower(false);
+        assert_eq!(db.pfcount_refreshing(&[b"h"]).unwrap(), (2, true));
+        assert_eq!(db.pfcount_without_writing(b"h").unwrap(), Some(2));
+        db.set(b"s", b"not an hll", SetOptions::default()).unwrap();
+        assert_eq!(db.pfcount_without_writing(b"s"), Err(Error::NotHll));
+        db.rpush(b"l", &[b"x"]).unwrap();
+        assert_eq!(db.pfcount_without_writing(b"l"), Err(Error::WrongType));
     }
 
     #[test]

@@ -23,6 +23,7 @@ use rocksdb::WriteBatch;
 use crate::collection::CollectionMeta;
 use crate::db::{now_ms, Db};
 use crate::error::{Error, Result};
+use crate::keys;
 use crate::meta::{self, KeyType};
 use crate::storage::{CF_DATA, CF_META};
 
@@ -926,7 +927,8 @@ impl Db {
             s.head.last = new_id;
         }
         let entry = encode_entry(s.node, fields);
-        let entry_key = self.sub_key(key, &s.c, &entry_sub(new_id));
+        // The metadata key starts with the physical database: no second read of the map.
+        let entry_key = keys::data_key(meta_key[0], key, s.c.version, &entry_sub(new_id));
         // Sized once for both records (RocksDB's batch grows by copying otherwise): its header,
         // and per record a tag, a family id and two lengths (varints of at most 5 bytes each).
         let record_len = meta::HEADER_LEN + 16 + EXTRA_LEN;
@@ -2279,6 +2281,27 @@ mod tests {
         let r = db.xrange(b"s", StreamId::MIN, StreamId::MAX, Some(2), true)?;
         assert_eq!(r.iter().map(|e| e.id.ms).collect::<Vec<_>>(), [5, 4]);
         assert_eq!(r[0].fields, vec![b"f".to_vec(), b"v".to_vec()]);
+        Ok(())
+    }
+
+    #[test]
+    fn xadd_after_swapdb_writes_its_entries_beside_its_metadata() -> Result<()> {
+        // XADD builds the entry's key from the metadata key's database byte: after SWAPDB both
+        // must name the same physical database, or the entries would land in the other one.
+        let (_d, db) = db();
+        let one = db.select(1)?;
+        db.xadd(b"s", AddId::Exact(id(1, 0)), &[b"f", b"zero"], false, None)?;
+        one.xadd(b"s", AddId::Exact(id(7, 0)), &[b"f", b"one"], false, None)?;
+        db.swapdb(0, 1)?;
+        db.xadd(b"s", AddId::Exact(id(8, 0)), &[b"f", b"one"], false, None)?;
+        one.xadd(b"s", AddId::Exact(id(2, 0)), &[b"f", b"zero"], false, None)?;
+        let ids = |d: &Db| -> Result<Vec<u64>> {
+            let all = d.xrange(b"s", StreamId::MIN, StreamId::MAX, None, false)?;
+            Ok(all.iter().map(|e| e.id.ms).collect())
+        };
+        assert_eq!(ids(&db)?, [7, 8]);
+        assert_eq!(ids(&one)?, [1, 2]);
+        assert_eq!((db.xlen(b"s")?, one.xlen(b"s")?), (2, 2));
         Ok(())
     }
 

@@ -330,7 +330,10 @@ impl Db {
                 let expire_ms = existing.map_or(0, |s| s.expire_ms);
                 let mut batch = crate::storage::new_batch();
                 w.finish(self, &mut batch, key, FLAG_RAW_STRING, expire_ms);
-                self.write(batch)?;
+                // Appending nothing to a fragmented string leaves nothing to write.
+                if !batch.is_empty() {
+                    self.write(batch)?;
+                }
             }
         }
         Ok(new_len)

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""A replica's CPU per applied write: a leader under `redis-benchmark -t set,hset -P 16` and one
+"""A replica's CPU per applied write: a leader under `redis-benchmark -t set,hset -P 16` (or -P N) and one
 replica following it; the replica process's utime+stime (from /proc/<pid>/stat) over the writes
 it applied, and (Strata) that of its replication link thread alone, which applies them. Interleaved rounds of each binary given (and Redis 7 as the yardstick), medians.
 
-    bench/replica_apply_cpu.py --binary old=/path/a --binary new=/path/b [--rounds 3] [-n 200000]
+    bench/replica_apply_cpu.py --binary old=/path/a --binary new=/path/b [--rounds 3] [-n 200000] [-P 16]
 """
 
 import argparse
@@ -69,7 +69,7 @@ def wait(pred, timeout=120):
     raise RuntimeError("timed out")
 
 
-def one(binary, n, workdir):
+def one(binary, n, pipeline, workdir):
     lp, rp = free_port(), free_port()
     leader_p, leader = start(binary, workdir, lp)
     replica_p, replica = start(binary, workdir, rp)
@@ -79,7 +79,7 @@ def one(binary, n, workdir):
         before = cpu_seconds(replica_p.pid)
         link = link_thread(replica_p.pid)
         link_before = cpu_seconds(link) if link else 0.0
-        subprocess.run(["redis-benchmark", "-p", str(lp), "-t", "set,hset", "-P", "16",
+        subprocess.run(["redis-benchmark", "-p", str(lp), "-t", "set,hset", "-P", str(pipeline),
                         "-n", str(n), "-r", "100000", "-q"], check=True,
                        stdout=subprocess.DEVNULL)
         target = leader.info("replication")["master_repl_offset"]
@@ -98,6 +98,7 @@ def main():
     ap.add_argument("--binary", action="append", default=[], help="name=path")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("-n", type=int, default=200000)
+    ap.add_argument("-P", type=int, default=16, help="redis-benchmark's pipeline depth")
     args = ap.parse_args()
     variants = [b.split("=", 1) for b in args.binary] + [["redis", "redis"]]
     results = {name: [] for name, _ in variants}
@@ -106,7 +107,7 @@ def main():
     try:
         for r in range(args.rounds):
             for name, binary in variants:
-                us, ins = one(binary, args.n, workdir)
+                us, ins = one(binary, args.n, args.P, workdir)
                 results[name].append(us)
                 instr[name].append(ins)
                 print(f"round {r + 1} {name}: {us:.2f} µs CPU per applied write, {ins:.2f} µs of"

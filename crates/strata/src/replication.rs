@@ -13,6 +13,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use rocksdb::{IteratorMode, ReadOptions, WriteOptions};
+use smallvec::SmallVec;
 
 use crate::db::Db;
 use crate::error::{Error, Result};
@@ -416,18 +417,10 @@ impl Db {
         // Physical database → logical, read once (the map cannot change under this write:
         // only a replicated SWAPDB changes it, and that takes every stripe).
         let map = self.db_map();
-        let mut logical = [None; 256];
-        for (l, &p) in map
-            .iter()
-            .enumerate()
-            .take(self.inner.databases as usize)
-            .rev()
-        {
-            logical[p as usize] = Some(l as u8);
-        }
+        let map = &map[..(self.inner.databases as usize).min(map.len())];
         // A collection's records come in a row: its key is listed (and hashed) once, not once
-        // per record.
-        let mut keys: Vec<(u8, &[u8])> = Vec::new();
+        // per record. A few keys (a leader writing at a modest rate) need no allocation.
+        let mut keys: SmallVec<[(u8, &[u8]); 8]> = SmallVec::new();
         let mut last: Option<(u8, &[u8])> = None;
         for op in decoded.iter().flatten() {
             match touched(leader_ids, op) {
@@ -435,8 +428,8 @@ impl Db {
                 Touch::Key(phys, key) if last != Some((phys, key)) => {
                     last = Some((phys, key));
                     // A physical database no logical one maps to is out of every reader's reach.
-                    if let Some(db) = logical[phys as usize] {
-                        keys.push((db, key));
+                    if let Some(db) = map.iter().position(|&p| p == phys) {
+                        keys.push((db as u8, key));
                     }
                 }
                 _ => {}

@@ -3,7 +3,8 @@
 //! the whole directory ([`Db::sync_snapshot`]); a replica wipes and loads such a copy
 //! ([`Db::load_begin`], [`Db::load_chunk`], [`Db::load_end`]) and applies the leader's log
 //! batches ([`Db::apply_replicated`]) exactly as the leader wrote them, each together with the
-//! record of how far it has got, so a restarted replica resumes where its data stops. The log
+//! record of how far it has got, so a restarted replica resumes where its data stops; while it
+//! writes, it holds the key locks of the keys they write, as the leader's commands did. The log
 //! is RocksDB's write-ahead log, offsets its sequence numbers; with the write-back tier it is
 //! the tier's redo log, offsets the numbers the redo log gives its batches (the same batches,
 //! the same encoding: a replica need not know which its leader has, nor use the same). Knows
@@ -514,6 +515,54 @@ fn aux_key(name: &str) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::SetOptions;
+
+    /// Per batch of the leader's log from `from` on: the keys whose stripes a replica applying
+    /// it takes (repeats in a row once), or `None` for every stripe.
+    fn stripes_of(leader: &Db, from: u64) -> Vec<Option<Vec<(u8, Vec<u8>)>>> {
+        let WalRead::Batches(batches) = leader.wal_read(from, usize::MAX).unwrap() else {
+            panic!("the log holds every write since {from}");
+        };
+        let ids = leader.family_ids();
+        batches
+            .iter()
+            .map(|b| {
+                let (_, ops) = decode_batch(&b.data).unwrap();
+                let mut keys = Vec::new();
+                for op in &ops {
+                    match touched(&ids, op) {
+                        Touch::All => return None,
+                        Touch::Key(db, key) => keys.push((db, key.to_vec())),
+                        Touch::Nothing => {}
+                    }
+                }
+                keys.dedup();
+                Some(keys)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_replicated_write_locks_the_keys_it_names_and_every_key_for_swapdb_or_a_flush() {
+        let a = tempfile::tempdir().unwrap();
+        let leader = Db::open(a.path()).unwrap();
+        let from = leader.last_seq() + 1;
+        leader.hset(b"h", &[(b"f", b"1"), (b"g", b"2")]).unwrap();
+        let (_, committed) = leader.atomically(|| {
+            leader.set(b"x", b"1", SetOptions::default()).unwrap();
+            leader.sadd(b"s", &[b"m"]).unwrap();
+        });
+        committed.unwrap();
+        leader.select(3).unwrap().rpush(b"l", &[b"a"]).unwrap();
+        leader.swapdb(3, 4).unwrap();
+        leader.flushdb().unwrap();
+        let hash = Some(vec![(0, b"h".to_vec())]);
+        let both = Some(vec![(0, b"x".to_vec()), (0, b"s".to_vec())]);
+        let list = Some(vec![(3, b"l".to_vec())]);
+        assert_eq!(
+            stripes_of(&leader, from),
+            vec![hash, both, list, None, None]
+        );
+    }
 
     #[test]
     fn a_replica_applying_the_leaders_log_ends_with_the_leaders_data() {

@@ -516,9 +516,12 @@ mod tests {
     use super::*;
     use crate::SetOptions;
 
-    /// Per batch of the leader's log from `from` on: the keys whose stripes a replica applying
-    /// it takes (repeats in a row once), or `None` for every stripe.
-    fn stripes_of(leader: &Db, from: u64) -> Vec<Option<Vec<(u8, Vec<u8>)>>> {
+    /// The keys whose stripes a replica applying one batch takes (repeats in a row once), or
+    /// `None` for every stripe.
+    type Stripes = Option<Vec<(u8, Vec<u8>)>>;
+
+    /// [`Stripes`] per batch of the leader's log from `from` on.
+    fn stripes_of(leader: &Db, from: u64) -> Vec<Stripes> {
         let WalRead::Batches(batches) = leader.wal_read(from, usize::MAX).unwrap() else {
             panic!("the log holds every write since {from}");
         };

@@ -433,6 +433,98 @@ def test_replica_readers_never_see_half_a_transaction_or_script(pair):
     assert replica.mget("acct:a", "acct:b") == [b"900", b"900"]
 
 
+def test_replica_readers_never_see_half_of_one_command_applied_mid_walk(pair):
+    # One HSET of many fields is one write on the leader; a replica's HGETALL walking the hash
+    # must see all of it or none of it, never the fields before its cursor old and after it new.
+    leader_server, replica_server, leader, replica = pair
+    fields = [f"f{j:03}" for j in range(500)]
+    leader.hset("h", mapping={f: 0 for f in fields})
+    wait_for(lambda: caught_up(leader, replica), what="the hash")
+    stop = threading.Event()
+    problems = []
+
+    def writer(n):
+        c = redis.Redis(port=leader_server.port)
+        for i in range(1, n + 1):
+            c.hset("h", mapping={f: i for f in fields})
+
+    def reader():
+        c = redis.Redis(port=replica_server.port)
+        while not stop.is_set():
+            seen = c.hgetall("h")
+            if len(seen) != len(fields) or len(set(seen.values())) != 1:
+                problems.append(sorted(set(seen.values())))
+
+    readers = [threading.Thread(target=reader) for _ in range(3)]
+    for r in readers:
+        r.start()
+    w = threading.Thread(target=writer, args=(500,))
+    w.start()
+    w.join(60)
+    wait_for(lambda: caught_up(leader, replica), what="the writes")
+    stop.set()
+    for r in readers:
+        r.join(10)
+    assert problems == []
+    assert set(replica.hgetall("h").values()) == {b"500"}
+
+
+def test_replica_readers_never_see_half_of_a_transaction_or_script_across_two_walks(pair):
+    # SDIFF walks s1 and probes s2 for each member, a MULTI/EXEC of two SMEMBERS walks both: a
+    # MULTI/EXEC or a script moving both sets alike (one member in, one out), applied on the
+    # replica between a walk and a probe or between the two walks, must not show up as a
+    # difference.
+    leader_server, replica_server, leader, replica = pair
+    base = [f"base{j}" for j in range(5000)]
+    leader.sadd("s1", *base)
+    leader.sadd("s2", *base)
+    wait_for(lambda: caught_up(leader, replica), what="the sets")
+    stop = threading.Event()
+    problems = []
+
+    def transactions(n, offset):
+        c = redis.Redis(port=leader_server.port)
+        script = c.register_script(
+            "for _, k in ipairs(KEYS) do redis.call('sadd', k, ARGV[1]) end "
+            "for _, k in ipairs(KEYS) do redis.call('srem', k, ARGV[2]) end return 1")
+        for i in range(offset, offset + n):
+            if i % 2:
+                t = c.pipeline(transaction=True)
+                t.sadd("s1", f"m{i}").sadd("s2", f"m{i}")
+                t.srem("s1", f"base{i}").srem("s2", f"base{i}")
+                t.execute()
+            else:
+                script(keys=["s1", "s2"], args=[f"m{i}", f"base{i}"])
+
+    def reader():
+        c = redis.Redis(port=replica_server.port)
+        while not stop.is_set():
+            for a, b in (("s1", "s2"), ("s2", "s1")):
+                diff = c.sdiff(a, b)
+                if diff:
+                    problems.append((a, b, sorted(diff)))
+            # A transaction's two walks, one after the other, are one moment too.
+            one, two = c.pipeline(transaction=True).smembers("s1").smembers("s2").execute()
+            if one != two:
+                problems.append(("MULTI", sorted(one ^ two)))
+
+    readers = [threading.Thread(target=reader) for _ in range(3)]
+    for r in readers:
+        r.start()
+    writers = [threading.Thread(target=transactions, args=(250, k * 250)) for k in range(3)]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join(60)
+    wait_for(lambda: caught_up(leader, replica), what="the transactions")
+    stop.set()
+    for r in readers:
+        r.join(10)
+    assert problems == []
+    assert replica.smembers("s1") == replica.smembers("s2") == set(leader.smembers("s1"))
+    assert replica.scard("s1") == 5000
+
+
 def test_replica_authenticates_with_masterauth(start_strata):
     leader_server = start_strata(requirepass="s3cret")
     replica_server = start_strata()

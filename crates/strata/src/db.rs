@@ -583,13 +583,18 @@ impl Db {
         }
     }
 
-    /// The logical database currently mapped to physical id `phys`.
-    pub(crate) fn logical_of(&self, phys: u8) -> Option<u8> {
-        let map = match self.inner.db_map.read() {
+    /// The logical → physical database map as it stands.
+    pub(crate) fn db_map(&self) -> [u8; 256] {
+        match self.inner.db_map.read() {
             Ok(m) => *m,
             Err(p) => *p.into_inner(),
-        };
-        map.iter()
+        }
+    }
+
+    /// The logical database currently mapped to physical id `phys`.
+    pub(crate) fn logical_of(&self, phys: u8) -> Option<u8> {
+        self.db_map()
+            .iter()
             .take(self.inner.databases as usize)
             .position(|&p| p == phys)
             .map(|i| i as u8)

@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use smallvec::SmallVec;
 
-const STRIPES: usize = 1024;
+/// How many stripes there are.
+pub(crate) const STRIPES: usize = 1024;
 const WORDS: usize = STRIPES / 64;
 
 /// Stripe indices, and held stripes: a command names a few keys, which then need no

@@ -3,7 +3,8 @@
 //! the whole directory ([`Db::sync_snapshot`]); a replica wipes and loads such a copy
 //! ([`Db::load_begin`], [`Db::load_chunk`], [`Db::load_end`]) and applies the leader's log
 //! batches ([`Db::apply_replicated`]) exactly as the leader wrote them, each together with the
-//! record of how far it has got, so a restarted replica resumes where its data stops. The log
+//! record of how far it has got, so a restarted replica resumes where its data stops; while it
+//! writes, it holds the key locks of the keys they write, as the leader's commands did. The log
 //! is RocksDB's write-ahead log, offsets its sequence numbers; with the write-back tier it is
 //! the tier's redo log, offsets the numbers the redo log gives its batches (the same batches,
 //! the same encoding: a replica need not know which its leader has, nor use the same). Knows
@@ -13,9 +14,12 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use rocksdb::{IteratorMode, ReadOptions, WriteOptions};
+use smallvec::SmallVec;
 
 use crate::db::Db;
 use crate::error::{Error, Result};
+use crate::keys::{split_data_key, split_expire_key, split_meta_key};
+use crate::locks::{Guard, STRIPES};
 use crate::pending::{decode_batch, BatchOp};
 use crate::redo_tail::RedoTail;
 use crate::storage::{
@@ -30,6 +34,16 @@ pub const FAMILIES: [&str; 5] = ["default", CF_META, CF_DATA, CF_ZSCORE, CF_EXPI
 
 /// A record's value as a run of replicated batches left it (`None`: deleted).
 type Held<'a> = Option<Cow<'a, [u8]>>;
+
+/// The lock stripes a replicated record needs (see `Db::lock_replicated`).
+enum Touch<'a> {
+    /// Those of this key: `(physical database, user key)`.
+    Key(u8, &'a [u8]),
+    /// None (a record of no key).
+    Nothing,
+    /// Every stripe.
+    All,
+}
 
 /// The aux record (see [`Db::aux_get`]) a replica keeps its progress in.
 pub const REPLICATION_STATE: &str = "replication";
@@ -319,8 +333,8 @@ impl Db {
             .any(|op| matches!(op, BatchOp::Patch { .. }));
         let mut put: HashMap<(u32, &[u8]), Held<'_>> = HashMap::new();
         let mut deleted: Vec<(u32, &[u8], &[u8])> = Vec::new();
-        for op in decoded.into_iter().flatten() {
-            match op {
+        for op in decoded.iter().flatten() {
+            match *op {
                 BatchOp::Put { cf, key, value } => {
                     self.note_replicated(cf, key, &mut applied, &mut map_changed);
                     if collect_keys && cf == meta_id {
@@ -346,7 +360,11 @@ impl Db {
                     put.retain(|&(c, k), _| c != cf || k < from || k >= to);
                     deleted.push((cf, from, to));
                 }
-                BatchOp::Patch { cf, key, ranges } => {
+                BatchOp::Patch {
+                    cf,
+                    key,
+                    ref ranges,
+                } => {
                     self.note_replicated(cf, key, &mut applied, &mut map_changed);
                     if collect_keys && cf == meta_id {
                         self.note_key(key, &mut applied);
@@ -368,7 +386,7 @@ impl Db {
                     let mut value = before.ok_or_else(|| {
                         Error::Corrupt("replicated patch of a record this replica lacks".into())
                     })?;
-                    crate::patch::apply(&mut value, &ranges);
+                    crate::patch::apply(&mut value, ranges);
                     batch.put_cf(family(cf)?, key, &value);
                     put.insert((cf, key), Some(Cow::Owned(value)));
                 }
@@ -376,14 +394,55 @@ impl Db {
         }
         batch.put(aux_key(REPLICATION_STATE), state);
         {
-            // Readers of the keys involved see the whole batch or none of it (RocksDB applies
-            // it atomically), and the hot-record cache follows it (`Storage::write`).
+            // The write is atomic in itself (one RocksDB or tier write; the hot-record cache
+            // follows it: `Storage::write`), but a reader walking a key's records, or reading
+            // several keys one after another, would see it land between two steps. Readers
+            // hold their keys' stripes shared, as on the leader, so holding the written keys'
+            // stripes exclusively across the write (and the database map's reload) means a
+            // reader sees each command, transaction or script whole or not at all.
+            let _held = self.lock_replicated(leader_ids, &decoded);
             s.write(batch)?;
-        }
-        if map_changed {
-            self.reload_db_map()?;
+            if map_changed {
+                self.reload_db_map()?;
+            }
         }
         Ok(applied)
+    }
+
+    /// Takes, in one ordered acquisition, the key lock stripes (exclusive) of every key the
+    /// replicated batches `decoded` write, keyed as the data model keys them (logical database,
+    /// user key); every stripe when one of them swaps databases, deletes a range reaching past
+    /// one key (FLUSHDB, FLUSHALL), writes a record naming no key it can tell, or writes to
+    /// more keys than half the stripes.
+    fn lock_replicated(&self, leader_ids: &[u32; 5], decoded: &[Vec<BatchOp<'_>>]) -> Guard<'_> {
+        // Physical database → logical, read once (the map cannot change under this write:
+        // only a replicated SWAPDB changes it, and that takes every stripe).
+        let map = self.db_map();
+        let map = &map[..(self.inner.databases as usize).min(map.len())];
+        // A collection's records come in a row: its key is listed (and hashed) once, not once
+        // per record. A few keys (a leader writing at a modest rate) need no allocation.
+        let mut keys: SmallVec<[(u8, &[u8]); 8]> = SmallVec::new();
+        let mut last: Option<(u8, &[u8])> = None;
+        for op in decoded.iter().flatten() {
+            match touched(leader_ids, op) {
+                Touch::All => return self.inner.locks.lock_all(),
+                Touch::Key(phys, key) if last != Some((phys, key)) => {
+                    last = Some((phys, key));
+                    // A physical database no logical one maps to is out of every reader's reach.
+                    if let Some(db) = map.iter().position(|&p| p == phys) {
+                        keys.push((db as u8, key));
+                    }
+                }
+                _ => {}
+            }
+        }
+        // A run of writes to more keys than half the stripes (the follower coalesces a busy
+        // leader's batches) takes them all: it would hold most of them anyway, and one pass
+        // over the stripes costs less than hashing and sorting that many keys.
+        if keys.len() > STRIPES / 2 {
+            return self.inner.locks.lock_all();
+        }
+        self.inner.locks.lock(keys)
     }
 
     fn note_key(&self, meta_key: &[u8], applied: &mut Applied) {
@@ -420,6 +479,34 @@ impl Db {
     }
 }
 
+/// The stripes replicated record `op` needs (`leader_ids`: the leader's family ids).
+fn touched<'a>(leader_ids: &[u32; 5], op: &BatchOp<'a>) -> Touch<'a> {
+    let (cf, key) = match *op {
+        BatchOp::Put { cf, key, .. }
+        | BatchOp::Delete { cf, key }
+        | BatchOp::Patch { cf, key, .. } => (cf, key),
+        BatchOp::DeleteRange { cf, from, to } => {
+            return match leader_ids.iter().position(|&x| x == cf) {
+                // A range inside one collection (LTRIM, XTRIM...): its key alone.
+                Some(2 | 3) => match (split_data_key(from), split_data_key(to)) {
+                    (Some((d, k, ..)), Some((e, l, ..))) if d == e && k == l => Touch::Key(d, k),
+                    _ => Touch::All,
+                },
+                _ => Touch::All,
+            };
+        }
+    };
+    match leader_ids.iter().position(|&x| x == cf) {
+        Some(0) if key == DB_MAP_KEY => Touch::All,
+        // Aux records, the format marker: no key.
+        Some(0) => Touch::Nothing,
+        Some(1) => split_meta_key(key).map_or(Touch::All, |(d, k)| Touch::Key(d, k)),
+        Some(2 | 3) => split_data_key(key).map_or(Touch::All, |(d, k, ..)| Touch::Key(d, k)),
+        Some(4) => split_expire_key(key).map_or(Touch::All, |(_, d, k)| Touch::Key(d, k)),
+        _ => Touch::All,
+    }
+}
+
 fn aux_key(name: &str) -> Vec<u8> {
     format!("strata:aux:{name}").into_bytes()
 }
@@ -428,6 +515,57 @@ fn aux_key(name: &str) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::SetOptions;
+
+    /// The keys whose stripes a replica applying one batch takes (repeats in a row once), or
+    /// `None` for every stripe.
+    type Stripes = Option<Vec<(u8, Vec<u8>)>>;
+
+    /// [`Stripes`] per batch of the leader's log from `from` on.
+    fn stripes_of(leader: &Db, from: u64) -> Vec<Stripes> {
+        let WalRead::Batches(batches) = leader.wal_read(from, usize::MAX).unwrap() else {
+            panic!("the log holds every write since {from}");
+        };
+        let ids = leader.family_ids();
+        batches
+            .iter()
+            .map(|b| {
+                let (_, ops) = decode_batch(&b.data).unwrap();
+                let mut keys = Vec::new();
+                for op in &ops {
+                    match touched(&ids, op) {
+                        Touch::All => return None,
+                        Touch::Key(db, key) => keys.push((db, key.to_vec())),
+                        Touch::Nothing => {}
+                    }
+                }
+                keys.dedup();
+                Some(keys)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_replicated_write_locks_the_keys_it_names_and_every_key_for_swapdb_or_a_flush() {
+        let a = tempfile::tempdir().unwrap();
+        let leader = Db::open(a.path()).unwrap();
+        let from = leader.last_seq() + 1;
+        leader.hset(b"h", &[(b"f", b"1"), (b"g", b"2")]).unwrap();
+        let (_, committed) = leader.atomically(|| {
+            leader.set(b"x", b"1", SetOptions::default()).unwrap();
+            leader.sadd(b"s", &[b"m"]).unwrap();
+        });
+        committed.unwrap();
+        leader.select(3).unwrap().rpush(b"l", &[b"a"]).unwrap();
+        leader.swapdb(3, 4).unwrap();
+        leader.flushdb().unwrap();
+        let hash = Some(vec![(0, b"h".to_vec())]);
+        let both = Some(vec![(0, b"x".to_vec()), (0, b"s".to_vec())]);
+        let list = Some(vec![(3, b"l".to_vec())]);
+        assert_eq!(
+            stripes_of(&leader, from),
+            vec![hash, both, list, None, None]
+        );
+    }
 
     #[test]
     fn a_replica_applying_the_leaders_log_ends_with_the_leaders_data() {

@@ -395,6 +395,21 @@ def test_replicaof_is_kept_by_config_rewrite(start_strata, tmp_path):
     assert "replicaof" not in conf.read_text()
 
 
+def race(leader, replica, stop, readers, writers):
+    """Runs the `readers` (each looping until `stop` is set) beside the `writers` (function,
+    args) against the leader, until the writers are done and the replica has caught up."""
+    reading = [threading.Thread(target=r) for r in readers]
+    writing = [threading.Thread(target=f, args=a) for f, a in writers]
+    for t in reading + writing:
+        t.start()
+    for t in writing:
+        t.join(60)
+    wait_for(lambda: caught_up(leader, replica), what="the writes")
+    stop.set()
+    for t in reading:
+        t.join(10)
+
+
 def test_replica_readers_never_see_half_a_transaction_or_script(pair):
     leader_server, _, leader, replica = pair
     leader.mset({"acct:a": 0, "acct:b": 0})
@@ -419,16 +434,7 @@ def test_replica_readers_never_see_half_a_transaction_or_script(pair):
             if a != b:
                 problems.append((a, b))
 
-    r = threading.Thread(target=reader)
-    r.start()
-    writers = [threading.Thread(target=transactions, args=(300,)) for _ in range(3)]
-    for w in writers:
-        w.start()
-    for w in writers:
-        w.join(60)
-    wait_for(lambda: caught_up(leader, replica), what="the transactions")
-    stop.set()
-    r.join(10)
+    race(leader, replica, stop, [reader], [(transactions, (300,))] * 3)
     assert problems == []
     assert replica.mget("acct:a", "acct:b") == [b"900", b"900"]
 
@@ -455,16 +461,7 @@ def test_replica_readers_never_see_half_of_one_command_applied_mid_walk(pair):
             if len(seen) != len(fields) or len(set(seen.values())) != 1:
                 problems.append(sorted(set(seen.values())))
 
-    readers = [threading.Thread(target=reader) for _ in range(3)]
-    for r in readers:
-        r.start()
-    w = threading.Thread(target=writer, args=(500,))
-    w.start()
-    w.join(60)
-    wait_for(lambda: caught_up(leader, replica), what="the writes")
-    stop.set()
-    for r in readers:
-        r.join(10)
+    race(leader, replica, stop, [reader] * 3, [(writer, (500,))])
     assert problems == []
     assert set(replica.hgetall("h").values()) == {b"500"}
 
@@ -508,18 +505,7 @@ def test_replica_readers_never_see_half_of_a_transaction_or_script_across_two_wa
             if one != two:
                 problems.append(("MULTI", sorted(one ^ two)))
 
-    readers = [threading.Thread(target=reader) for _ in range(3)]
-    for r in readers:
-        r.start()
-    writers = [threading.Thread(target=transactions, args=(250, k * 250)) for k in range(3)]
-    for w in writers:
-        w.start()
-    for w in writers:
-        w.join(60)
-    wait_for(lambda: caught_up(leader, replica), what="the transactions")
-    stop.set()
-    for r in readers:
-        r.join(10)
+    race(leader, replica, stop, [reader] * 3, [(transactions, (250, k * 250)) for k in range(3)])
     assert problems == []
     assert replica.smembers("s1") == replica.smembers("s2") == set(leader.smembers("s1"))
     assert replica.scard("s1") == 5000

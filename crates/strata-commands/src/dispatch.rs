@@ -119,7 +119,11 @@ fn execute_command(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Outcome {
 }
 
 /// How long a script waits for the lock of a key it did not declare before going on without it.
-const SCRIPT_LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+/// Long enough for a command holding that key to finish (microseconds; a few ms if its thread
+/// is preempted); short because the holder may be a multi-key reader waiting, in stripe order,
+/// for a key this script holds: then nothing ends the wait but the patience, and both stall
+/// for all of it (1 s here once held a test's scripts and MGETs to a few dozen in 2 s).
+const SCRIPT_LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// The subcommand row of a container's command (`CONFIG GET` for CONFIG), if `spec` is one.
 fn subcommand(spec: &CommandSpec, argv: &[Bytes]) -> Option<&'static CommandSpec> {

@@ -39,6 +39,9 @@ pub const BUSY_POLL: Duration = Duration::from_millis(10);
 thread_local! {
     /// Bit `i` set: this thread holds stripe `i` through a [`Scope`].
     static HELD: RefCell<[u64; WORDS]> = const { RefCell::new([0; WORDS]) };
+    /// Bit `i` set: a [`Scope`] of this thread gave up stripe `i` ([`KeyLocks::hold_patiently`]
+    /// ran out of patience): the thread goes on without it and never waits for it.
+    static PASSED: RefCell<[u64; WORDS]> = const { RefCell::new([0; WORDS]) };
     /// This thread has declared the stripes it holds busy ([`KeyLocks::declare_busy`]).
     static MARKED: Cell<bool> = const { Cell::new(false) };
 }
@@ -47,8 +50,17 @@ fn is_held(i: usize) -> bool {
     HELD.with(|h| h.borrow()[i / 64] & (1 << (i % 64)) != 0)
 }
 
-fn set_held(indices: &[usize], on: bool) {
-    HELD.with(|h| {
+/// Whether this thread holds stripe `i`, or gave it up: either way it does not wait for it.
+fn is_mine(i: usize) -> bool {
+    is_held(i) || PASSED.with(|h| h.borrow()[i / 64] & (1 << (i % 64)) != 0)
+}
+
+fn set_bits(
+    set: &'static std::thread::LocalKey<RefCell<[u64; WORDS]>>,
+    indices: &[usize],
+    on: bool,
+) {
+    set.with(|h| {
         let mut h = h.borrow_mut();
         for &i in indices {
             if on {
@@ -58,6 +70,10 @@ fn set_held(indices: &[usize], on: bool) {
             }
         }
     })
+}
+
+fn set_held(indices: &[usize], on: bool) {
+    set_bits(&HELD, indices, on);
 }
 
 /// The stripes this thread holds through scopes.
@@ -105,6 +121,8 @@ pub struct Guard<'a> {
 pub struct Scope<'a> {
     locks: &'a KeyLocks,
     indices: Stripes,
+    /// Stripes given up ([`KeyLocks::hold_patiently`]): not held, not waited for.
+    passed: Stripes,
     _guard: Guard<'a>,
 }
 
@@ -118,6 +136,7 @@ impl Drop for Scope<'_> {
             }
         }
         set_held(&self.indices, false);
+        set_bits(&PASSED, &self.passed, false);
     }
 }
 
@@ -203,7 +222,7 @@ impl KeyLocks {
         let mut idx: Stripes = keys
             .into_iter()
             .map(|(db, k)| Self::stripe(db, k))
-            .filter(|&i| !is_held(i))
+            .filter(|&i| !is_mine(i))
             .collect();
         idx.sort_unstable();
         idx.dedup();
@@ -231,6 +250,7 @@ impl KeyLocks {
         Scope {
             locks: self,
             indices,
+            passed: Stripes::new(),
             _guard: guard,
         }
     }
@@ -246,7 +266,7 @@ impl KeyLocks {
     pub fn lock_one(&self, db: u8, key: &[u8]) -> Guard<'_> {
         let i = Self::stripe(db, key);
         Guard {
-            _held: match is_held(i) {
+            _held: match is_mine(i) {
                 true => Helds::new(),
                 false => smallvec::smallvec![self.take(i, true)],
             },
@@ -255,7 +275,7 @@ impl KeyLocks {
 
     /// Locks every stripe exclusively (whole-database operations), except those this thread holds.
     pub fn lock_all(&self) -> Guard<'_> {
-        let idx: Stripes = (0..STRIPES).filter(|&i| !is_held(i)).collect();
+        let idx: Stripes = (0..STRIPES).filter(|&i| !is_mine(i)).collect();
         self.acquire(&idx, true)
     }
 
@@ -288,7 +308,10 @@ impl KeyLocks {
 
     /// Like [`KeyLocks::hold`], for a thread that may already hold other stripes (a script
     /// reaching a key it did not declare): it never waits while holding, which could deadlock,
-    /// but retries each busy stripe for up to `patience`, then goes on without it. Returns the
+    /// but retries each busy stripe for up to `patience`, then goes on without it: until the
+    /// scope ends, this thread neither holds nor waits for a stripe it gave up (the data
+    /// model's own lock of that key passes it by; waiting there deadlocked with a multi-key
+    /// reader holding the key shared while it waited for a key the script holds). Returns the
     /// scope and whether every stripe was taken, or [`Busy`] (holding nothing) when a stripe's
     /// holder has declared itself busy.
     pub fn hold_patiently<'a, 'k>(
@@ -301,7 +324,7 @@ impl KeyLocks {
         let deadline = Instant::now() + patience;
         let mut indices = Stripes::with_capacity(wanted.len());
         let mut held = Helds::with_capacity(wanted.len());
-        let mut complete = true;
+        let mut passed = Stripes::new();
         for i in wanted {
             let got = loop {
                 let attempt = self.try_take(i, exclusive);
@@ -319,15 +342,19 @@ impl KeyLocks {
                     indices.push(i);
                     held.push(g);
                 }
-                None => complete = false,
+                None => passed.push(i),
             }
         }
-        Ok((self.scope(indices, Guard { _held: held }), complete))
+        let complete = passed.is_empty();
+        let mut scope = self.scope(indices, Guard { _held: held });
+        set_bits(&PASSED, &passed, true);
+        scope.passed = passed;
+        Ok((scope, complete))
     }
 
     /// Holds every stripe exclusively until the scope is dropped.
     pub fn hold_all(&self) -> Scope<'_> {
-        let indices: Stripes = (0..STRIPES).filter(|&i| !is_held(i)).collect();
+        let indices: Stripes = (0..STRIPES).filter(|&i| !is_mine(i)).collect();
         let guard = self.acquire(&indices, true);
         self.scope(indices, guard)
     }
@@ -335,7 +362,7 @@ impl KeyLocks {
     /// Like [`KeyLocks::hold_all`], giving up with [`Busy`] as [`KeyLocks::hold_unless_busy`]
     /// does.
     pub fn hold_all_unless_busy(&self) -> Result<Scope<'_>, Busy> {
-        let indices: Stripes = (0..STRIPES).filter(|&i| !is_held(i)).collect();
+        let indices: Stripes = (0..STRIPES).filter(|&i| !is_mine(i)).collect();
         let guard = self.acquire_unless_busy(&indices, true)?;
         Ok(self.scope(indices, guard))
     }
@@ -373,6 +400,48 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
+
+    #[test]
+    fn a_stripe_given_up_is_not_waited_for_by_the_data_models_lock() {
+        let locks = Arc::new(KeyLocks::new());
+        // A key on another stripe than "a" (stripes are seeded per process).
+        let u = (0..)
+            .map(|n| format!("u{n}").into_bytes())
+            .find(|k| KeyLocks::stripe(0, k) != KeyLocks::stripe(0, b"a"))
+            .expect("a key on another stripe");
+        // This thread runs a script holding "a"; a reader holds `u` shared and waits for "a".
+        let script = locks.hold([(0, &b"a"[..])], true);
+        let (held_u, reader_done) = (std::sync::mpsc::channel(), std::sync::mpsc::channel());
+        let reader = {
+            let (locks, u) = (locks.clone(), u.clone());
+            let (held_u, reader_done) = (held_u.0, reader_done.0);
+            std::thread::spawn(move || {
+                let u = locks.hold([(0, &u[..])], false);
+                let _ = held_u.send(());
+                let a = locks.hold([(0, &b"a"[..])], false);
+                drop((a, u));
+                let _ = reader_done.send(());
+            })
+        };
+        held_u.1.recv().expect("the reader holds u");
+        // The script reaches `u`, which it did not declare: it gives it up after its patience,
+        // and its data-model call on `u` passes it by (it waited for ever before: a deadlock).
+        let (undeclared, complete) = locks
+            .hold_patiently([(0, &u[..])], true, Duration::from_millis(20))
+            .expect("nobody is busy");
+        assert!(!complete);
+        assert!(is_mine(KeyLocks::stripe(0, &u)), "given up, not waited for");
+        drop(locks.lock_one(0, &u));
+        drop(undeclared);
+        // Once the scope ends the stripe is waited for again, like any other.
+        assert!(!is_mine(KeyLocks::stripe(0, &u)));
+        drop(script);
+        reader_done
+            .1
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the reader gets a");
+        reader.join().expect("reader");
+    }
 
     #[test]
     fn operations_inside_a_scope_skip_the_stripes_it_holds() {

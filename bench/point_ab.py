@@ -18,9 +18,8 @@ getbit_keys (GETBIT bit:<rand> 7 after 300,000 such SETBITs), geoadd (GEOADD geo
 m:<rand>), setbit_big (SETBIT bm <rand> 1 through EVALSHA of a one-line script, since
 `__rand_int__` is zero-padded and a bit offset may not be, into a bitmap of 1,000,000 bits).
 """
-import argparse, os, re, shutil, socket, statistics, subprocess, sys, tempfile, time
+import argparse, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
-TICK = os.sysconf('SC_CLK_TCK')
 
 
 def hll(key, n):
@@ -47,18 +46,7 @@ WORKLOADS = {
 }
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def cpu_s(pid):
-    with open('/proc/%d/stat' % pid) as f:
-        fields = f.read().rsplit(')', 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+from procstat import cpu_seconds as cpu_s, free_port  # noqa: E402
 
 
 def bench(port, args):

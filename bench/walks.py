@@ -21,29 +21,14 @@ server's CPU over the LRANGE ops, the writer's work included (its ops are printe
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-TICKS = os.sysconf("SC_CLK_TCK")
+from procstat import TICKS, cpu_ticks, free_port
 VALUE = "v" * 128
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def cpu_ticks(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
 
 
 def log(msg):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Interleaved A/B of server builds (and Redis) on the point operations of issue 12.
+"""Interleaved A/B of server builds (and Redis) on point operations (issues 12 and 15).
 
     bench/point_ab.py [--rounds 3] [--workloads pfadd:1/16,pfcount:16] LABEL=BINARY ...
 
@@ -17,6 +17,9 @@ dense HLL of 5,000 elements whose cache is valid), setbit_keys (SETBIT bit:<rand
 getbit_keys (GETBIT bit:<rand> 7 after 300,000 such SETBITs), geoadd (GEOADD geo <lon> <lat>
 m:<rand>), setbit_big (SETBIT bm <rand> 1 through EVALSHA of a one-line script, since
 `__rand_int__` is zero-padded and a bit offset may not be, into a bitmap of 1,000,000 bits).
+The rows of bench/run.sh, with 128-byte values: set (SET key:<rand>), get (GET key:<rand> after
+1,000,000 such SETs), incr (INCR counter:<rand>), lpush / rpush (onto one list), lpop (from one
+list of 2,500,000 items), sadd (SADD myset element:<rand>), hset (HSET myhash element:<rand>).
 """
 import argparse, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
@@ -33,6 +36,8 @@ SETBIT_SHA = __import__('hashlib').sha1(SETBIT_SCRIPT.encode()).hexdigest()
 BITMAP = ['SETBIT bm 999999 1'] + ['SETRANGE bm %d %s' % (o, 'A' * 1000)
                                   for o in range(0, 125000, 1000)]
 
+VALUE = 'v' * 128
+
 # name: (command, pre-fill lines, redis-benchmark run before timing)
 WORKLOADS = {
     'pfadd': (['PFADD', 'hll', '__rand_int__'], hll('hll', 20000), None),
@@ -43,6 +48,14 @@ WORKLOADS = {
     'geoadd': (['GEOADD', 'geo', '13.361389', '38.115556', 'm:__rand_int__'], [], None),
     'setbit_big': (['EVALSHA', SETBIT_SHA, '1', 'bm', '__rand_int__'],
                    BITMAP + ['SCRIPT LOAD "%s"' % SETBIT_SCRIPT], None),
+    'set': (['SET', 'key:__rand_int__', VALUE], [], None),
+    'get': (['GET', 'key:__rand_int__'], [], ['-n', '1000000', 'SET', 'key:__rand_int__', VALUE]),
+    'incr': (['INCR', 'counter:__rand_int__'], [], None),
+    'lpush': (['LPUSH', 'mylist', VALUE], [], None),
+    'rpush': (['RPUSH', 'mylist', VALUE], [], None),
+    'lpop': (['LPOP', 'mylist'], [], ['-n', '2500000', 'RPUSH', 'mylist', VALUE]),
+    'sadd': (['SADD', 'myset', 'element:__rand_int__'], [], None),
+    'hset': (['HSET', 'myhash', 'element:__rand_int__', VALUE], [], None),
 }
 
 

@@ -98,6 +98,11 @@ pub struct Session {
     pub script_keys: Option<Vec<Bytes>>,
     /// How the running command holds its keys (see [`Hold`]; set around each handler).
     pub hold: Hold,
+    /// Set by the connection when more of the client's commands are already read: the next
+    /// command run may leave its key locks held for them ([`strata::KeyScope::linger`]; taken,
+    /// so only the client's own command, not one it runs, sees it). The connection releases
+    /// them ([`strata::Db::release_lingering`]) before it waits for anything.
+    pub linger: bool,
 }
 
 /// What a replica told with REPLCONF capa / rdb-only.
@@ -217,6 +222,7 @@ impl Session {
             caching: false,
             script_keys: None,
             hold: Hold::Exclusive,
+            linger: false,
         }
     }
 }

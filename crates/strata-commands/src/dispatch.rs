@@ -221,6 +221,8 @@ pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Out
 
 /// [`run`] without the statistics.
 fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Outcome {
+    // Only a client's own fast command lingers (not a command of its transaction or script).
+    let linger = std::mem::take(&mut ctx.session.linger);
     ctx.server.note_command(ctx.session, spec.name);
     // A container's subcommand that writes keys (XGROUP CREATE...) locks, touches and signals
     // them as a command of its own would; the other containers' rows have no keys (OBJECT is
@@ -234,6 +236,14 @@ fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> 
         // Whole-database writes (FLUSHDB, FLUSHALL, SWAPDB) need every stripe.
         Targets::All => (Vec::new(), true),
     };
+    // The access clocks the command will touch after it runs start loading now (each is a cache
+    // miss that the command's own work then hides).
+    let touches = !spec.has(command::NO_TOUCH);
+    if touches {
+        for &(d, i) in &targets {
+            ctx.session.db.prefetch_access(d, &argv[i]);
+        }
+    }
     // The handle the scope borrows (an Arc clone), taken only when there is something to lock.
     let db = (all || !targets.is_empty()).then(|| ctx.session.db.clone());
     let exclusive = isolation::exclusive(keyed);
@@ -285,7 +295,7 @@ fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> 
         ctx.session.script_keys = None;
     }
     // Looking keys up counts as an access to them (OBJECT IDLETIME), hits or misses alike.
-    if !spec.has(command::NO_TOUCH) {
+    if touches {
         for &(d, i) in &targets {
             ctx.session.db.note_access(d, &argv[i]);
         }
@@ -298,7 +308,12 @@ fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> 
         signal_modified_keys(ctx, keyed, argv, &targets);
     }
     ctx.session.unchanged.clear();
-    drop(scope);
+    // A fast command followed by more of the client's commands keeps its key locks for them
+    // (see `strata::KeyScope::linger`): pipelined commands on one key take its lock once.
+    match scope {
+        Some(scope) if linger && !all && !in_script && spec.has(command::FAST) => scope.linger(),
+        scope => drop(scope),
+    }
     // Wake clients blocked on the keys this write may have filled (LPUSH, ZADD, LMOVE's
     // destination, RENAME, a served BLMOVE's push...). Spurious signals only cost a re-check.
     if wrote && ctx.server.has_blocked_clients() {

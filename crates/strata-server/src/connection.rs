@@ -390,8 +390,16 @@ impl<'a> Conn<'a> {
         }
     }
 
-    /// Runs every complete request in the read buffer, in order.
+    /// Runs every complete request in the read buffer, in order. A command followed by more
+    /// input may keep its key locks for the next (`Session::linger`); they are released before
+    /// anything is awaited, and when the batch ends.
     async fn run_batch(&mut self) -> io::Result<Flow> {
+        let flow = self.run_requests().await;
+        self.server.db.release_lingering();
+        flow
+    }
+
+    async fn run_requests(&mut self) -> io::Result<Flow> {
         loop {
             let argv = match self.decoder.decode(&mut self.rbuf) {
                 Ok(Some(argv)) => argv,
@@ -414,12 +422,18 @@ impl<'a> Conn<'a> {
                     self.client.outbox.taken(taken);
                 }
             }
-            match self.run_command(&argv).await? {
+            self.session.linger = !self.rbuf.is_empty();
+            let flow = self.run_command(&argv).await;
+            self.session.linger = false;
+            match flow? {
                 Flow::Go => {}
                 stop => return Ok(stop),
             }
-            if self.wbuf.len() >= WRITE_FLUSH && !self.send().await? {
-                return Ok(Flow::Close);
+            if self.wbuf.len() >= WRITE_FLUSH {
+                self.server.db.release_lingering();
+                if !self.send().await? {
+                    return Ok(Flow::Close);
+                }
             }
         }
     }
@@ -427,8 +441,11 @@ impl<'a> Conn<'a> {
     /// Runs one request and does what its outcome asks.
     async fn run_command(&mut self, argv: &[Bytes]) -> io::Result<Flow> {
         let before = self.session.reply_mode;
-        if self.server.pause.active() && !self.hold_while_paused(argv).await? {
-            return Ok(Flow::Close);
+        if self.server.pause.active() {
+            self.server.db.release_lingering();
+            if !self.hold_while_paused(argv).await? {
+                return Ok(Flow::Close);
+            }
         }
         let api = ClientApi {
             server: self.server,
@@ -445,6 +462,7 @@ impl<'a> Conn<'a> {
             )
         }));
         let Ok(outcome) = ran else {
+            self.server.db.release_lingering();
             warning!(
                 "Internal error running '{}' for client id={}; closing the connection",
                 String::from_utf8_lossy(&argv[0]),
@@ -458,10 +476,13 @@ impl<'a> Conn<'a> {
             return Ok(Flow::Close);
         };
         let outcome = match outcome {
-            Outcome::Block(req) => match self.block(argv, req).await? {
-                Some(reply) => Outcome::Reply(reply),
-                None => return Ok(Flow::Close),
-            },
+            Outcome::Block(req) => {
+                self.server.db.release_lingering();
+                match self.block(argv, req).await? {
+                    Some(reply) => Outcome::Reply(reply),
+                    None => return Ok(Flow::Close),
+                }
+            }
             outcome => outcome,
         };
         Ok(self.after_command(outcome, before))

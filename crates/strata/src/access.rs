@@ -49,6 +49,23 @@ impl AccessClock {
         }
     }
 
+    /// Starts loading the slot of `key` into the CPU's cache, so that the [`AccessClock::touch`]
+    /// after the command finds it there: the table is too big to stay cached, and that one load
+    /// (a cache and TLB miss) was 95% of the touch's cost, 8% of an INCR's CPU at P=16. Only a
+    /// hint: nothing is read or written.
+    pub(crate) fn prefetch(&self, phys: u8, key: &[u8]) {
+        let t: *const AtomicU32 = &self.times[slot(phys, key)];
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch has no architectural effect (it cannot fault); `t` points into the
+        // table anyway.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(t.cast());
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = t;
+    }
+
     /// Makes `key` of physical database `phys` read as last accessed at `at` (seconds).
     pub(crate) fn set(&self, phys: u8, key: &[u8], at: u32) {
         self.times[slot(phys, key)].store(at.max(1), Ordering::Relaxed);
@@ -78,6 +95,16 @@ impl Db {
         if db < self.inner.databases {
             let phys = self.phys_of(logical);
             self.inner.access.touch(phys, key, now_secs());
+        }
+    }
+
+    /// Starts loading the access clock of `key` of logical database `db` into the CPU's cache,
+    /// ahead of the [`Db::note_access`] that follows the command (see [`AccessClock::prefetch`]).
+    pub fn prefetch_access(&self, db: u32, key: &[u8]) {
+        if let Ok(logical) = u8::try_from(db) {
+            if db < self.inner.databases {
+                self.inner.access.prefetch(self.phys_of(logical), key);
+            }
         }
     }
 

@@ -175,7 +175,19 @@ pub struct Db {
 }
 
 /// Key locks held by [`Db::hold`] until dropped.
-pub struct KeyScope<'a>(#[allow(dead_code)] crate::locks::Scope<'a>);
+pub struct KeyScope<'a>(crate::locks::Scope<'a>);
+
+impl KeyScope<'_> {
+    /// Ends the scope but leaves its key locks held by this thread until its next acquisition
+    /// of key locks, which takes them over if they cover its keys (in a mode at least as
+    /// strong) and releases them first otherwise, or until [`Db::release_lingering`]. For a
+    /// server running a client's pipelined commands: consecutive commands on one key take its
+    /// lock once. The thread must call [`Db::release_lingering`] before it runs anything else
+    /// (another client's commands, an `await`).
+    pub fn linger(self) {
+        self.0.linger()
+    }
+}
 
 impl Db {
     /// Opens (or creates) the data directory at `path` with default options, database 0 selected.
@@ -319,6 +331,11 @@ impl Db {
                 .locks
                 .hold(keys.into_iter().map(|(db, k)| (db as u8, k)), exclusive),
         )
+    }
+
+    /// Releases the key locks this thread kept with [`KeyScope::linger`], if any.
+    pub fn release_lingering(&self) {
+        self.inner.locks.release_lingering()
     }
 
     /// Like [`Db::hold`], but gives up with [`Busy`] (holding nothing) instead of waiting for a

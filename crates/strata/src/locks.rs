@@ -15,6 +15,14 @@
 //! including those already waiting when the mark appears (they wake every [`BUSY_POLL`] to look).
 //! The mark is cleared when the holder ends it or releases the stripe. Uncontended acquisitions
 //! never look at the marks: the fast path is one compare-and-swap per stripe, as before.
+//!
+//! A connection running a batch of pipelined commands may let a command's stripes *linger*
+//! ([`Scope::linger`]): they stay held by the thread after the command, and the next acquisition
+//! on the thread takes them over when they cover what it wants (in a mode at least as strong),
+//! or releases them first otherwise, so a thread never waits while lingering stripes are held.
+//! The connection releases them ([`KeyLocks::release_lingering`]) before it awaits anything.
+//! Sixteen LPUSHes of one pipeline to one list then take its stripe once, where they took it
+//! sixteen times, handing it back and forth with the other worker's connections.
 
 use std::cell::{Cell, RefCell};
 use std::hash::BuildHasher;
@@ -44,6 +52,18 @@ thread_local! {
     static PASSED: RefCell<[u64; WORDS]> = const { RefCell::new([0; WORDS]) };
     /// This thread has declared the stripes it holds busy ([`KeyLocks::declare_busy`]).
     static MARKED: Cell<bool> = const { Cell::new(false) };
+    /// Stripes still held after their scope ended ([`Scope::linger`]).
+    static LINGER: RefCell<Option<Lingering>> = const { RefCell::new(None) };
+}
+
+/// Stripes a scope left held for the thread's next acquisition ([`Scope::linger`]). Their bits
+/// stay set in `HELD`; their guards were forgotten, and [`KeyLocks::release_stripes`] unlocks
+/// them.
+struct Lingering {
+    /// The address of the [`KeyLocks`] they belong to (compared, never dereferenced).
+    owner: usize,
+    stripes: Stripes,
+    exclusive: bool,
 }
 
 fn is_held(i: usize) -> bool {
@@ -120,7 +140,13 @@ pub struct Guard<'a> {
 /// dropping it releases them.
 pub struct Scope<'a> {
     locks: &'a KeyLocks,
+    /// The stripes `_guard` holds.
     indices: Stripes,
+    /// Whether `_guard` holds them exclusively.
+    exclusive: bool,
+    /// Lingering stripes this scope took over (held without guards; see [`Lingering`]), and
+    /// whether exclusively.
+    adopted: Option<(Stripes, bool)>,
     /// Stripes given up ([`KeyLocks::hold_patiently`]): not held, not waited for.
     passed: Stripes,
     _guard: Guard<'a>,
@@ -130,13 +156,56 @@ impl Drop for Scope<'_> {
     fn drop(&mut self) {
         // Clear busy marks and forget the stripes before the guard (a field, dropped after this)
         // releases them, so the next holder's waiters never see a stale mark.
+        let adopted = self.adopted.take();
         if MARKED.with(Cell::get) {
-            for &i in &self.indices {
+            let lingered = adopted.iter().flat_map(|(a, _)| a.iter());
+            for &i in self.indices.iter().chain(lingered) {
                 self.locks.busy[i].store(0, Ordering::Release);
             }
         }
         set_held(&self.indices, false);
         set_bits(&PASSED, &self.passed, false);
+        if let Some((stripes, exclusive)) = adopted {
+            self.locks.release_stripes(&stripes, exclusive);
+        }
+    }
+}
+
+impl Scope<'_> {
+    /// Ends the scope but leaves its stripes held by this thread, for the thread's next
+    /// acquisition to take over or release (see the module documentation). A scope that gave
+    /// stripes up, holds stripes marked busy, or holds nothing is simply dropped. The caller
+    /// must call [`KeyLocks::release_lingering`] before this thread runs anything that is not
+    /// its own (a task switch) and before the key locks are dropped.
+    pub fn linger(mut self) {
+        let mixed = !self.indices.is_empty()
+            && self
+                .adopted
+                .as_ref()
+                .is_some_and(|(_, x)| *x != self.exclusive);
+        let busy = MARKED.with(Cell::get);
+        let lingering = LINGER.with(|l| l.borrow().is_some());
+        let empty = self.indices.is_empty() && self.adopted.is_none();
+        if mixed || busy || lingering || empty || !self.passed.is_empty() {
+            return;
+        }
+        let (mut stripes, exclusive) = self
+            .adopted
+            .take()
+            .unwrap_or((Stripes::new(), self.exclusive));
+        stripes.extend(std::mem::take(&mut self.indices));
+        for held in std::mem::take(&mut self._guard._held) {
+            // Released by `release_stripes` (force-unlocked in the same mode).
+            std::mem::forget(held);
+        }
+        let owner = self.locks as *const KeyLocks as usize;
+        LINGER.with(|l| {
+            *l.borrow_mut() = Some(Lingering {
+                owner,
+                stripes,
+                exclusive,
+            })
+        });
     }
 }
 
@@ -216,17 +285,73 @@ impl KeyLocks {
         }
     }
 
-    /// The stripes of `keys` that this thread does not hold yet, sorted and without repeats:
-    /// acquiring in stripe order means no two callers deadlock.
-    fn wanted<'k>(keys: impl IntoIterator<Item = (u8, &'k [u8])>) -> Stripes {
-        let mut idx: Stripes = keys
+    /// `stripes` less those this thread holds, sorted and without repeats: acquiring in stripe
+    /// order means no two callers deadlock.
+    fn unheld(mut stripes: Stripes) -> Stripes {
+        stripes.retain(|i| !is_mine(*i));
+        stripes.sort_unstable();
+        stripes.dedup();
+        stripes
+    }
+
+    /// Before an acquisition of `want` (`exclusive` or shared) starts a scope: this thread's
+    /// lingering stripes of this set, taken over when they hold every stripe of `want` in a mode
+    /// at least as strong, released otherwise (so that the acquisition never waits while they
+    /// are held). Lingering stripes of another set of locks are left alone.
+    fn settle_linger(&self, want: &[usize], exclusive: bool) -> Option<(Stripes, bool)> {
+        let owner = self as *const KeyLocks as usize;
+        let lingering = LINGER.with(|l| {
+            let mut l = l.borrow_mut();
+            match &*l {
+                Some(g) if g.owner == owner => l.take(),
+                _ => None,
+            }
+        })?;
+        let covers = want.iter().all(|i| lingering.stripes.contains(i));
+        if covers && (lingering.exclusive || !exclusive) {
+            return Some((lingering.stripes, lingering.exclusive));
+        }
+        self.release_stripes(&lingering.stripes, lingering.exclusive);
+        None
+    }
+
+    /// Releases this thread's lingering stripes of this set of locks, if it has any
+    /// ([`Scope::linger`]).
+    pub fn release_lingering(&self) {
+        if LINGER.with(|l| l.borrow().is_some()) {
+            let _ = self.settle_linger(&[usize::MAX], true);
+        }
+    }
+
+    /// Releases stripes held without guards (lingering, or taken over from a linger).
+    fn release_stripes(&self, stripes: &[usize], exclusive: bool) {
+        set_held(stripes, false);
+        for &i in stripes {
+            // SAFETY: this thread holds stripe `i` in this mode: its guard was forgotten by
+            // `Scope::linger`, and only this call releases it (once: the record is gone).
+            unsafe {
+                if exclusive {
+                    self.stripes[i].force_unlock_write();
+                } else {
+                    self.stripes[i].force_unlock_read();
+                }
+            }
+        }
+    }
+
+    /// Starts a scope of the stripes of `keys`: lingering stripes are taken over or released
+    /// ([`KeyLocks::settle_linger`]); returns those taken over and the stripes still to take.
+    fn prepare<'k>(
+        &self,
+        keys: impl IntoIterator<Item = (u8, &'k [u8])>,
+        exclusive: bool,
+    ) -> (Option<(Stripes, bool)>, Stripes) {
+        let all: Stripes = keys
             .into_iter()
             .map(|(db, k)| Self::stripe(db, k))
-            .filter(|&i| !is_mine(i))
             .collect();
-        idx.sort_unstable();
-        idx.dedup();
-        idx
+        let adopted = self.settle_linger(&all, exclusive);
+        (adopted, Self::unheld(all))
     }
 
     fn acquire(&self, idx: &[usize], exclusive: bool) -> Guard<'_> {
@@ -245,11 +370,13 @@ impl KeyLocks {
         })
     }
 
-    fn scope<'a>(&'a self, indices: Stripes, guard: Guard<'a>) -> Scope<'a> {
+    fn scope<'a>(&'a self, indices: Stripes, exclusive: bool, guard: Guard<'a>) -> Scope<'a> {
         set_held(&indices, true);
         Scope {
             locks: self,
             indices,
+            exclusive,
+            adopted: None,
             passed: Stripes::new(),
             _guard: guard,
         }
@@ -258,7 +385,17 @@ impl KeyLocks {
     /// Locks the stripes of all `(db, key)` pairs exclusively, except those this thread already
     /// holds through a [`Scope`].
     pub fn lock<'a, 'k>(&'a self, keys: impl IntoIterator<Item = (u8, &'k [u8])>) -> Guard<'a> {
-        self.acquire(&Self::wanted(keys), true)
+        let all: Stripes = keys
+            .into_iter()
+            .map(|(db, k)| Self::stripe(db, k))
+            .collect();
+        let mut wanted = Self::unheld(all.clone());
+        if !wanted.is_empty() && LINGER.with(|l| l.borrow().is_some()) {
+            // Released first (a thread never waits holding them); they are then taken again.
+            self.release_lingering();
+            wanted = Self::unheld(all);
+        }
+        self.acquire(&wanted, true)
     }
 
     /// Locks one key exclusively (unless this thread holds its stripe already, as a command's
@@ -268,13 +405,17 @@ impl KeyLocks {
         Guard {
             _held: match is_mine(i) {
                 true => Helds::new(),
-                false => smallvec::smallvec![self.take(i, true)],
+                false => {
+                    self.release_lingering();
+                    smallvec::smallvec![self.take(i, true)]
+                }
             },
         }
     }
 
     /// Locks every stripe exclusively (whole-database operations), except those this thread holds.
     pub fn lock_all(&self) -> Guard<'_> {
+        self.release_lingering();
         let idx: Stripes = (0..STRIPES).filter(|&i| !is_mine(i)).collect();
         self.acquire(&idx, true)
     }
@@ -288,9 +429,11 @@ impl KeyLocks {
         keys: impl IntoIterator<Item = (u8, &'k [u8])>,
         exclusive: bool,
     ) -> Scope<'a> {
-        let indices = Self::wanted(keys);
+        let (adopted, indices) = self.prepare(keys, exclusive);
         let guard = self.acquire(&indices, exclusive);
-        self.scope(indices, guard)
+        let mut scope = self.scope(indices, exclusive, guard);
+        scope.adopted = adopted;
+        scope
     }
 
     /// Like [`KeyLocks::hold`], but gives up with [`Busy`] (holding nothing) when a stripe it
@@ -301,9 +444,19 @@ impl KeyLocks {
         keys: impl IntoIterator<Item = (u8, &'k [u8])>,
         exclusive: bool,
     ) -> Result<Scope<'a>, Busy> {
-        let indices = Self::wanted(keys);
-        let guard = self.acquire_unless_busy(&indices, exclusive)?;
-        Ok(self.scope(indices, guard))
+        let (adopted, indices) = self.prepare(keys, exclusive);
+        let guard = match self.acquire_unless_busy(&indices, exclusive) {
+            Ok(guard) => guard,
+            Err(busy) => {
+                if let Some((stripes, exclusive)) = adopted {
+                    self.release_stripes(&stripes, exclusive);
+                }
+                return Err(busy);
+            }
+        };
+        let mut scope = self.scope(indices, exclusive, guard);
+        scope.adopted = adopted;
+        Ok(scope)
     }
 
     /// Like [`KeyLocks::hold`], for a thread that may already hold other stripes (a script
@@ -320,7 +473,7 @@ impl KeyLocks {
         exclusive: bool,
         patience: Duration,
     ) -> Result<(Scope<'a>, bool), Busy> {
-        let wanted = Self::wanted(keys);
+        let (adopted, wanted) = self.prepare(keys, exclusive);
         let deadline = Instant::now() + patience;
         let mut indices = Stripes::with_capacity(wanted.len());
         let mut held = Helds::with_capacity(wanted.len());
@@ -333,6 +486,9 @@ impl KeyLocks {
                 }
                 let tag = self.busy[i].load(Ordering::Acquire);
                 if tag != 0 {
+                    if let Some((stripes, exclusive)) = adopted {
+                        self.release_stripes(&stripes, exclusive);
+                    }
                     return Err(Busy(tag));
                 }
                 std::thread::sleep(Duration::from_micros(50));
@@ -346,7 +502,8 @@ impl KeyLocks {
             }
         }
         let complete = passed.is_empty();
-        let mut scope = self.scope(indices, Guard { _held: held });
+        let mut scope = self.scope(indices, exclusive, Guard { _held: held });
+        scope.adopted = adopted;
         set_bits(&PASSED, &passed, true);
         scope.passed = passed;
         Ok((scope, complete))
@@ -354,17 +511,19 @@ impl KeyLocks {
 
     /// Holds every stripe exclusively until the scope is dropped.
     pub fn hold_all(&self) -> Scope<'_> {
+        self.release_lingering();
         let indices: Stripes = (0..STRIPES).filter(|&i| !is_mine(i)).collect();
         let guard = self.acquire(&indices, true);
-        self.scope(indices, guard)
+        self.scope(indices, true, guard)
     }
 
     /// Like [`KeyLocks::hold_all`], giving up with [`Busy`] as [`KeyLocks::hold_unless_busy`]
     /// does.
     pub fn hold_all_unless_busy(&self) -> Result<Scope<'_>, Busy> {
+        self.release_lingering();
         let indices: Stripes = (0..STRIPES).filter(|&i| !is_mine(i)).collect();
         let guard = self.acquire_unless_busy(&indices, true)?;
-        Ok(self.scope(indices, guard))
+        Ok(self.scope(indices, true, guard))
     }
 
     /// Marks every stripe this thread holds through scopes as held by a busy holder with `tag`
@@ -542,5 +701,114 @@ mod tests {
         std::thread::sleep(Duration::from_millis(3 * BUSY_POLL.as_millis() as u64));
         drop(scope);
         assert!(waiter.join().unwrap_or(false));
+    }
+
+    /// Two keys on different stripes.
+    fn two_stripes() -> (Vec<u8>, Vec<u8>) {
+        let k = b"k".to_vec();
+        let j = (0..)
+            .map(|n| format!("j{n}").into_bytes())
+            .find(|j| KeyLocks::stripe(0, j) != KeyLocks::stripe(0, &k))
+            .expect("a key on another stripe");
+        (k, j)
+    }
+
+    fn locked(locks: &KeyLocks, key: &[u8]) -> bool {
+        locks.stripes[KeyLocks::stripe(0, key)].is_locked()
+    }
+
+    /// Runs `f` on another thread; `None` if it has not returned within two seconds (it waits
+    /// for a lock nobody will release).
+    fn within_2s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(Duration::from_secs(2)).ok()
+    }
+
+    #[test]
+    fn a_lingering_stripe_stays_held_until_released() {
+        let locks = KeyLocks::new();
+        locks.hold([(0, &b"k"[..])], true).linger();
+        assert!(locks.stripes[KeyLocks::stripe(0, b"k")].is_locked_exclusive());
+        assert!(
+            is_held(KeyLocks::stripe(0, b"k")),
+            "the thread still counts it as its own"
+        );
+        locks.release_lingering();
+        assert!(!locked(&locks, b"k"));
+        assert!(!is_held(KeyLocks::stripe(0, b"k")));
+        locks.release_lingering();
+        assert!(
+            !locked(&locks, b"k"),
+            "releasing twice releases nothing more"
+        );
+    }
+
+    #[test]
+    fn the_next_hold_of_the_same_keys_takes_the_lingering_stripes_over() {
+        let done = within_2s(|| {
+            let locks = KeyLocks::new();
+            locks.hold([(0, &b"k"[..])], true).linger();
+            // Taken over, not taken again (which would wait for this thread itself).
+            let scope = locks.hold([(0, &b"k"[..])], false);
+            assert!(locks.stripes[KeyLocks::stripe(0, b"k")].is_locked_exclusive());
+            scope.linger();
+            let scope = locks
+                .hold_unless_busy([(0, &b"k"[..])], true)
+                .expect("not busy");
+            drop(scope);
+            !locked(&locks, b"k")
+        });
+        assert_eq!(
+            done,
+            Some(true),
+            "the second hold waited, or the drop did not release"
+        );
+    }
+
+    #[test]
+    fn a_hold_of_other_keys_releases_the_lingering_stripes_first() {
+        let (k, j) = two_stripes();
+        let done = within_2s(move || {
+            let locks = KeyLocks::new();
+            locks.hold([(0, &k[..])], true).linger();
+            let scope = locks.hold([(0, &j[..])], true);
+            let k_free = !locked(&locks, &k);
+            drop(scope);
+            // A shared linger, then an exclusive hold of the same key: released, taken again.
+            locks.hold([(0, &k[..])], false).linger();
+            let scope = locks.hold([(0, &k[..])], true);
+            let k_exclusive = locks.stripes[KeyLocks::stripe(0, &k)].is_locked_exclusive();
+            drop(scope);
+            // The data model's own lock of another key, and FLUSHALL's, release it too.
+            locks.hold([(0, &k[..])], true).linger();
+            let one = locks.lock_one(0, &j);
+            let k_free_for_one = !locked(&locks, &k);
+            drop(one);
+            locks.hold([(0, &k[..])], true).linger();
+            let all = locks.hold_all();
+            drop(all);
+            (k_free, k_exclusive, k_free_for_one, !locked(&locks, &k))
+        });
+        assert_eq!(done, Some((true, true, true, true)));
+    }
+
+    #[test]
+    fn another_thread_waits_for_a_lingering_stripe_until_it_is_released() {
+        let locks = Arc::new(KeyLocks::new());
+        locks.hold([(0, &b"k"[..])], true).linger();
+        let (l2, got) = (locks.clone(), Arc::new(AtomicBool::new(false)));
+        let got2 = got.clone();
+        let waiter = std::thread::spawn(move || {
+            let _scope = l2.hold([(0, &b"k"[..])], true);
+            got2.store(true, Ordering::SeqCst);
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!got.load(Ordering::SeqCst), "the stripe was not held");
+        locks.release_lingering();
+        assert!(waiter.join().is_ok());
+        assert!(got.load(Ordering::SeqCst));
     }
 }

@@ -16,7 +16,9 @@ Workloads: pfadd (PFADD hll <rand> into a dense HLL of 20,000 elements), pfcount
 dense HLL of 5,000 elements whose cache is valid), setbit_keys (SETBIT bit:<rand> 7 1),
 getbit_keys (GETBIT bit:<rand> 7 after 300,000 such SETBITs), geoadd (GEOADD geo <lon> <lat>
 m:<rand>), setbit_big (SETBIT bm <rand> 1 through EVALSHA of a one-line script, since
-`__rand_int__` is zero-padded and a bit offset may not be, into a bitmap of 1,000,000 bits).
+`__rand_int__` is zero-padded and a bit offset may not be, into a bitmap of 1,000,000 bits),
+get (GET k:<rand> of a 16-byte value, after 300,000 such SETs) and set (SET k:<rand> <16 bytes>):
+the command path every command shares.
 """
 import argparse, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
@@ -43,6 +45,9 @@ WORKLOADS = {
     'geoadd': (['GEOADD', 'geo', '13.361389', '38.115556', 'm:__rand_int__'], [], None),
     'setbit_big': (['EVALSHA', SETBIT_SHA, '1', 'bm', '__rand_int__'],
                    BITMAP + ['SCRIPT LOAD "%s"' % SETBIT_SCRIPT], None),
+    # The command path every command shares (decoder, dispatch, reply), for comparison.
+    'get': (['GET', 'k:__rand_int__'], [], ['-n', '300000', 'SET', 'k:__rand_int__', 'v' * 16]),
+    'set': (['SET', 'k:__rand_int__', 'v' * 16], [], None),
 }
 
 

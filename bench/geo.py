@@ -14,9 +14,11 @@ turn,
 and prints requests per second, the server's CPU time per request (utime + stime of
 /proc/<pid>/stat over the run) and the Strata/Redis ratios of each. With `--repeat N` the rows
 run N rounds, interleaved (each round runs every row on both servers), and the medians are
-printed.
+printed. `--strata-b PATH` adds a second Strata build, loaded alike and run beside the first in
+every round (interleaved A/B; the servers' order is reversed every other round); `--rows` picks
+rows (geosearch, geoadd1, geoadd16).
 
-Usage: bench/geo.py [--points N] [--repeat N] [--strata PATH]
+Usage: bench/geo.py [--points N] [--repeat N] [--strata PATH] [--strata-b PATH] [--rows ...]
        (default binary: $CARGO_TARGET_DIR or ./target, release)
 """
 
@@ -104,16 +106,23 @@ def main():
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(os.path.dirname(__file__), "..",
                                                              "target"))
     p.add_argument("--strata", default=os.path.join(target, "release", "strata-server"))
+    p.add_argument("--strata-b", default=None,
+                   help="a second strata-server build run beside the first in every round "
+                        "(interleaved A/B; reported as strata-b)")
+    p.add_argument("--rows", default="geosearch,geoadd1,geoadd16",
+                   help="rows to run: geosearch, geoadd1, geoadd16")
     opts = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="geo-bench-", dir=opts.tmp_root)
     servers = {}
     procs = []
     try:
-        for name in ["redis-aof", "strata"]:
+        names = ["redis-aof", "strata"] + (["strata-b"] if opts.strata_b else [])
+        for name in names:
             port, d = free_port(), os.path.join(tmp, name)
             os.makedirs(d)
-            if name == "strata":
-                cmd = [opts.strata, "--bind", "127.0.0.1", "--port", str(port), "--dir", d,
+            if name.startswith("strata"):
+                binary = opts.strata_b if name == "strata-b" else opts.strata
+                cmd = [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", d,
                        "--appendfsync", "everysec"]
             else:
                 cmd = ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--dir", d,
@@ -131,24 +140,30 @@ def main():
         rows = [
             ("GEOSEARCH 1 km", ["-c", "50", "-n", "20000", "GEOSEARCH", "geo", "FROMLONLAT",
                                 "13.36", "38.11", "BYRADIUS", "1", "km"]),
-        ]
+        ] if "geosearch" in opts.rows else []
         for depth in (1, 16):
+            if f"geoadd{depth}" not in opts.rows:
+                continue
             rows.append((f"GEOADD P{depth}", ["-c", "50", "-n", "200000", "-P", str(depth), "-r",
                                               "1000000", "GEOADD", "geoadd", "13.__rand_int__",
                                               "38.__rand_int__", "m:__rand_int__"]))
         runs = {(label, name): [] for label, _ in rows for name in servers}
-        for _ in range(opts.repeat):
+        for r in range(opts.repeat):
             for label, args in rows:
-                for name, (port, pid) in servers.items():
+                # The order of the servers is reversed every other round.
+                order = list(servers.items())
+                for name, (port, pid) in (order if r % 2 == 0 else order[::-1]):
                     runs[(label, name)].append(bench(port, pid, args))
         print(f"medians of {opts.repeat}; load {os.getloadavg()[0]:.1f}")
         print(f"{'workload':<16} {'redis-aof rps':>14} {'strata rps':>12} {'ratio':>7} "
               f"{'CPU us/op redis':>16} {'strata':>7} {'ratio':>6}")
         for label, _ in rows:
-            (rr, rc), (sr, sc) = ([statistics.median(x[i] for x in runs[(label, name)])
-                                   for i in (0, 1)] for name in ("redis-aof", "strata"))
-            print(f"{label:<16} {rr:>14.0f} {sr:>12.0f} {sr / rr:>7.2f} {rc:>16.2f} {sc:>7.2f} "
-                  f"{sc / rc:>6.2f}", flush=True)
+            for name in names[1:]:
+                (rr, rc), (sr, sc) = ([statistics.median(x[i] for x in runs[(label, n)])
+                                       for i in (0, 1)] for n in ("redis-aof", name))
+                cpus = " ".join(f"{x[1]:.1f}" for x in runs[(label, name)])
+                print(f"{label:<16} {rr:>14.0f} {sr:>12.0f} {sr / rr:>7.2f} {rc:>16.2f} "
+                      f"{sc:>7.2f} {sc / rc:>6.2f}  {name} [CPU {cpus}]", flush=True)
     finally:
         for proc in procs:
             proc.terminate()

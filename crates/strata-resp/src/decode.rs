@@ -125,24 +125,42 @@ impl RequestDecoder {
     /// (an empty or blank inline line, `*0`, `*-1`) are skipped, as Redis does. Call again
     /// until it returns `Ok(None)` to drain a pipeline.
     pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        // What has been parsed is only counted in `pos` and taken out of `buf` once, on the
+        // way out: one `advance` per request instead of three per argument.
+        let mut pos = 0;
+        let result = self.decode_at(buf, &mut pos);
+        if pos > 0 {
+            buf.advance(pos);
+            self.scanned = self.scanned.saturating_sub(pos);
+        }
+        if result.is_err() {
+            self.reset();
+        }
+        result
+    }
+
+    /// [`RequestDecoder::decode`] of `buf` from `pos` on, moving `pos` past what it parses
+    /// (`buf` itself only changes when a big argument is split off it). `self.scanned` counts
+    /// from the start of `buf`.
+    fn decode_at(
+        &mut self,
+        buf: &mut BytesMut,
+        pos: &mut usize,
+    ) -> Result<Option<Vec<Bytes>>, ProtocolError> {
         loop {
             let step = if self.multibulk_left > 0 {
-                self.read_multibulk_args(buf)
+                self.read_multibulk_args(buf, pos)?
             } else {
-                match buf.first() {
+                match buf.get(*pos) {
                     None => return Ok(None),
-                    Some(b'*') => self.read_multibulk_count(buf),
-                    Some(_) => self.read_inline(buf),
+                    Some(b'*') => self.read_multibulk_count(buf, pos)?,
+                    Some(_) => self.read_inline(buf, pos)?,
                 }
             };
             match step {
-                Ok(Step::NeedMore) => return Ok(None),
-                Ok(Step::Continue) => continue,
-                Ok(Step::Done(argv)) => return Ok(Some(argv)),
-                Err(e) => {
-                    self.reset();
-                    return Err(e);
-                }
+                Step::NeedMore => return Ok(None),
+                Step::Continue => continue,
+                Step::Done(argv) => return Ok(Some(argv)),
             }
         }
     }
@@ -155,14 +173,10 @@ impl RequestDecoder {
         self.scanned = 0;
     }
 
-    fn consume(&mut self, buf: &mut BytesMut, n: usize) {
-        buf.advance(n);
-        self.scanned = 0;
-    }
-
-    /// Position of the first `needle` in `buf`, resuming where the last failed search stopped.
-    fn find(&mut self, buf: &[u8], needle: u8) -> Option<usize> {
-        let start = self.scanned.min(buf.len());
+    /// Position in `buf` of the first `needle` at or after `from`, resuming where the last
+    /// failed search stopped.
+    fn find(&mut self, buf: &[u8], from: usize, needle: u8) -> Option<usize> {
+        let start = self.scanned.max(from).min(buf.len());
         match buf[start..].iter().position(|&b| b == needle) {
             Some(i) => Some(start + i),
             None => {
@@ -172,16 +186,19 @@ impl RequestDecoder {
         }
     }
 
-    /// Finds the `\r` ending a `*<count>` or `$<len>` line, once the byte after it (assumed to
-    /// be `\n`, as Redis does) has arrived too. Errors with `too_big` when no `\r` is found in
-    /// more than `max_inline_len` bytes.
+    /// Finds the `\r` ending the `*<count>` or `$<len>` line that starts at `from`, once the
+    /// byte after it (assumed to be `\n`, as Redis does) has arrived too. Errors with `too_big`
+    /// when no `\r` is found in more than `max_inline_len` bytes.
     fn find_count_line(
         &mut self,
         buf: &[u8],
+        from: usize,
         too_big: &str,
     ) -> Result<Option<usize>, ProtocolError> {
-        match self.find(buf, b'\r') {
-            None if buf.len() > self.limits.max_inline_len => Err(ProtocolError::new(too_big)),
+        match self.find(buf, from, b'\r') {
+            None if buf.len() - from > self.limits.max_inline_len => {
+                Err(ProtocolError::new(too_big))
+            }
             None => Ok(None),
             Some(cr) if cr + 2 > buf.len() => {
                 self.scanned = cr;
@@ -191,14 +208,18 @@ impl RequestDecoder {
         }
     }
 
-    fn read_multibulk_count(&mut self, buf: &mut BytesMut) -> Result<Step, ProtocolError> {
-        let Some(cr) = self.find_count_line(buf, TOO_BIG_MBULK_COUNT)? else {
+    fn read_multibulk_count(
+        &mut self,
+        buf: &BytesMut,
+        pos: &mut usize,
+    ) -> Result<Step, ProtocolError> {
+        let Some(cr) = self.find_count_line(buf, *pos, TOO_BIG_MBULK_COUNT)? else {
             return Ok(Step::NeedMore);
         };
-        let count = parse_int(&buf[1..cr])
+        let count = parse_int(&buf[*pos + 1..cr])
             .filter(|&n| n <= self.limits.max_multibulk_len)
             .ok_or_else(|| ProtocolError::new(INVALID_MULTIBULK_LENGTH))?;
-        self.consume(buf, cr + 2);
+        *pos = cr + 2;
         if count <= 0 {
             return Ok(Step::Continue);
         }
@@ -208,41 +229,47 @@ impl RequestDecoder {
         Ok(Step::Continue)
     }
 
-    fn read_multibulk_args(&mut self, buf: &mut BytesMut) -> Result<Step, ProtocolError> {
+    fn read_multibulk_args(
+        &mut self,
+        buf: &mut BytesMut,
+        pos: &mut usize,
+    ) -> Result<Step, ProtocolError> {
         while self.multibulk_left > 0 {
             let len = match self.bulk_len {
                 Some(len) => len,
                 None => {
-                    let Some(cr) = self.find_count_line(buf, TOO_BIG_BULK_COUNT)? else {
+                    let Some(cr) = self.find_count_line(buf, *pos, TOO_BIG_BULK_COUNT)? else {
                         return Ok(Step::NeedMore);
                     };
-                    if buf[0] != b'$' {
+                    if buf[*pos] != b'$' {
                         return Err(ProtocolError::new(format!(
                             "Protocol error: expected '$', got '{}'",
-                            printable(buf[0])
+                            printable(buf[*pos])
                         )));
                     }
                     let len = self
-                        .parse_bulk_len(&buf[1..cr])
+                        .parse_bulk_len(&buf[*pos + 1..cr])
                         .ok_or_else(|| ProtocolError::new(INVALID_BULK_LENGTH))?;
-                    self.consume(buf, cr + 2);
+                    *pos = cr + 2;
                     self.bulk_len = Some(len);
                     len
                 }
             };
             // parse_bulk_len guarantees `len + 2` does not overflow. The two bytes after the
             // data are skipped without checking them, like Redis.
-            if buf.len() < len + 2 {
+            if buf.len() - *pos < len + 2 {
                 return Ok(Step::NeedMore);
             }
             let arg = if len >= ZERO_COPY_MIN_LEN {
+                buf.advance(*pos);
+                self.scanned = 0;
+                *pos = 2;
                 buf.split_to(len).freeze()
             } else {
-                let arg = Bytes::copy_from_slice(&buf[..len]);
-                buf.advance(len);
-                arg
+                let start = *pos;
+                *pos += len + 2;
+                Bytes::copy_from_slice(&buf[start..start + len])
             };
-            self.consume(buf, 2);
             self.argv_bytes += arg.len() + mem::size_of::<Bytes>();
             self.argv.push(arg);
             self.bulk_len = None;
@@ -262,21 +289,21 @@ impl RequestDecoder {
         Some(len)
     }
 
-    fn read_inline(&mut self, buf: &mut BytesMut) -> Result<Step, ProtocolError> {
-        let Some(nl) = self.find(buf, b'\n') else {
-            if buf.len() > self.limits.max_inline_len {
+    fn read_inline(&mut self, buf: &BytesMut, pos: &mut usize) -> Result<Step, ProtocolError> {
+        let Some(nl) = self.find(buf, *pos, b'\n') else {
+            if buf.len() - *pos > self.limits.max_inline_len {
                 return Err(ProtocolError::new(TOO_BIG_INLINE));
             }
             return Ok(Step::NeedMore);
         };
-        let end = if nl > 0 && buf[nl - 1] == b'\r' {
+        let end = if nl > *pos && buf[nl - 1] == b'\r' {
             nl - 1
         } else {
             nl
         };
-        let args =
-            split_inline_args(&buf[..end]).ok_or_else(|| ProtocolError::new(UNBALANCED_QUOTES))?;
-        self.consume(buf, nl + 1);
+        let args = split_inline_args(&buf[*pos..end])
+            .ok_or_else(|| ProtocolError::new(UNBALANCED_QUOTES))?;
+        *pos = nl + 1;
         if args.is_empty() {
             Ok(Step::Continue)
         } else {
@@ -622,6 +649,28 @@ mod tests {
             }
             assert_eq!(got, expected, "chunk length {chunk_len}");
         }
+    }
+
+    #[test]
+    fn pipelined_requests_take_exactly_their_bytes_and_a_partial_line_resumes() {
+        let mut dec = decoder();
+        let mut buf = BytesMut::from(&b"*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$1"[..]);
+        assert_eq!(dec.decode(&mut buf), Ok(Some(args(&[b"PING"]))));
+        assert_eq!(&buf[..], b"*2\r\n$4\r\nECHO\r\n$1");
+        assert_eq!(dec.decode(&mut buf), Ok(None));
+        // The count, ECHO and the unfinished `$1` line: only the line stays.
+        assert_eq!(&buf[..], b"$1");
+        buf.extend_from_slice(b"0");
+        assert_eq!(dec.decode(&mut buf), Ok(None));
+        assert_eq!(&buf[..], b"$10");
+        buf.extend_from_slice(b"\r\n0123456789\r\nGET k\r\n");
+        assert_eq!(
+            dec.decode(&mut buf),
+            Ok(Some(args(&[b"ECHO", b"0123456789"])))
+        );
+        assert_eq!(&buf[..], b"GET k\r\n");
+        assert_eq!(dec.decode(&mut buf), Ok(Some(args(&[b"GET", b"k"]))));
+        assert!(buf.is_empty());
     }
 
     #[test]

@@ -20,10 +20,13 @@
 use std::cmp::Ordering;
 use std::f64::consts::PI;
 
+use crate::collection::CollectionMeta;
 use crate::db::Db;
 use crate::error::Result;
+use crate::keys;
 use crate::meta::KeyType;
-use crate::zset::{ScoreRange, ScoredMember, ZRangeBy};
+use crate::storage::{IterOptions, CF_ZSCORE};
+use crate::zset::{split_zscore_sub, ScoreRange, ScoredMember, ZRangeBy};
 
 /// Smallest longitude.
 pub const LONG_MIN: f64 = -180.0;
@@ -469,6 +472,18 @@ impl GeoQuery {
 
     /// The position and distance (in metres) of a point with this score, if it is inside the
     /// shape (`geoWithinShape`).
+    /// The point `member` at `score` when it lies inside the shape (its distance in metres).
+    fn point(&self, member: &[u8], score: f64) -> Option<GeoPoint> {
+        let (longitude, latitude, distance) = self.within(score)?;
+        Some(GeoPoint {
+            member: member.to_vec(),
+            score,
+            longitude,
+            latitude,
+            distance,
+        })
+    }
+
     fn within(&self, score: f64) -> Option<(f64, f64, f64)> {
         let (lon, lat) = position(score);
         let (x1, y1) = (self.longitude, self.latitude);
@@ -683,10 +698,9 @@ impl Db {
         let Some(c) = self.load_collection(key, KeyType::ZSet)? else {
             return Ok(Vec::new());
         };
-        let limit = if q.any { q.count } else { 0 };
-        let full = |found: &Vec<GeoPoint>| limit != 0 && found.len() as u64 >= limit;
         let cells = q.cells();
-        let mut found: Vec<GeoPoint> = Vec::new();
+        // The score ranges to read, in Redis's order.
+        let mut visit: Vec<(f64, f64)> = Vec::with_capacity(cells.len());
         let mut last: Option<usize> = None;
         for (i, cell) in cells.iter().enumerate() {
             let Some(cell) = *cell else {
@@ -699,34 +713,19 @@ impl Db {
                     continue;
                 }
             }
-            if full(&found) {
-                break;
-            }
             let min = align52(cell) as f64;
             let max = align52(Hash {
                 bits: cell.bits.wrapping_add(1),
                 step: cell.step,
             }) as f64;
-            let range = ScoreRange {
-                min,
-                min_exclusive: false,
-                max,
-                max_exclusive: true,
-            };
-            self.zset_visit(key, &c, &ZRangeBy::Score(range), false, |m, s| {
-                if let Some((longitude, latitude, distance)) = q.within(s) {
-                    found.push(GeoPoint {
-                        member: m.to_vec(),
-                        score: s,
-                        longitude,
-                        latitude,
-                        distance,
-                    });
-                }
-                !full(&found)
-            })?;
+            visit.push((min, max));
             last = Some(i);
         }
+        let mut found = if q.any {
+            self.geo_read_cells_in_turn(key, &c, q, &visit)?
+        } else {
+            self.geo_read_cells_at_once(key, &c, q, &visit)?
+        };
         let order = match q.order {
             GeoOrder::Unsorted if q.count != 0 && !q.any => GeoOrder::Asc,
             o => o,
@@ -754,6 +753,111 @@ impl Db {
             p.distance /= q.unit;
         }
         Ok(found)
+    }
+
+    /// The points of `visit`'s score ranges inside the query's shape, range after range as
+    /// Redis reads them, stopping once ANY's COUNT is reached.
+    fn geo_read_cells_in_turn(
+        &self,
+        key: &[u8],
+        c: &CollectionMeta,
+        q: &GeoQuery,
+        visit: &[(f64, f64)],
+    ) -> Result<Vec<GeoPoint>> {
+        let limit = if q.any { q.count } else { 0 };
+        let full = |found: &Vec<GeoPoint>| limit != 0 && found.len() as u64 >= limit;
+        let mut found: Vec<GeoPoint> = Vec::new();
+        for &(min, max) in visit {
+            if full(&found) {
+                break;
+            }
+            let range = ScoreRange {
+                min,
+                min_exclusive: false,
+                max,
+                max_exclusive: true,
+            };
+            self.zset_visit(key, c, &ZRangeBy::Score(range), false, |m, s| {
+                if let Some(p) = q.point(m, s) {
+                    found.push(p);
+                }
+                !full(&found)
+            })?;
+        }
+        Ok(found)
+    }
+
+    /// What [`Db::geo_read_cells_in_turn`] finds without a limit, read with one iterator in
+    /// score order: the ranges sorted, those that touch joined into one walk (neighbouring
+    /// cells often do), a seek only where a walk's end is short of the next one's start. Each
+    /// point goes to the range (or ranges: Redis reads a repeated cell twice) holding its
+    /// score, and the ranges' points are put back in Redis's order.
+    fn geo_read_cells_at_once(
+        &self,
+        key: &[u8],
+        c: &CollectionMeta,
+        q: &GeoQuery,
+        visit: &[(f64, f64)],
+    ) -> Result<Vec<GeoPoint>> {
+        let mut walks: Vec<(f64, f64)> = visit.to_vec();
+        walks.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut joined: Vec<(f64, f64)> = Vec::with_capacity(walks.len());
+        for (min, max) in walks {
+            match joined.last_mut() {
+                Some(last) if min <= last.1 => last.1 = last.1.max(max),
+                _ => joined.push((min, max)),
+            }
+        }
+        let (Some(first), Some(end)) = (joined.first(), joined.last()) else {
+            return Ok(Vec::new());
+        };
+        let prefix = keys::data_prefix(self.phys(), key, c.version);
+        let at = |score: f64| [&prefix[..], &keys::encode_score(score)[..]].concat();
+        let ro = IterOptions {
+            lower: Some(at(first.0)),
+            upper: Some(at(end.1)),
+            ..IterOptions::default()
+        };
+        let mut it = self.storage().iter(CF_ZSCORE, ro);
+        let mut per_range: Vec<Vec<GeoPoint>> = vec![Vec::new(); visit.len()];
+        for (n, &(min, max)) in joined.iter().enumerate() {
+            let start = at(min);
+            // The previous walk stopped on the first sub-key at or past its end: at or past
+            // this walk's start too when nothing lies between them.
+            if n == 0 || it.key().is_some_and(|k| k < &start[..]) {
+                it.seek(&start);
+            }
+            while it.valid() {
+                let Some(k) = it.key() else {
+                    break;
+                };
+                let Some((s, m)) = k.get(prefix.len()..).and_then(split_zscore_sub) else {
+                    it.next();
+                    continue;
+                };
+                if s >= max {
+                    break;
+                }
+                if let Some(p) = q.point(m, s) {
+                    let mut holders = visit
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, r)| r.0 <= s && s < r.1);
+                    if let Some((j, _)) = holders.next() {
+                        for (more, _) in holders {
+                            per_range[more].push(p.clone());
+                        }
+                        per_range[j].push(p);
+                    }
+                }
+                it.next();
+            }
+            it.status()?;
+            if !it.valid() {
+                break;
+            }
+        }
+        Ok(per_range.into_iter().flatten().collect())
     }
 }
 
@@ -860,6 +964,132 @@ mod tests {
             count: 0,
             any: false,
         }
+    }
+
+    #[test]
+    fn reading_all_cells_at_once_finds_what_reading_them_in_turn_finds_in_the_same_order() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = Db::open(dir.path()).expect("open");
+        let mut x: u64 = 99;
+        let mut rand = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut members: Vec<(f64, Vec<u8>)> = Vec::new();
+        for i in 0..4000 {
+            let (lon, lat) = if i % 10 == 0 {
+                (rand() * 360.0 - 180.0, rand() * 170.0 - 85.0)
+            } else {
+                (13.0 + rand() * 2.0, 37.5 + rand() * 1.5)
+            };
+            members.push((
+                score(lon, lat).expect("valid"),
+                format!("p{i}").into_bytes(),
+            ));
+        }
+        // Scores that are not geohashes of a cell's points (ZADD of any number) still fall
+        // into the ranges.
+        let raw = score(14.0, 38.0).expect("valid") + 0.5;
+        members.push((raw, b"raw".to_vec()));
+        let items: Vec<(f64, &[u8])> = members.iter().map(|(s, m)| (*s, &m[..])).collect();
+        db.zadd(b"g", &items, Default::default()).expect("zadd");
+        let c = db
+            .load_collection(b"g", KeyType::ZSet)
+            .expect("load")
+            .expect("exists");
+        let shapes = [
+            Shape::Radius(0.0),
+            Shape::Radius(1.0),
+            Shape::Radius(7.0),
+            Shape::Radius(60.0),
+            Shape::Radius(900.0),
+            Shape::Radius(12_000.0),
+            Shape::Radius(20_000.0),
+            Shape::Box {
+                width: 40_000.0,
+                height: 20_000.0,
+            },
+            Shape::Box {
+                width: 30.0,
+                height: 8.0,
+            },
+            Shape::Box {
+                width: 3000.0,
+                height: 5000.0,
+            },
+        ];
+        let centres = [
+            (14.0, 38.0),
+            (13.37, 37.91),
+            (179.99, 0.0),
+            (0.0, 85.0),
+            (-14.0, -38.0),
+        ];
+        for &(lon, lat) in &centres {
+            for &shape in &shapes {
+                let mut q = query(lon, lat, shape);
+                q.order = GeoOrder::Unsorted;
+                let cells = q.cells();
+                // The ranges a search reads: Redis skips a cell equal to the one it read just
+                // before (never comparing with the centre).
+                let mut visit = Vec::new();
+                let mut last: Option<usize> = None;
+                for (i, cell) in cells.iter().enumerate() {
+                    let Some(cell) = *cell else { continue };
+                    if last.is_some_and(|l| l != 0 && cells[l] == Some(cell)) {
+                        continue;
+                    }
+                    let range = (
+                        align52(cell) as f64,
+                        align52(Hash {
+                            bits: cell.bits.wrapping_add(1),
+                            step: cell.step,
+                        }) as f64,
+                    );
+                    visit.push(range);
+                    last = Some(i);
+                }
+                let one_by_one = db
+                    .geo_read_cells_in_turn(b"g", &c, &q, &visit)
+                    .expect("turn");
+                let at_once = db
+                    .geo_read_cells_at_once(b"g", &c, &q, &visit)
+                    .expect("once");
+                assert_eq!(at_once, one_by_one, "centre {lon},{lat} shape {shape:?}");
+                let searched = db.geosearch(b"g", &q).expect("search");
+                let names = |v: &[GeoPoint]| -> Vec<(Vec<u8>, f64)> {
+                    v.iter().map(|p| (p.member.clone(), p.score)).collect()
+                };
+                assert_eq!(names(&searched), names(&one_by_one));
+            }
+        }
+        // A range read twice (Redis reads a repeated cell again unless it follows itself):
+        // its points come twice, in their places.
+        let q = query(14.0, 38.0, Shape::Radius(60.0));
+        let cells: Vec<(f64, f64)> = q
+            .cells()
+            .iter()
+            .flatten()
+            .map(|cell| {
+                let next = Hash {
+                    bits: cell.bits.wrapping_add(1),
+                    step: cell.step,
+                };
+                (align52(*cell) as f64, align52(next) as f64)
+            })
+            .collect();
+        let visit = [cells[0], cells[1], cells[0], cells[2], cells[1]];
+        let one_by_one = db
+            .geo_read_cells_in_turn(b"g", &c, &q, &visit)
+            .expect("turn");
+        assert!(!one_by_one.is_empty());
+        assert_eq!(
+            db.geo_read_cells_at_once(b"g", &c, &q, &visit)
+                .expect("once"),
+            one_by_one
+        );
     }
 
     #[test]

@@ -16,7 +16,9 @@ Workloads: pfadd (PFADD hll <rand> into a dense HLL of 20,000 elements), pfcount
 dense HLL of 5,000 elements whose cache is valid), setbit_keys (SETBIT bit:<rand> 7 1),
 getbit_keys (GETBIT bit:<rand> 7 after 300,000 such SETBITs), geoadd (GEOADD geo <lon> <lat>
 m:<rand>), setbit_big (SETBIT bm <rand> 1 through EVALSHA of a one-line script, since
-`__rand_int__` is zero-padded and a bit offset may not be, into a bitmap of 1,000,000 bits).
+`__rand_int__` is zero-padded and a bit offset may not be, into a bitmap of 1,000,000 bits);
+set (SET key:<rand> <128 B>), lpush and rpush (LPUSH / RPUSH mylist <128 B>, one list, as
+redis-benchmark -t lpush,rpush), xadd (XADD xs * f <rand> payload <128 B>, one stream).
 """
 import argparse, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
@@ -33,6 +35,9 @@ SETBIT_SHA = __import__('hashlib').sha1(SETBIT_SCRIPT.encode()).hexdigest()
 BITMAP = ['SETBIT bm 999999 1'] + ['SETRANGE bm %d %s' % (o, 'A' * 1000)
                                   for o in range(0, 125000, 1000)]
 
+# The value of the set, lpush, rpush and xadd rows (redis-benchmark -t's rows with -d 128).
+VALUE = 'x' * 128
+
 # name: (command, pre-fill lines, redis-benchmark run before timing)
 WORKLOADS = {
     'pfadd': (['PFADD', 'hll', '__rand_int__'], hll('hll', 20000), None),
@@ -43,6 +48,10 @@ WORKLOADS = {
     'geoadd': (['GEOADD', 'geo', '13.361389', '38.115556', 'm:__rand_int__'], [], None),
     'setbit_big': (['EVALSHA', SETBIT_SHA, '1', 'bm', '__rand_int__'],
                    BITMAP + ['SCRIPT LOAD "%s"' % SETBIT_SCRIPT], None),
+    'set': (['SET', 'key:__rand_int__', VALUE], [], None),
+    'lpush': (['LPUSH', 'mylist', VALUE], [], None),
+    'rpush': (['RPUSH', 'mylist', VALUE], [], None),
+    'xadd': (['XADD', 'xs', '*', 'f', '__rand_int__', 'payload', VALUE], [], None),
 }
 
 

@@ -109,6 +109,10 @@ impl Order {
     }
 }
 
+/// What [`Points::take_run`] does with each key passed (and its value, `None` for a delete):
+/// `Some(ended)` stops the run.
+type Take<'a> = dyn FnMut(&[u8], Option<&[u8]>) -> Option<bool> + 'a;
+
 /// Where a key of a [`Points`] would be.
 enum Side {
     /// At or after the tail's first key: in the tail or nowhere.
@@ -346,12 +350,7 @@ impl Points {
 
     /// Feeds `take` the map's keys from `start` in the walk's direction, each with its value
     /// (`None` for a delete), until it returns `Some`, which is returned.
-    fn map_run(
-        &self,
-        start: Bound<&[u8]>,
-        forward: bool,
-        take: &mut dyn FnMut(&[u8], Option<&[u8]>) -> Option<bool>,
-    ) -> Option<bool> {
+    fn map_run(&self, start: Bound<&[u8]>, forward: bool, take: &mut Take<'_>) -> Option<bool> {
         let mut order = self.order.lock();
         order.catch_up();
         let mut look = |k: &Arc<[u8]>| take(k, self.map.get(k).and_then(|p| p.value.as_deref()));

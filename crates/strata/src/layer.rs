@@ -1640,6 +1640,9 @@ mod tests {
                 if step % 50 == 49 {
                     walk_both_ways(&stack, &model, seed);
                 }
+                if step % 10 == 5 {
+                    walk_from(&stack, &model, &probe, rng.below(2) == 0, seed);
+                }
             }
             let Some(top) = layers.last() else { return };
             let top = top.read();
@@ -1656,6 +1659,41 @@ mod tests {
             }
         }
         assert!(tails_seen > 10, "the tail was used: {tails_seen} seeds");
+    }
+
+    /// Walks up to 20 puts through `stack` from `start` (included) in one direction, against
+    /// `model`.
+    fn walk_from(
+        stack: &Stack,
+        model: &BTreeMap<Vec<u8>, Vec<u8>>,
+        start: &[u8],
+        forward: bool,
+        seed: u64,
+    ) {
+        let all = |_: &[u8]| true;
+        let none = |_: &[u8]| false;
+        let expect: Vec<(Vec<u8>, Vec<u8>)> = if forward {
+            let range = model.range::<[u8], _>((Bound::Included(start), Bound::Unbounded));
+            range
+                .take(20)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        } else {
+            let range = model.range::<[u8], _>((Bound::Unbounded, Bound::Included(start)));
+            let back = range.rev().take(20);
+            back.map(|(k, v)| (k.clone(), v.clone())).collect()
+        };
+        let mut walk = Walk::new(stack.clone());
+        walk.step(1, Bound::Included(start), forward, &all, &none);
+        let mut got = Vec::new();
+        while let Some((k, v)) = walk.found() {
+            got.push((k.to_vec(), v.to_vec()));
+            if got.len() == 20 {
+                break;
+            }
+            walk.step_on(1, forward, &all, &none);
+        }
+        assert_eq!(got, expect, "seed {seed} from {start:?} forward {forward}");
     }
 
     /// Walks every put through `stack` with a [`Walk`] both ways, against `model`.

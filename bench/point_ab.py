@@ -19,7 +19,8 @@ m:<rand>), setbit_big (SETBIT bm <rand> 1 through EVALSHA of a one-line script, 
 `__rand_int__` is zero-padded and a bit offset may not be, into a bitmap of 1,000,000 bits).
 The rows of bench/run.sh, with 128-byte values: set (SET key:<rand>), get (GET key:<rand> after
 1,000,000 such SETs), incr (INCR counter:<rand>), lpush / rpush (onto one list), lpop (from one
-list of 2,500,000 items), sadd (SADD myset element:<rand>), hset (HSET myhash element:<rand>).
+list of 2,500,000 items), sadd (SADD myset element:<rand>), hset (HSET myhash element:<rand>);
+and xadd (XADD xs * f <rand> payload <128 B>, one stream).
 """
 import argparse, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
@@ -36,7 +37,8 @@ SETBIT_SHA = __import__('hashlib').sha1(SETBIT_SCRIPT.encode()).hexdigest()
 BITMAP = ['SETBIT bm 999999 1'] + ['SETRANGE bm %d %s' % (o, 'A' * 1000)
                                   for o in range(0, 125000, 1000)]
 
-VALUE = 'v' * 128
+# The value of the rows of redis-benchmark -t (-d 128).
+VALUE = 'x' * 128
 
 # name: (command, pre-fill lines, redis-benchmark run before timing)
 WORKLOADS = {
@@ -56,6 +58,7 @@ WORKLOADS = {
     'lpop': (['LPOP', 'mylist'], [], ['-n', '2500000', 'RPUSH', 'mylist', VALUE]),
     'sadd': (['SADD', 'myset', 'element:__rand_int__'], [], None),
     'hset': (['HSET', 'myhash', 'element:__rand_int__', VALUE], [], None),
+    'xadd': (['XADD', 'xs', '*', 'f', '__rand_int__', 'payload', VALUE], [], None),
 }
 
 

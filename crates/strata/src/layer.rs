@@ -10,7 +10,7 @@
 //! This module knows nothing of RocksDB beyond the write-batch operations of `pending.rs`.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use foldhash::HashMap;
 use std::ops::Bound;
@@ -56,20 +56,41 @@ pub(crate) struct Point {
     pub(crate) cold: bool,
 }
 
-/// Point writes: a hash map from key to write, which is all that writes and point reads touch,
-/// and the keys in order for walks, brought up to date only when a walk needs them. A write to a
-/// key the layer already holds costs one hash lookup; a new key is also queued for the order
-/// (its bytes shared, not copied). An ordered map was measured first: with a million keys that
-/// share their first bytes (a large hash's fields), its lookups were a quarter of a write's CPU.
-/// The hash is foldhash, seeded per process (the keys come from clients): SipHash, the
-/// standard library's, was 5% of an LPUSH's CPU.
+/// Point writes: a hash map from key to write, and beside it the *tail*, an ordered run of the
+/// writes to keys that came past the end of everything the family held (every tail key is
+/// greater than every map key). Writes and point reads of a key the map may hold cost one hash
+/// lookup; the map's keys are kept in order for walks only when a walk needs them (a new map key
+/// is queued for the order, its bytes shared, not copied). An ordered map was measured first:
+/// with a million keys that share their first bytes (a large hash's fields), its lookups were a
+/// quarter of a write's CPU. The hash is foldhash, seeded per process (the keys come from
+/// clients): SipHash, the standard library's, was 5% of an LPUSH's CPU.
+///
+/// The tail is for appends: a stream's entries (IDs only grow), a list's pushes at a fresh
+/// index (RPUSH at the back, LPUSH at the front while no map key lies above it). A key above
+/// the tail's last goes on its end, a key below its first and above every map key on its front,
+/// each with one or two comparisons and no hash: no probe that misses, no insert, nothing queued
+/// for the order, nothing for a checkpoint to sort (the tail is already in order), and a walk
+/// over the tail reads each value beside its key. A key inside the tail's span is found by a
+/// binary search; a new one there is put in place when it is near an end (a few moves), and
+/// otherwise the whole tail moves into the map first (each key moves at most once, so appends
+/// that interleave with writes elsewhere cost at most what they did before). A read of a key
+/// above every map key and outside the tail needs no hash lookup either.
 #[derive(Default)]
 pub(crate) struct Points {
     map: HashMap<Arc<[u8]>, Point>,
+    /// The greatest key put in `map` since it was last cleared (removals leave it: it bounds
+    /// the map's keys from above).
+    map_max: Option<Arc<[u8]>>,
     order: Mutex<Order>,
+    /// Writes to keys above every key of `map`, in key order.
+    tail: VecDeque<(Box<[u8]>, Point)>,
 }
 
-/// The keys of [`Points`] in order, and those added since it was last brought up to date.
+/// How far from an end of the tail a new key inside its span may be put in place (entries
+/// moved); further in, the tail moves into the map.
+const TAIL_SHIFT: usize = 32;
+
+/// The keys of [`Points`]' map in order, and those added since it was last brought up to date.
 #[derive(Default)]
 struct Order {
     sorted: BTreeSet<Arc<[u8]>>,
@@ -88,39 +109,131 @@ impl Order {
     }
 }
 
+/// What [`Points::take_run`] does with each key passed (and its value, `None` for a delete):
+/// `Some(ended)` stops the run.
+type Take<'a> = dyn FnMut(&[u8], Option<&[u8]>) -> Option<bool> + 'a;
+
+/// Where a key of a [`Points`] would be.
+enum Side {
+    /// At or after the tail's first key: in the tail or nowhere.
+    Tail,
+    /// Below the tail (or with no tail) and above every map key: nowhere.
+    Above,
+    /// Perhaps in the map.
+    Map,
+}
+
 impl Points {
+    fn side(&self, key: &[u8]) -> Side {
+        if self.tail.front().is_some_and(|(f, _)| key >= &**f) {
+            return Side::Tail;
+        }
+        match &self.map_max {
+            Some(m) if key <= &**m => Side::Map,
+            _ => Side::Above,
+        }
+    }
+
+    /// The tail's entry of `key` (at or after the tail's first key).
+    fn tail_find(&self, key: &[u8]) -> Option<usize> {
+        if self.tail.back().is_some_and(|(b, _)| key > &**b) {
+            return None;
+        }
+        self.tail.binary_search_by(|(k, _)| (**k).cmp(key)).ok()
+    }
+
     fn get(&self, key: &[u8]) -> Option<&Point> {
-        self.map.get(key)
+        match self.side(key) {
+            Side::Tail => self.tail_find(key).map(|i| &self.tail[i].1),
+            Side::Above => None,
+            Side::Map => self.map.get(key),
+        }
     }
 
     fn get_mut(&mut self, key: &[u8]) -> Option<&mut Point> {
-        self.map.get_mut(key)
+        match self.side(key) {
+            Side::Tail => self.tail_find(key).map(|i| &mut self.tail[i].1),
+            Side::Above => None,
+            Side::Map => self.map.get_mut(key),
+        }
     }
 
+    /// Adds a write to `key`, which the points do not hold.
     fn insert(&mut self, key: &[u8], point: Point) {
+        match self.side(key) {
+            Side::Tail => {
+                if self.tail.back().is_some_and(|(b, _)| key > &**b) {
+                    self.tail.push_back((key.into(), point));
+                    return;
+                }
+                let at = self.tail.partition_point(|(k, _)| &**k < key);
+                if at.min(self.tail.len() - at) <= TAIL_SHIFT {
+                    self.tail.insert(at, (key.into(), point));
+                    return;
+                }
+                self.spill();
+                self.map_insert(key, point);
+            }
+            Side::Above if self.tail.is_empty() => self.tail.push_back((key.into(), point)),
+            Side::Above => self.tail.push_front((key.into(), point)),
+            Side::Map => self.map_insert(key, point),
+        }
+    }
+
+    fn map_insert(&mut self, key: &[u8], point: Point) {
         let key: Arc<[u8]> = Arc::from(key);
+        if self.map_max.as_deref().is_none_or(|m| &*key > m) {
+            self.map_max = Some(key.clone());
+        }
         self.order.get_mut().added.push(key.clone());
         self.map.insert(key, point);
     }
 
-    fn contains_key(&self, key: &[u8]) -> bool {
-        self.map.contains_key(key)
+    /// Moves the tail into the map.
+    fn spill(&mut self) {
+        let tail = std::mem::take(&mut self.tail);
+        for (k, p) in tail {
+            self.map_insert(&k, p);
+        }
     }
 
-    /// Forgets every point, keeping the map's table and the order's queue for reuse.
+    fn contains_key(&self, key: &[u8]) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Forgets every point, keeping the map's table, the tail's and the order's queue for reuse.
     fn clear(&mut self) {
         self.map.clear();
+        self.map_max = None;
+        self.tail.clear();
         let order = self.order.get_mut();
         order.sorted = BTreeSet::new();
         order.added.clear();
     }
 
     fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.map.is_empty() && self.tail.is_empty()
+    }
+
+    /// How many points the tail holds (the rest are in the map).
+    #[cfg(test)]
+    fn tail_len(&self) -> usize {
+        self.tail.len()
     }
 
     /// Removes every point in `from..to`; returns the bytes they were charged.
     fn remove_range(&mut self, from: &[u8], to: &[u8]) -> usize {
+        let mut freed = 0;
+        let lo = self.tail.partition_point(|(k, _)| &**k < from);
+        let hi = self.tail.partition_point(|(k, _)| &**k < to);
+        if lo < hi {
+            for (k, p) in self.tail.drain(lo..hi) {
+                freed += charge(&k, p.value.as_deref());
+            }
+        }
+        if self.map.is_empty() {
+            return freed;
+        }
         let order = self.order.get_mut();
         order.catch_up();
         let inside: Vec<Arc<[u8]>> = order
@@ -128,7 +241,6 @@ impl Points {
             .range::<[u8], _>((Bound::Included(from), Bound::Excluded(to)))
             .cloned()
             .collect();
-        let mut freed = 0;
         for k in inside {
             order.sorted.remove(&k);
             if let Some(p) = self.map.remove(&k) {
@@ -139,8 +251,8 @@ impl Points {
     }
 
     /// The first put from `start` in the walk's direction that `ok` accepts, stopping at the
-    /// first key `stop` rejects (a search from the top of the key order: the reference the
-    /// tests hold [`Walk`] to).
+    /// first key `stop` rejects: a search of every point, sorted for the call (the reference
+    /// the tests hold [`Walk`] to, which knows neither the key order nor the tail).
     #[cfg(test)]
     fn first_put(
         &self,
@@ -149,31 +261,33 @@ impl Points {
         ok: &dyn Fn(&[u8]) -> bool,
         stop: &dyn Fn(&[u8]) -> bool,
     ) -> Option<(Vec<u8>, Vec<u8>)> {
-        let mut order = self.order.lock();
-        order.catch_up();
-        let mut look = |k: &Arc<[u8]>| -> Option<Option<(Vec<u8>, Vec<u8>)>> {
-            if stop(k) {
-                return Some(None);
-            }
-            match self.map.get(k).and_then(|p| p.value.as_ref()) {
-                Some(v) if ok(k) => Some(Some((k.to_vec(), v.clone()))),
-                _ => None,
-            }
-        };
-        if forward {
-            let range = order.sorted.range::<[u8], _>((start, Bound::Unbounded));
-            range.into_iter().find_map(&mut look).flatten()
-        } else {
-            let range = order.sorted.range::<[u8], _>((Bound::Unbounded, start));
-            range.rev().find_map(&mut look).flatten()
+        let mut all: Vec<(&[u8], &Point)> = self.iter().collect();
+        all.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        if !forward {
+            all.reverse();
         }
+        for (k, p) in all {
+            if !admits(start, k, forward) {
+                continue;
+            }
+            if stop(k) {
+                return None;
+            }
+            match &p.value {
+                Some(v) if ok(k) => return Some((k.to_vec(), v.clone())),
+                _ => {}
+            }
+        }
+        None
     }
 
     /// Copies into `run` the puts from `start` in the walk's direction that `ok` accepts, in
     /// that order, up to `max` of them or about [`RUN_BYTES`] (at least one), stopping at the
     /// first key `stop` rejects; returns whether nothing the walk may read follows them (the
-    /// layer holds no further such put, or `stop` ended the run). One search of the key order,
-    /// one hash lookup per key passed; deletes are passed over.
+    /// layer holds no further such put, or `stop` ended the run). The map's part: one search of
+    /// its key order and one hash lookup per key passed; the tail's: one binary search, and
+    /// values read beside their keys. The map's keys all come before the tail's, so going
+    /// forward the map is read first, backward the tail. Deletes are passed over.
     fn take_run(
         &self,
         start: Bound<&[u8]>,
@@ -183,16 +297,14 @@ impl Points {
         max: usize,
         run: &mut Run,
     ) -> bool {
-        let mut order = self.order.lock();
-        order.catch_up();
-        let mut take = |k: &Arc<[u8]>| -> Option<bool> {
+        let mut take = |k: &[u8], v: Option<&[u8]>| -> Option<bool> {
             if stop(k) {
                 return Some(true);
             }
             if !ok(k) {
                 return None;
             }
-            let v = self.map.get(k).and_then(|p| p.value.as_deref())?;
+            let v = v?;
             if run.entries.len() >= max || (!run.entries.is_empty() && run.bytes.len() >= RUN_BYTES)
             {
                 return Some(false);
@@ -200,27 +312,74 @@ impl Points {
             run.push(k, v);
             None
         };
+        // Whether the map holds keys the walk reaches: none past `start` when it is at or
+        // after the tail's first key.
+        let map_reached = !self.map.is_empty()
+            && (!forward
+                || match (start, self.tail.front()) {
+                    (Bound::Included(s) | Bound::Excluded(s), Some((f, _))) => s < &**f,
+                    _ => true,
+                });
         let ended = if forward {
-            let mut range = order.sorted.range::<[u8], _>((start, Bound::Unbounded));
-            range.find_map(&mut take)
+            let mut ended = None;
+            if map_reached {
+                ended = self.map_run(start, true, &mut take);
+            }
+            if ended.is_none() {
+                let first = self.tail.partition_point(|(k, _)| !admits(start, k, true));
+                ended = self
+                    .tail
+                    .range(first..)
+                    .find_map(|(k, p)| take(k, p.value.as_deref()));
+            }
+            ended
         } else {
-            let range = order.sorted.range::<[u8], _>((Bound::Unbounded, start));
-            range.rev().find_map(&mut take)
+            let end = self.tail.partition_point(|(k, _)| admits(start, k, false));
+            let mut ended = self
+                .tail
+                .range(..end)
+                .rev()
+                .find_map(|(k, p)| take(k, p.value.as_deref()));
+            if ended.is_none() && map_reached {
+                ended = self.map_run(start, false, &mut take);
+            }
+            ended
         };
         ended.unwrap_or(true)
     }
 
+    /// Feeds `take` the map's keys from `start` in the walk's direction, each with its value
+    /// (`None` for a delete), until it returns `Some`, which is returned.
+    fn map_run(&self, start: Bound<&[u8]>, forward: bool, take: &mut Take<'_>) -> Option<bool> {
+        let mut order = self.order.lock();
+        order.catch_up();
+        let mut look = |k: &Arc<[u8]>| take(k, self.map.get(k).and_then(|p| p.value.as_deref()));
+        if forward {
+            let mut range = order.sorted.range::<[u8], _>((start, Bound::Unbounded));
+            range.find_map(&mut look)
+        } else {
+            let range = order.sorted.range::<[u8], _>((Bound::Unbounded, start));
+            range.rev().find_map(&mut look)
+        }
+    }
+
     /// Every point, in no particular order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &Point)> {
-        self.map.iter().map(|(k, v)| (&**k, v))
+        self.map
+            .iter()
+            .map(|(k, v)| (&**k, v))
+            .chain(self.tail.iter().map(|(k, v)| (&**k, v)))
     }
 
     /// Every point, in key order. A checkpoint writes them so: RocksDB's memtable inserts a key
     /// next to the one before it in a few comparisons, where a key in hash order costs a
-    /// search of the whole skiplist (a tenth of LPUSH's CPU in a profile).
+    /// search of the whole skiplist (a tenth of LPUSH's CPU in a profile). Only the map's
+    /// points are sorted; the tail's follow them, already in order.
     pub(crate) fn sorted(&self) -> Vec<(&[u8], &Point)> {
-        let mut all: Vec<(&[u8], &Point)> = self.iter().collect();
+        let mut all: Vec<(&[u8], &Point)> = Vec::with_capacity(self.map.len() + self.tail.len());
+        all.extend(self.map.iter().map(|(k, v)| (&**k, v)));
         all.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        all.extend(self.tail.iter().map(|(k, v)| (&**k, v)));
         all
     }
 }
@@ -1286,6 +1445,274 @@ mod tests {
                     want = search(Bound::Excluded(&k), forward);
                 }
             }
+        }
+    }
+
+    /// Keys past the end of everything a family holds go to its tail, in order, with no hash
+    /// map entry: appends at the back (a stream's entries, RPUSH), at the front while above
+    /// every map key (LPUSH), and a new key near an end of the tail's span; one far inside the
+    /// span moves the tail into the map. Lookups, masks and the checkpoint's order see them all.
+    #[test]
+    fn appends_past_the_end_go_to_the_tail_not_the_hash_map() {
+        let key = |n: u32| {
+            let mut k = b"s".to_vec();
+            k.extend_from_slice(&n.to_be_bytes());
+            k
+        };
+        let put = |layer: &mut Layer, k: &[u8], v: &[u8]| {
+            let op = BatchOp::Put {
+                cf: 3,
+                key: k,
+                value: v,
+            };
+            assert!(layer.apply(&op).is_ok());
+        };
+        let mut layer = Layer::default();
+        for n in 1000..2000 {
+            put(&mut layer, &key(n), b"back");
+        }
+        for n in (900..1000).rev() {
+            put(&mut layer, &key(n), b"front");
+        }
+        let points = |layer: &Layer| -> (usize, usize) {
+            let f = layer.families.get(3).map(|f| &f.points);
+            f.map_or((0, 0), |p| (p.map.len(), p.tail_len()))
+        };
+        assert_eq!(points(&layer), (0, 1100), "every append is in the tail");
+        // An overwrite and a delete of appended keys stay in the tail.
+        put(&mut layer, &key(1500), b"again");
+        assert!(layer
+            .apply(&BatchOp::Delete {
+                cf: 3,
+                key: &key(950)
+            })
+            .is_ok());
+        assert_eq!(points(&layer), (0, 1100));
+        assert_eq!(layer.lookup(3, &key(1500)), super::Lookup::Value(b"again"));
+        assert_eq!(layer.lookup(3, &key(950)), super::Lookup::Deleted);
+        assert_eq!(layer.lookup(3, &key(2000)), super::Lookup::Untouched);
+        assert_eq!(layer.lookup(3, &key(899)), super::Lookup::Untouched);
+        assert!(matches!(layer.mask(3, &key(950)), super::Mask::Point));
+        // A new key inside the span near its end is put in place.
+        let mut near = key(1998);
+        near.push(0);
+        put(&mut layer, &near, b"near");
+        assert_eq!(points(&layer), (0, 1101));
+        // One far inside moves the tail into the map; appends then start a new tail.
+        let mut far = key(1200);
+        far.push(0);
+        put(&mut layer, &far, b"far");
+        assert_eq!(points(&layer), (1102, 0));
+        put(&mut layer, &key(5000), b"next");
+        assert_eq!(points(&layer), (1102, 1));
+        // Below every map key: the map, not the tail's front.
+        put(&mut layer, &key(5), b"low");
+        assert_eq!(points(&layer), (1103, 1));
+        assert_eq!(layer.lookup(3, &near), super::Lookup::Value(b"near"));
+        assert_eq!(layer.lookup(3, &key(5000)), super::Lookup::Value(b"next"));
+        assert_eq!(layer.lookup(3, &key(1500)), super::Lookup::Value(b"again"));
+        let f = layer.families.get(3).map(|f| f.points.sorted());
+        let keys: Vec<&[u8]> = f.iter().flatten().map(|(k, _)| *k).collect();
+        assert_eq!(keys.len(), 1104);
+        assert!(
+            keys.windows(2).all(|w| w[0] < w[1]),
+            "the checkpoint's order"
+        );
+    }
+
+    /// A key of one of a few "collections" (a prefix byte), at an index.
+    fn indexed(prefix: u8, n: u32) -> Vec<u8> {
+        let mut k = vec![prefix];
+        k.extend_from_slice(&n.to_be_bytes());
+        k
+    }
+
+    /// Random appends at either end of a few collections (as streams and list pushes make),
+    /// overwrites and deletes of appended keys, other puts and deletes, and range deletions,
+    /// into a stack of layers; after every write a lookup and a mask, and now and then walks,
+    /// must read as a plain map of the writes (the model). The top layer's points, in the
+    /// checkpoint's order, must be its writes in key order.
+    #[test]
+    fn appends_overwrites_and_deletes_read_as_a_model_through_lookups_and_walks() {
+        let mut tails_seen = 0;
+        for seed in 1..50u64 {
+            let mut rng = Rng(seed * 6_700_417);
+            let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+            // The top layer's own points: key -> value (`None`: a delete).
+            let mut top_points: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
+            let mut layers: Vec<Arc<RwLock<Layer>>> = vec![Arc::default()];
+            let mut back = [1u32 << 20; 3];
+            let mut front = [(1u32 << 20) - 1; 3];
+            let mut appended: Vec<Vec<u8>> = Vec::new();
+            for step in 0..400 {
+                if step == 200 && rng.below(2) == 0 {
+                    layers.push(Arc::default());
+                    top_points.clear();
+                }
+                let Some(top) = layers.last().cloned() else {
+                    return;
+                };
+                let v = format!("v{step}").into_bytes();
+                let c = rng.below(3) as usize;
+                let prefix = b"bdf"[c];
+                let (key, value) = match rng.below(20) {
+                    0..=6 => {
+                        back[c] += 1;
+                        (indexed(prefix, back[c]), Some(v))
+                    }
+                    7..=9 => {
+                        front[c] -= 1;
+                        (indexed(prefix, front[c]), Some(v))
+                    }
+                    10..=11 if !appended.is_empty() => {
+                        let k = appended[rng.below(appended.len() as u64) as usize].clone();
+                        (k, Some(v))
+                    }
+                    12..=13 if !appended.is_empty() => {
+                        let k = appended[rng.below(appended.len() as u64) as usize].clone();
+                        (k, None)
+                    }
+                    14 => {
+                        let (a, b) = (rng.key(), rng.key());
+                        let (from, to) = if a <= b { (a, b) } else { (b, a) };
+                        let op = BatchOp::DeleteRange {
+                            cf: 1,
+                            from: &from,
+                            to: &to,
+                        };
+                        assert!(top.write().apply(&op).is_ok());
+                        model.retain(|k, _| k < &from || k >= &to);
+                        top_points.retain(|k, _| k < &from || k >= &to);
+                        continue;
+                    }
+                    15..=16 => (rng.key(), None),
+                    _ => (rng.key(), Some(v)),
+                };
+                let op = match &value {
+                    Some(v) => BatchOp::Put {
+                        cf: 1,
+                        key: &key,
+                        value: v,
+                    },
+                    None => BatchOp::Delete { cf: 1, key: &key },
+                };
+                assert!(top.write().apply(&op).is_ok());
+                match &value {
+                    Some(v) => model.insert(key.clone(), v.clone()),
+                    None => model.remove(&key),
+                };
+                top_points.insert(key.clone(), value);
+                if key.len() == 5 {
+                    appended.push(key);
+                }
+                // A lookup and a mask of a key written, and of one perhaps not.
+                let probe = match rng.below(3) {
+                    0 => rng.key(),
+                    1 => indexed(prefix, back[c] + 1 - rng.below(4) as u32),
+                    _ => indexed(prefix, front[c] + rng.below(4) as u32 - 1),
+                };
+                let mut stack = Stack::default();
+                for l in layers.iter().rev() {
+                    stack.push(Source::Shared(l.clone()));
+                }
+                let only = |x: &[u8]| x == probe.as_slice();
+                let past = |x: &[u8]| x > probe.as_slice();
+                let mut walk = Walk::new(stack.clone());
+                walk.step(1, Bound::Included(&probe), true, &only, &past);
+                let got = walk.found().map(|(_, v)| v.to_vec());
+                assert_eq!(got.as_ref(), model.get(&probe), "seed {seed} step {step}");
+                let top = top.read();
+                let named = matches!(top.mask(1, &probe), super::Mask::Point);
+                assert_eq!(
+                    named,
+                    top_points.contains_key(&probe),
+                    "seed {seed} step {step}"
+                );
+                let want = match top_points.get(&probe) {
+                    Some(Some(v)) => Some(super::Lookup::Value(v)),
+                    Some(None) => Some(super::Lookup::Deleted),
+                    None => None,
+                };
+                if let Some(want) = want {
+                    assert_eq!(top.lookup(1, &probe), want, "seed {seed} step {step}");
+                }
+                drop(top);
+                if step % 50 == 49 {
+                    walk_both_ways(&stack, &model, seed);
+                }
+                if step % 10 == 5 {
+                    walk_from(&stack, &model, &probe, rng.below(2) == 0, seed);
+                }
+            }
+            let Some(top) = layers.last() else { return };
+            let top = top.read();
+            if let Some(f) = top.families.get(1) {
+                tails_seen += usize::from(f.points.tail_len() > 0);
+                let sorted: Vec<(Vec<u8>, Option<Vec<u8>>)> = f
+                    .points
+                    .sorted()
+                    .into_iter()
+                    .map(|(k, p)| (k.to_vec(), p.value.clone()))
+                    .collect();
+                let expect: Vec<(Vec<u8>, Option<Vec<u8>>)> = top_points.into_iter().collect();
+                assert_eq!(sorted, expect, "seed {seed}: the checkpoint's points");
+            }
+        }
+        assert!(tails_seen > 10, "the tail was used: {tails_seen} seeds");
+    }
+
+    /// Walks up to 20 puts through `stack` from `start` (included) in one direction, against
+    /// `model`.
+    fn walk_from(
+        stack: &Stack,
+        model: &BTreeMap<Vec<u8>, Vec<u8>>,
+        start: &[u8],
+        forward: bool,
+        seed: u64,
+    ) {
+        let all = |_: &[u8]| true;
+        let none = |_: &[u8]| false;
+        let expect: Vec<(Vec<u8>, Vec<u8>)> = if forward {
+            let range = model.range::<[u8], _>((Bound::Included(start), Bound::Unbounded));
+            range
+                .take(20)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        } else {
+            let range = model.range::<[u8], _>((Bound::Unbounded, Bound::Included(start)));
+            let back = range.rev().take(20);
+            back.map(|(k, v)| (k.clone(), v.clone())).collect()
+        };
+        let mut walk = Walk::new(stack.clone());
+        walk.step(1, Bound::Included(start), forward, &all, &none);
+        let mut got = Vec::new();
+        while let Some((k, v)) = walk.found() {
+            got.push((k.to_vec(), v.to_vec()));
+            if got.len() == 20 {
+                break;
+            }
+            walk.step_on(1, forward, &all, &none);
+        }
+        assert_eq!(got, expect, "seed {seed} from {start:?} forward {forward}");
+    }
+
+    /// Walks every put through `stack` with a [`Walk`] both ways, against `model`.
+    fn walk_both_ways(stack: &Stack, model: &BTreeMap<Vec<u8>, Vec<u8>>, seed: u64) {
+        let all = |_: &[u8]| true;
+        let none = |_: &[u8]| false;
+        let expect: Vec<(Vec<u8>, Vec<u8>)> = model.clone().into_iter().collect();
+        for forward in [true, false] {
+            let mut walk = Walk::new(stack.clone());
+            walk.step(1, Bound::Unbounded, forward, &all, &none);
+            let mut got = Vec::new();
+            while let Some((k, v)) = walk.found() {
+                got.push((k.to_vec(), v.to_vec()));
+                walk.step_on(1, forward, &all, &none);
+            }
+            if !forward {
+                got.reverse();
+            }
+            assert_eq!(got, expect, "seed {seed} forward {forward}");
         }
     }
 }

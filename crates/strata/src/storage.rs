@@ -643,6 +643,22 @@ impl Storage {
         ])
     }
 
+    /// The write-back tier's writer pacing, for INFO: the rate writers are paced at now
+    /// (bytes/s, 0: not paced), writes paced and their µs of waiting, writes stopped (the tier
+    /// full) and their µs, and how long the last checkpoint took (ms).
+    pub fn tier_pace(&self) -> Option<[u64; 6]> {
+        let s = &self.tier.as_ref()?.stats;
+        let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+        Some([
+            get(&s.write_rate),
+            get(&s.delayed_writes),
+            get(&s.delayed_micros),
+            get(&s.stopped_writes),
+            get(&s.stopped_micros),
+            get(&s.last_checkpoint_took_ms),
+        ])
+    }
+
     /// Why the write-back tier's last checkpoint failed, while none has succeeded since.
     pub fn tier_failure(&self) -> Option<String> {
         self.tier.as_ref()?.last_failure()

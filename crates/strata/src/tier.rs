@@ -9,12 +9,15 @@
 //! appends its record to the log and applies it to `active` under `active`'s lock, so the log's
 //! order is the order in which the layer took the writes; a checkpoint swaps the layers and ends
 //! the log segment under the lock of the pair, so a segment never holds a record of a later
-//! layer. Restart replays the log into `active`. Writers wait while `active` holds the dirty
-//! limit and a checkpoint is still running, or twice the limit before the checkpointer swaps
-//! it out (the two layers hold about twice the limit, three times at worst), and get an error
-//! instead while
-//! the last checkpoint failed (a full or failing disk: memory must not grow without bound, and
-//! no writer may wait forever). The log numbers the batches
+//! layer. Restart replays the log into `active`. While a checkpoint runs, writers are paced
+//! ([`paced_rate`]): the rate they may fill `active` at falls as it approaches the dirty limit,
+//! so that it reaches the limit about when the checkpoint is expected to end (from the pace of
+//! the checkpoints before it), as RocksDB's delayed write rate slows its writers before it
+//! stops them. Writers stop while `active` holds the dirty limit and a checkpoint is still
+//! running (a checkpoint far slower than expected), or twice the limit before the
+//! checkpointer swaps it out (the two layers hold about twice the limit, three times at
+//! worst), and get an error instead while the last checkpoint failed (a full or failing disk:
+//! memory must not grow without bound, and no writer may wait forever). The log numbers the batches
 //! (replication offsets, `redo.rs`); a checkpoint records in RocksDB, with the layer it writes,
 //! the offset RocksDB then holds everything through ([`OFFSET_KEY`]), so offsets go on from
 //! there after a restart and a copy of RocksDB taken right after a checkpoint is a snapshot as
@@ -41,6 +44,19 @@ use crate::redo::RedoLog;
 const MAX_DIRTY_AGE: Duration = Duration::from_secs(60);
 /// Bytes of records per RocksDB write batch a checkpoint writes.
 const CHECKPOINT_BATCH: usize = 4 << 20;
+/// Writers are paced only once the active layer holds this fraction of the dirty limit while a
+/// checkpoint runs (below it they cannot stop before the checkpoint ends at any pace that
+/// matters, and the write path stays as it was).
+const PACE_FROM: f64 = 0.25;
+/// The shortest horizon pacing aims at, as a fraction of the checkpoint's expected time: past
+/// its expected end a checkpoint is still given this long to finish, so the rate falls in
+/// proportion to the room left (the active layer nears the limit exponentially) rather than to
+/// nothing at once.
+const MIN_HORIZON: f64 = 0.25;
+/// A writer admitted at most this early (a burst of this much time at the rate is allowed).
+const PACE_SLACK: Duration = Duration::from_millis(1);
+/// A paced writer sleeps at most this long before it looks at the rate again.
+const PACE_NAP: Duration = Duration::from_millis(10);
 /// The `default` family's record of the offset a checkpoint wrote RocksDB through (u64 LE;
 /// docs/format.md).
 pub(crate) const OFFSET_KEY: &[u8] = b"strata:redo-offset";
@@ -58,6 +74,51 @@ pub(crate) struct TierStats {
     pub checkpointed_bytes: AtomicU64,
     pub last_checkpoint_ms: AtomicU64,
     pub replayed_records: AtomicU64,
+    /// How long the last checkpoint took (from the swap to its end), ms.
+    pub last_checkpoint_took_ms: AtomicU64,
+    /// Writes that waited for the pace, and the microseconds they waited in all.
+    pub delayed_writes: AtomicU64,
+    pub delayed_micros: AtomicU64,
+    /// Writes that found the tier full (stopped, not paced), and the microseconds they waited.
+    pub stopped_writes: AtomicU64,
+    pub stopped_micros: AtomicU64,
+    /// The rate writers were last paced at (bytes/s), 0 while they are not paced.
+    pub write_rate: AtomicU64,
+}
+
+/// The writer pacing's state ([`Tier::pace`]).
+struct Pace {
+    /// Seconds a checkpoint took per byte of its layer (an average over the last ones, most
+    /// weight on the latest); `None` until one of at least half the dirty limit has ended.
+    secs_per_byte: Option<f64>,
+    /// When the running checkpoint swapped the layers, and the bytes of the layer it writes.
+    running: Option<(Instant, usize)>,
+    /// The moment by which the writes admitted so far have used up the rate.
+    next_free: Instant,
+}
+
+/// The rate (bytes/s) at which writers may add to an active layer holding `active` of `limit`
+/// bytes while a checkpoint runs that is expected to take `expected` in all and has run for
+/// `elapsed`: the rate at which the layer reaches the limit just as the checkpoint ends,
+/// `(limit - active) / (expected - elapsed)`, the time left counted as at least
+/// [`MIN_HORIZON`] of `expected` (a late checkpoint is given that long again, and again: the
+/// rate keeps falling with the room left). `None` (not paced) below [`PACE_FROM`] of the limit;
+/// at or past the limit writers stop ([`Tier::is_full`]), not pace.
+pub(crate) fn paced_rate(
+    active: usize,
+    limit: usize,
+    expected: Duration,
+    elapsed: Duration,
+) -> Option<f64> {
+    if (active as f64) < PACE_FROM * limit as f64 || active >= limit {
+        return None;
+    }
+    let expected = expected.as_secs_f64();
+    let left = (expected - elapsed.as_secs_f64()).max(MIN_HORIZON * expected);
+    if left <= 0.0 {
+        return None;
+    }
+    Some((limit - active) as f64 / left)
 }
 
 /// The write-back tier of one data directory.
@@ -69,6 +130,8 @@ pub(crate) struct Tier {
     /// Held for the whole of a checkpoint (one at a time; a backup holds it to see RocksDB as of
     /// one checkpoint).
     checkpointing: Mutex<()>,
+    /// How fast writers may go while a checkpoint runs.
+    pace: Mutex<Pace>,
     /// When `active` took its first write since the last swap (`None`: empty).
     dirty_since: Mutex<Option<Instant>>,
     /// Wakes the checkpointer (`true`: a checkpoint is wanted now), and writers waiting for room.
@@ -137,6 +200,11 @@ impl Tier {
             log,
             dirty_limit: dirty_limit.max(64 << 10),
             checkpointing: Mutex::new(()),
+            pace: Mutex::new(Pace {
+                secs_per_byte: None,
+                running: None,
+                next_free: Instant::now(),
+            }),
             dirty_since: Mutex::new(dirty.then(Instant::now)),
             wake: Mutex::new(dirty),
             woken: Condvar::new(),
@@ -199,6 +267,7 @@ impl Tier {
         let Some(log) = &self.log else {
             return Err(Error::ReadOnly);
         };
+        self.pace(data.len());
         self.wait_for_room()?;
         let bytes = {
             let layers = self.layers.read();
@@ -257,18 +326,86 @@ impl Tier {
     /// while the last checkpoint failed: the disk is not slow but failing, and a writer
     /// (holding its keys' locks) must not wait for it without end.
     fn wait_for_room(&self) -> Result<()> {
-        loop {
+        let mut stopped: Option<Instant> = None;
+        let outcome = loop {
             if !self.is_full() {
-                return Ok(());
+                break Ok(());
             }
             if let Some(why) = self.last_failure.lock().as_ref() {
-                return Err(Error::Storage(format!(
+                break Err(Error::Storage(format!(
                     "write-back tier: writes refused while checkpoints to RocksDB fail: {why}"
                 )));
             }
+            stopped.get_or_insert_with(Instant::now);
             let mut wake = self.wake.lock();
             self.woken.wait_for(&mut wake, Duration::from_millis(10));
+        };
+        if let Some(since) = stopped {
+            self.stats.stopped_writes.fetch_add(1, Ordering::Relaxed);
+            self.stats
+                .stopped_micros
+                .fetch_add(since.elapsed().as_micros() as u64, Ordering::Relaxed);
         }
+        outcome
+    }
+
+    /// Waits, while a checkpoint runs, until a write of `bytes` fits the rate [`paced_rate`]
+    /// gives: the writes admitted since the active layer passed [`PACE_FROM`] of the limit
+    /// are spaced at that rate (a shared budget, like a token bucket without credit for idle
+    /// time beyond [`PACE_SLACK`]). The rate is looked at again after each nap, so a
+    /// checkpoint that ends lets every paced writer go at once. Nothing changes for what the
+    /// write promises: it is logged and applied after the wait, as without one.
+    fn pace(&self, bytes: usize) {
+        let mut waited: Option<Instant> = None;
+        loop {
+            let Some(rate) = self.rate_now() else { break };
+            let now = Instant::now();
+            let mut pace = self.pace.lock();
+            let done = pace.next_free.max(now) + Duration::from_secs_f64(bytes as f64 / rate);
+            if done <= now + PACE_SLACK {
+                pace.next_free = done;
+                break;
+            }
+            drop(pace);
+            waited.get_or_insert(now);
+            let mut wake = self.wake.lock();
+            self.woken
+                .wait_for(&mut wake, (done - now - PACE_SLACK).min(PACE_NAP));
+        }
+        if let Some(since) = waited {
+            self.stats.delayed_writes.fetch_add(1, Ordering::Relaxed);
+            self.stats
+                .delayed_micros
+                .fetch_add(since.elapsed().as_micros() as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// The rate writers are paced at now (bytes/s; `None`: not paced), also kept for INFO:
+    /// [`paced_rate`] while a checkpoint runs; the checkpoints' own pace while the active layer
+    /// is past the limit and the checkpointer has not swapped it out yet (at full speed the
+    /// writers took it from the limit to twice it in that while, then stopped).
+    fn rate_now(&self) -> Option<f64> {
+        let (active, running) = {
+            let layers = self.layers.read();
+            let active = layers.active.read().bytes();
+            (active, layers.frozen.is_some())
+        };
+        let rate = if running {
+            let pace = self.pace.lock();
+            pace.running.zip(pace.secs_per_byte).and_then(|((since, frozen), spb)| {
+                let expected = Duration::from_secs_f64(spb * frozen as f64);
+                paced_rate(active, self.dirty_limit, expected, since.elapsed())
+            })
+        } else if active >= self.dirty_limit {
+            self.pace.lock().secs_per_byte.map(|spb| 1.0 / spb)
+        } else {
+            None
+        };
+        let shown = rate.map_or(0, |r| r as u64);
+        if self.stats.write_rate.load(Ordering::Relaxed) != shown {
+            self.stats.write_rate.store(shown, Ordering::Relaxed);
+        }
+        rate
     }
 
     /// Whether the active layer must stop growing: a checkpoint is writing the frozen layer out
@@ -392,6 +529,9 @@ impl Tier {
             // A checkpoint that failed left its frozen layer (and its log segments): write that
             // one first, never swap a second layer over it.
             if let (Some(frozen), Some(ended)) = (layers.frozen.clone(), *self.failed.lock()) {
+                // The retry's own time is what the pace learns from.
+                let bytes = frozen.read().bytes();
+                self.pace.lock().running = Some((Instant::now(), bytes));
                 (frozen, ended)
             } else if layers.active.read().is_empty() {
                 // Writers append under `layers`' read lock: no write is half taken.
@@ -404,6 +544,8 @@ impl Tier {
                 let offset = log.last_offset();
                 let next = self.spare.lock().take().unwrap_or_default();
                 let frozen = std::mem::replace(&mut layers.active, Arc::new(RwLock::new(next)));
+                let bytes = frozen.read().bytes();
+                self.pace.lock().running = Some((Instant::now(), bytes));
                 layers.frozen = Some(frozen.clone());
                 *self.dirty_since.lock() = None;
                 (frozen, (ended, offset))
@@ -442,6 +584,7 @@ impl Tier {
         *self.failed.lock() = None;
         *self.last_failure.lock() = None;
         self.layers.write().frozen = None;
+        self.learn_pace();
         // Kept for reuse unless a reader still walks it (an iterator made before the swap).
         if let Ok(layer) = Arc::try_unwrap(frozen) {
             let mut layer = layer.into_inner();
@@ -456,6 +599,26 @@ impl Tier {
             .last_checkpoint_ms
             .store(crate::clock::now_ms(), Ordering::Relaxed);
         Ok(offset)
+    }
+
+    /// Takes the checkpoint that just ended into the pace expected of the next ones: its
+    /// seconds per byte, weighted half against those before, when its layer held at least half
+    /// the dirty limit (a small layer's time is mostly fixed costs: its rate would pace the
+    /// next, full one too slowly).
+    fn learn_pace(&self) {
+        let mut pace = self.pace.lock();
+        let Some((since, bytes)) = pace.running.take() else {
+            return;
+        };
+        let took = since.elapsed();
+        self.stats
+            .last_checkpoint_took_ms
+            .store(took.as_millis() as u64, Ordering::Relaxed);
+        if bytes >= self.dirty_limit / 2 {
+            let latest = took.as_secs_f64() / bytes as f64;
+            pace.secs_per_byte = Some(pace.secs_per_byte.map_or(latest, |s| (s + latest) / 2.0));
+        }
+        self.stats.write_rate.store(0, Ordering::Relaxed);
     }
 
     /// Why the last checkpoint failed, while none has succeeded since.
@@ -485,6 +648,9 @@ impl Tier {
         families: Families,
     ) -> Result<JoinHandle<()>> {
         tier.checkpointer_runs.store(true, Ordering::Release);
+        if let Some(log) = &tier.log {
+            log.prepare_next()?;
+        }
         std::thread::Builder::new()
             .name("strata-checkpoint".into())
             .spawn(move || loop {
@@ -510,6 +676,12 @@ impl Tier {
                 if let Err(e) = tier.checkpoint(&db, &families, |_| Ok(())) {
                     eprintln!("strata: write-back checkpoint failed (retrying in 1 s): {e}");
                     std::thread::sleep(Duration::from_secs(1));
+                } else if let Some(log) = &tier.log {
+                    // The next checkpoint's segment, made now: the swap then waits for nothing
+                    // while writers fill the active layer past the limit.
+                    if let Err(e) = log.prepare_next() {
+                        eprintln!("strata: write-back tier: cannot make the next log segment: {e}");
+                    }
                 }
             })
             .map_err(|e| Error::Storage(format!("cannot start the checkpointer: {e}")))
@@ -648,7 +820,7 @@ fn ingest(
 
 #[cfg(test)]
 mod tests {
-    use super::{Families, Tier};
+    use super::{paced_rate, Families, Tier};
     use crate::pending;
     use rocksdb::DB;
     use std::sync::atomic::Ordering;
@@ -715,6 +887,70 @@ mod tests {
             most <= 3 * limit + 4096,
             "the layers held {most} bytes with a {limit}-byte limit"
         );
+        tier.stop();
+        checkpointer.join().map_err(|_| "checkpointer panicked")?;
+        Ok(())
+    }
+
+    #[test]
+    fn the_paced_rate_falls_as_the_active_layer_nears_the_limit() {
+        let limit = 1000;
+        let expected = Duration::from_secs(4);
+        let at = |active, elapsed_ms| {
+            paced_rate(active, limit, expected, Duration::from_millis(elapsed_ms))
+        };
+        // Not paced below a quarter of the limit, nor at it (writers stop there instead).
+        assert_eq!(at(249, 0), None);
+        assert_eq!(at(1000, 0), None);
+        assert_eq!(at(1500, 0), None);
+        // The rate that reaches the limit as the checkpoint ends: 750 bytes in 4 s.
+        assert_eq!(at(250, 0), Some(187.5));
+        // It falls with the room left, and the fuller the layer the slower it gets ...
+        let rates: Vec<f64> = (250..1000)
+            .step_by(50)
+            .filter_map(|a| at(a, 1000))
+            .collect();
+        assert_eq!(rates.len(), 15);
+        assert!(rates.windows(2).all(|w| w[1] < w[0]), "{rates:?}");
+        // ... but never to nothing before the limit.
+        assert!(at(999, 0).is_some_and(|r| r > 0.0));
+        // Past the checkpoint's expected end the horizon stays a quarter of it (1 s), so the rate
+        // goes on falling with the room, not at once.
+        assert_eq!(at(500, 3000), Some(500.0));
+        assert_eq!(at(500, 60_000), Some(500.0));
+        assert_eq!(at(900, 60_000), Some(100.0));
+        // A checkpoint expected to take no time does not pace.
+        assert_eq!(paced_rate(500, limit, Duration::ZERO, Duration::ZERO), None);
+    }
+
+    #[test]
+    fn a_slow_checkpoint_slows_writers_before_it_stops_them() -> R {
+        let dir = tempfile::tempdir()?;
+        let mut opts = rocksdb::Options::default();
+        opts.create_if_missing(true);
+        let db = Arc::new(DB::open_cf(&opts, dir.path().join("db"), ["default"])?);
+        let families: Families = vec![(0, "default".to_string())];
+        let limit = 256 << 10;
+        let tier = Arc::new(Tier::open(dir.path(), false, limit, false)?);
+        tier.slow_checkpoints_ms.store(200, Ordering::Release);
+        let checkpointer = Tier::spawn_checkpointer(tier.clone(), db.clone(), families)?;
+
+        // A writer at full speed through six checkpoints: the first (nothing learned yet) stops
+        // it at the limit; the next ones are expected to take as long, so it is paced instead.
+        let mut i = 0usize;
+        while tier.stats.checkpoints.load(Ordering::Relaxed) < 6 {
+            write(&tier, format!("k{i}").as_bytes(), &[b'v'; 1024])?;
+            i += 1;
+        }
+        let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+        let (delayed, stopped) = (get(&tier.stats.delayed_writes), get(&tier.stats.stopped_writes));
+        assert!(delayed > 50, "{delayed} writes paced in {i}");
+        // The old tier stopped the writer once in every checkpoint after the first.
+        assert!(
+            stopped < 4,
+            "{stopped} writes stopped at the limit, {delayed} paced, in 6 checkpoints"
+        );
+        assert!(tier.stats.last_checkpoint_took_ms.load(Ordering::Relaxed) >= 200);
         tier.stop();
         checkpointer.join().map_err(|_| "checkpointer panicked")?;
         Ok(())

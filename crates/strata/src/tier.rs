@@ -48,11 +48,8 @@ const CHECKPOINT_BATCH: usize = 4 << 20;
 /// checkpoint runs (below it they cannot stop before the checkpoint ends at any pace that
 /// matters, and the write path stays as it was).
 const PACE_FROM: f64 = 0.25;
-/// The shortest horizon pacing aims at, as a fraction of the checkpoint's expected time: past
-/// its expected end a checkpoint is still given this long to finish, so the rate falls in
-/// proportion to the room left (the active layer nears the limit exponentially) rather than to
-/// nothing at once.
-const MIN_HORIZON: f64 = 0.25;
+/// The shortest time left a checkpoint is assumed to need ([`paced_rate`]).
+const MIN_HORIZON: Duration = Duration::from_millis(10);
 /// A writer admitted at most this early (a burst of this much time at the rate is allowed).
 const PACE_SLACK: Duration = Duration::from_millis(1);
 /// A paced writer sleeps at most this long before it looks at the rate again.
@@ -98,27 +95,32 @@ struct Pace {
 }
 
 /// The rate (bytes/s) at which writers may add to an active layer holding `active` of `limit`
-/// bytes while a checkpoint runs that is expected to take `expected` in all and has run for
-/// `elapsed`: the rate at which the layer reaches the limit just as the checkpoint ends,
-/// `(limit - active) / (expected - elapsed)`, the time left counted as at least
-/// [`MIN_HORIZON`] of `expected` (a late checkpoint is given that long again, and again: the
-/// rate keeps falling with the room left). `None` (not paced) below [`PACE_FROM`] of the limit;
-/// at or past the limit writers stop ([`Tier::is_full`]), not pace.
+/// bytes while a checkpoint runs that has run for `elapsed` and is `expected` (from the ones
+/// before it) to take: the room left over the time the checkpoint is assumed to need still,
+/// `(limit - active) / left`. `left` is what remains of `expected`, but never less than
+/// `elapsed` (nor [`MIN_HORIZON`]): checkpoint times have a long tail (on a disk compaction
+/// keeps busy, one took 10× the one before), and one already late is assumed to need as long
+/// again. So the layer nears the limit as the checkpoint nears its expected end, and past it
+/// the room halves each time the checkpoint's age doubles: writers slow down more and more (a
+/// write of `w` bytes waits about `w × elapsed² / (room × t0)`, `room` being what was left at
+/// age `t0`), where writers stopped at the limit waited for the rest of the checkpoint. Not
+/// paced (`None`) below [`PACE_FROM`] of the limit; at the limit writers stop
+/// ([`Tier::is_full`]).
 pub(crate) fn paced_rate(
     active: usize,
     limit: usize,
-    expected: Duration,
+    expected: Option<Duration>,
     elapsed: Duration,
 ) -> Option<f64> {
     if (active as f64) < PACE_FROM * limit as f64 || active >= limit {
         return None;
     }
-    let expected = expected.as_secs_f64();
-    let left = (expected - elapsed.as_secs_f64()).max(MIN_HORIZON * expected);
-    if left <= 0.0 {
-        return None;
-    }
-    Some((limit - active) as f64 / left)
+    let left = expected
+        .unwrap_or_default()
+        .saturating_sub(elapsed)
+        .max(elapsed)
+        .max(MIN_HORIZON);
+    Some((limit - active) as f64 / left.as_secs_f64())
 }
 
 /// The write-back tier of one data directory.
@@ -159,7 +161,7 @@ pub(crate) struct Tier {
     /// The data directory: a checkpoint writes its table files there before RocksDB takes them.
     dir: PathBuf,
     /// The families whose points a checkpoint hands RocksDB as table files, with their options.
-    files: OnceLock<FileFamilies>,
+    files: OnceLock<(FileFamilies, FileCompression)>,
 }
 
 /// What a checkpoint does with a layer RocksDB now holds, while readers still see the layer
@@ -167,8 +169,31 @@ pub(crate) struct Tier {
 /// tier: so a reader that misses the layer finds the cache already up to date).
 pub(crate) type Retire = Box<dyn Fn(&Layer) + Send + Sync>;
 
-/// Families a checkpoint writes as table files: (id in write batches, the family's options).
-pub(crate) type FileFamilies = Vec<(u32, Options)>;
+/// Families a checkpoint writes as table files.
+pub(crate) type FileFamilies = Vec<FileFamily>;
+
+/// A family a checkpoint writes as table files, with the options of its files.
+pub(crate) struct FileFamily {
+    /// The family's id in write batches.
+    pub id: u32,
+    /// The family's options: RocksDB's table file writer compresses with the last level's
+    /// compression (zstd), since an ingested file may land there.
+    pub bottom: Options,
+    /// The same with the upper levels' compression (LZ4) for the last level too.
+    pub upper: Options,
+}
+
+/// Which compression a checkpoint's table files get ([`FileFamily`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FileCompression {
+    /// The last level's, whatever level the file lands in.
+    Bottom,
+    /// The upper levels', whatever level the file lands in.
+    Upper,
+    /// The last level's for a file no table file of its family overlaps (RocksDB moves it to
+    /// the last level), the upper levels' for the others (they land in level 0).
+    ByLevel,
+}
 
 /// The column families a checkpoint writes: (id in write batches, name).
 pub(crate) type Families = Vec<(u32, String)>;
@@ -381,7 +406,7 @@ impl Tier {
     }
 
     /// The rate writers are paced at now (bytes/s; `None`: not paced), also kept for INFO:
-    /// [`paced_rate`] while a checkpoint runs; the checkpoints' own pace while the active layer
+    /// [`paced_rate`] while a checkpoint runs (not after one failed); the checkpoints' own pace while the active layer
     /// is past the limit and the checkpointer has not swapped it out yet (at full speed the
     /// writers took it from the limit to twice it in that while, then stopped).
     fn rate_now(&self) -> Option<f64> {
@@ -390,10 +415,15 @@ impl Tier {
             let active = layers.active.read().bytes();
             (active, layers.frozen.is_some())
         };
-        let rate = if running {
+        let rate = if running && self.last_failure.lock().is_some() {
+            // The disk fails rather than lags: writers go on to the limit and get its error.
+            None
+        } else if running {
             let pace = self.pace.lock();
-            pace.running.zip(pace.secs_per_byte).and_then(|((since, frozen), spb)| {
-                let expected = Duration::from_secs_f64(spb * frozen as f64);
+            pace.running.and_then(|(since, frozen)| {
+                let expected = pace
+                    .secs_per_byte
+                    .map(|spb| Duration::from_secs_f64(spb * frozen as f64));
                 paced_rate(active, self.dirty_limit, expected, since.elapsed())
             })
         } else if active >= self.dirty_limit {
@@ -557,7 +587,9 @@ impl Tier {
         // Writers go on; the records of the frozen layer reach the disk before anything
         // relies on them (a sync of the ended segment, also for `appendfsync always`: a sync
         // of the log syncs only the current segment).
+        let mut phases = Phases::start();
         log.sync_ended()?;
+        phases.mark("log sync");
         #[cfg(test)]
         std::thread::sleep(Duration::from_millis(
             self.slow_checkpoints_ms.load(Ordering::Acquire),
@@ -568,18 +600,28 @@ impl Tier {
         }
         let written = {
             let layer = frozen.read();
-            let files = self.files.get().map_or(&[][..], Vec::as_slice);
-            write_layer(db, families, files, &self.dir, &layer, offset)?
+            let (files, how) = self
+                .files
+                .get()
+                .map_or((&[][..], FileCompression::Bottom), |(f, how)| {
+                    (f.as_slice(), *how)
+                });
+            write_layer(db, families, (files, how), &self.dir, &layer, offset)?
         };
+        phases.mark("tables");
         for (_, name) in families {
             if let Some(cf) = db.cf_handle(name) {
                 db.flush_cf(cf)?;
             }
         }
+        phases.mark("flush");
         log.drop_through(ended)?;
+        phases.mark("log retire");
         if let Some(retire) = self.retire.get() {
             retire(&frozen.read());
         }
+        phases.mark("cache");
+        phases.report_if_slow(written);
         // Cleared before writers can go on: one taken after a failure sees the failure gone.
         *self.failed.lock() = None;
         *self.last_failure.lock() = None;
@@ -630,8 +672,8 @@ impl Tier {
     /// (sorted, built beside the database and moved in) instead of writing them through its
     /// memtables and flushing them: the flush builds the same file, after a skiplist insert per
     /// record. Set once, when the families' options are known.
-    pub(crate) fn write_files_for(&self, families: FileFamilies) {
-        let _ = self.files.set(families);
+    pub(crate) fn write_files_for(&self, families: FileFamilies, how: FileCompression) {
+        let _ = self.files.set((families, how));
     }
 
     /// From now on, each checkpoint calls `retire` with the layer it wrote, after RocksDB holds
@@ -695,6 +737,52 @@ impl Tier {
     }
 }
 
+/// Where a checkpoint's time went, for the log line a slow one leaves (the server's log, like
+/// RocksDB's own LOG: what an operator reads when writers were slowed).
+struct Phases {
+    start: Instant,
+    last: Instant,
+    took: Vec<(&'static str, Duration)>,
+}
+
+impl Phases {
+    /// A checkpoint taking longer than this is reported.
+    const SLOW: Duration = Duration::from_secs(1);
+
+    fn start() -> Phases {
+        let now = Instant::now();
+        Phases {
+            start: now,
+            last: now,
+            took: Vec::with_capacity(5),
+        }
+    }
+
+    fn mark(&mut self, name: &'static str) {
+        let now = Instant::now();
+        self.took.push((name, now - self.last));
+        self.last = now;
+    }
+
+    fn report_if_slow(&self, bytes: usize) {
+        let all = self.start.elapsed();
+        if all < Self::SLOW {
+            return;
+        }
+        let parts: Vec<String> = self
+            .took
+            .iter()
+            .map(|(name, d)| format!("{name} {} ms", d.as_millis()))
+            .collect();
+        eprintln!(
+            "strata: write-back checkpoint of {} MB took {} ms: {}",
+            bytes >> 20,
+            all.as_millis(),
+            parts.join(", ")
+        );
+    }
+}
+
 /// A tier's answer for one key ([`Tier::lookup`]).
 pub(crate) enum Found<T> {
     Value(T),
@@ -726,7 +814,7 @@ impl TierView<'_> {
 fn write_layer(
     db: &DB,
     families: &Families,
-    files: &[(u32, Options)],
+    (files, how): (&[FileFamily], FileCompression),
     dir: &Path,
     layer: &Layer,
     offset: u64,
@@ -766,13 +854,27 @@ fn write_layer(
         u8::from(name != Some(crate::storage::CF_META))
     });
     let mut ingested = 0;
+    // RocksDB's table files, listed once (for FileCompression::ByLevel).
+    let mut live: Option<Vec<rocksdb::LiveFile>> = None;
     for (cf, fam) in order {
         let h = handle(cf)?;
         let points = fam.points.sorted();
         if points.is_empty() {
             continue;
         }
-        if let Some((_, opts)) = files.iter().find(|(id, _)| *id == cf) {
+        if let Some(file) = files.iter().find(|f| f.id == cf) {
+            let opts = match how {
+                FileCompression::Bottom => &file.bottom,
+                FileCompression::Upper => &file.upper,
+                FileCompression::ByLevel => {
+                    let name = families.iter().find(|(i, _)| *i == cf).map(|(_, n)| n);
+                    let live = live.get_or_insert_with(|| db.live_files().unwrap_or_default());
+                    match overlaps(live, name, &points) {
+                        true => &file.upper,
+                        false => &file.bottom,
+                    }
+                }
+            };
             let path = dir.join(format!("tier-checkpoint-{cf}.sst.tmp"));
             ingested += ingest(db, h, opts, &path, &points)?;
             continue;
@@ -789,6 +891,27 @@ fn write_layer(
     batch.put_cf(handle(0)?, OFFSET_KEY, offset.to_le_bytes());
     flush(&mut batch, true)?;
     Ok(written + ingested)
+}
+
+/// Whether a table file of family `name` among `live` overlaps the key range of `points` (in
+/// key order): RocksDB then places a file of `points` above that file's level, in level 0 if it
+/// overlaps one there; without any, in the last level. (An unknown family, or a file without
+/// keys, counts as overlapping: the upper levels' compression is the cheaper guess.)
+fn overlaps(
+    live: &[rocksdb::LiveFile],
+    name: Option<&String>,
+    points: &[(&[u8], &crate::layer::Point)],
+) -> bool {
+    let (Some(name), Some((first, _)), Some((last, _))) = (name, points.first(), points.last())
+    else {
+        return true;
+    };
+    live.iter()
+        .filter(|f| &f.column_family_name == name)
+        .any(|f| match (&f.start_key, &f.end_key) {
+            (Some(lo), Some(hi)) => lo.as_slice() <= *last && *first <= hi.as_slice(),
+            _ => true,
+        })
 }
 
 /// Writes `points` (in key order) to a table file at `path` and moves it into family `cf`;
@@ -895,7 +1018,7 @@ mod tests {
     #[test]
     fn the_paced_rate_falls_as_the_active_layer_nears_the_limit() {
         let limit = 1000;
-        let expected = Duration::from_secs(4);
+        let expected = Some(Duration::from_secs(4));
         let at = |active, elapsed_ms| {
             paced_rate(active, limit, expected, Duration::from_millis(elapsed_ms))
         };
@@ -905,7 +1028,8 @@ mod tests {
         assert_eq!(at(1500, 0), None);
         // The rate that reaches the limit as the checkpoint ends: 750 bytes in 4 s.
         assert_eq!(at(250, 0), Some(187.5));
-        // It falls with the room left, and the fuller the layer the slower it gets ...
+        assert_eq!(at(500, 1000), Some(500.0 / 3.0));
+        // It falls with the room left: the fuller the layer the slower ...
         let rates: Vec<f64> = (250..1000)
             .step_by(50)
             .filter_map(|a| at(a, 1000))
@@ -914,13 +1038,15 @@ mod tests {
         assert!(rates.windows(2).all(|w| w[1] < w[0]), "{rates:?}");
         // ... but never to nothing before the limit.
         assert!(at(999, 0).is_some_and(|r| r > 0.0));
-        // Past the checkpoint's expected end the horizon stays a quarter of it (1 s), so the rate
-        // goes on falling with the room, not at once.
-        assert_eq!(at(500, 3000), Some(500.0));
-        assert_eq!(at(500, 60_000), Some(500.0));
-        assert_eq!(at(900, 60_000), Some(100.0));
-        // A checkpoint expected to take no time does not pace.
-        assert_eq!(paced_rate(500, limit, Duration::ZERO, Duration::ZERO), None);
+        // Past half its expected time a checkpoint is assumed to need as long again as it has
+        // run: a late one slows writers more and more, and stops them only at the limit.
+        assert_eq!(at(500, 3000), Some(500.0 / 3.0));
+        assert_eq!(at(500, 8000), Some(500.0 / 8.0));
+        assert_eq!(at(500, 60_000), Some(500.0 / 60.0));
+        // Nothing learned yet (the first checkpoint): the same, from its own age.
+        let first = |elapsed_ms| paced_rate(500, limit, None, Duration::from_millis(elapsed_ms));
+        assert_eq!(first(2000), Some(250.0));
+        assert_eq!(first(0), Some(50_000.0));
     }
 
     #[test]
@@ -1027,7 +1153,14 @@ mod tests {
             db.put_cf(data, k, b"old")?;
         }
         let tier = Tier::open(dir.path(), false, 1 << 20, false)?;
-        tier.write_files_for(vec![(id, rocksdb::Options::default())]);
+        tier.write_files_for(
+            vec![super::FileFamily {
+                id,
+                bottom: rocksdb::Options::default(),
+                upper: rocksdb::Options::default(),
+            }],
+            super::FileCompression::ByLevel,
+        );
         let families: Families = vec![(0, "default".to_string()), (id, "data".to_string())];
         let mut batch = crate::storage::new_batch();
         batch.put_cf(data, b"b1", b"before the range");

@@ -479,7 +479,9 @@ fn run(a: &Args) -> Res<()> {
                 next_new: next_new.clone(),
             };
             let (stop, s, g) = (stop.clone(), writes.clone(), gaps.clone());
-            handles.push(thread::spawn(move || writer(w, 9000 + c as u64, stop, s, g)));
+            handles.push(thread::spawn(move || {
+                writer(w, 9000 + c as u64, stop, s, g)
+            }));
         }
     }
     let start = Instant::now();

@@ -101,7 +101,7 @@ NAMED = [("tier", ("strata_tier_dirty_bytes", "strata_tier_checkpointing_bytes")
          ("readers", ("strata_table_readers",)),
          ("bcache", ("strata_block_cache_usage",))]
 
-HEADER = (f"{'t':>5} {'SET/s':>7} | {'anon':>5} {'thp':>4} {'group':>5} {'cache':>5} | "
+HEADER = (f"{'t':>5} {'SET/s':>7} {'gap':>6} {'p99.9':>6} {'max':>6} {'pace':>5} {'ckpt':>5} | {'anon':>5} {'thp':>4} {'group':>5} {'cache':>5} | "
           + " ".join(f"{n:>7}" for n, _ in NAMED) + f" {'pinned':>6} {'mi':>5} | {'rest':>5} | {'glibc':>5} {'mimal':>5} {'stack':>5} {'other':>5}")
 
 
@@ -119,6 +119,15 @@ def sample(srv, cg):
         "group_cache_mb": st.get("cache", 0) / MB,
         "pinned_mb": num(info, "strata_block_cache_pinned") / MB,
         "mi_committed_mb": num(info, "strata_allocator_committed") / MB,
+        # The tier's writer pacing (absent on servers without it): the rate writers are paced
+        # at (MB/s, 0: not paced), writes paced / stopped so far, the last checkpoint's length.
+        "pace_mbps": num(info, "strata_tier_delayed_write_rate") / MB,
+        "delayed_writes": num(info, "strata_tier_delayed_writes"),
+        "stopped_writes": num(info, "strata_tier_stopped_writes"),
+        "stopped_s": num(info, "strata_tier_stopped_write_micros") / 1e6,
+        "checkpoint_ms": num(info, "strata_tier_last_checkpoint_took_ms"),
+        "l0_files": num(info, "strata_l0_files"),
+        "pending_compaction_mb": num(info, "strata_pending_compaction_bytes") / MB,
     }
     for k, v in anon_by_mapping(pid).items():
         row[k + "_mb"] = v
@@ -179,22 +188,28 @@ def main():
                            "--write-conns", str(args.write_conns), "--new-keys", "0",
                            "--seconds", str(args.seconds), "--interval", str(args.interval)],
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    rows, peak, died = [], {}, None
+    rows, peak, died, total = [], {}, None, {}
     print(HEADER, flush=True)
     try:
         for line in lg.stdout:
             rec = json.loads(line)
             if rec.get("total"):
+                total = rec
                 continue
             if srv.proc.poll() is not None:
                 died = oom_line(pid) or f"exit status {srv.proc.returncode}"
                 break
             r = sample(srv, cg)
             r["t"], r["sets"] = rec["t"], rec["set"]["ops_per_sec"]
+            # The longest stretch in the interval with no SET completed on any connection, and
+            # the latency of the pipelined SETs (each SET counted with its batch's round trip).
+            r["gap_ms"] = rec.get("set_gap_ms", 0.0)
+            r["p999_ms"], r["max_ms"] = rec["set"]["p999_ms"], rec["set"]["max_ms"]
             rows.append(r)
             for k, v in r.items():
                 peak[k] = max(peak.get(k, v), v)
-            print(f"{r['t']:5.0f} {r['sets']:7.0f} | {r['anon_mb']:5.0f} {r['thp_mb']:4.0f} {r['group_mb']:5.0f}"
+            print(f"{r['t']:5.0f} {r['sets']:7.0f} {r['gap_ms']:6.0f} {r['p999_ms']:6.0f} {r['max_ms']:6.0f}"
+                  f" {r['pace_mbps']:5.1f} {r['checkpoint_ms']:5.0f} | {r['anon_mb']:5.0f} {r['thp_mb']:4.0f} {r['group_mb']:5.0f}"
                   f" {r['group_cache_mb']:5.0f} | " + " ".join(f"{r[n + '_mb']:7.1f}" for n, _ in NAMED)
                   + f" {r['pinned_mb']:6.1f} {r['mi_committed_mb']:5.0f} | {r['rest_mb']:5.0f} | {r['glibc_mb']:5.0f}"
                   f" {r['mimalloc_mb']:5.0f} {r['stacks_mb']:5.0f} {r['other_mb']:5.0f}", flush=True)
@@ -211,9 +226,23 @@ def main():
     print(f"peaks: anon {peak.get('anon_mb', 0):.0f} MB, group {peak.get('group_mb', 0):.0f} MB, "
           f"rest {peak.get('rest_mb', 0):.0f} MB; "
           + (f"SERVER DIED: {died}" if died else f"survived {rows[-1]['t'] if rows else 0:.0f} s"), flush=True)
+    if rows:
+        sets = sorted(r["sets"] for r in rows)
+        last = rows[-1]
+        tset = total.get("set", {})
+        print(f"writes: mean {sum(sets) / len(sets):.0f} SET/s, per-interval min {sets[0]:.0f} / median "
+              f"{sets[len(sets) // 2]:.0f} / max {sets[-1]:.0f}; {sum(1 for v in sets if v == 0)} of {len(sets)} "
+              f"intervals with no SET; longest stretch with no SET completed "
+              f"{total.get('set_gap_ms', max(r['gap_ms'] for r in rows)):.0f} ms; "
+              f"intervals with a stretch over 100 ms: {sum(1 for r in rows if r['gap_ms'] > 100)}; "
+              f"SET latency (per pipelined batch) p99.9 {tset.get('p999_ms', 0):.0f} ms, max {tset.get('max_ms', 0):.0f} ms; "
+              f"tier: {last['delayed_writes']:.0f} writes paced, {last['stopped_writes']:.0f} stopped "
+              f"({last['stopped_s']:.1f} s in all); L0 files at most {peak.get('l0_files', 0):.0f}, pending compaction "
+              f"at most {peak.get('pending_compaction_mb', 0):.0f} MB", flush=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"argv": sys.argv, "rows": rows, "peak": peak, "died": died, "stat": st}, f, indent=1)
+            json.dump({"argv": sys.argv, "rows": rows, "peak": peak, "died": died, "stat": st, "total": total},
+                      f, indent=1)
     return 1 if died else 0
 
 

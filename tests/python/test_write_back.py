@@ -9,6 +9,7 @@ differential sequences with restarts in test_model.py (both run with the tier to
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -115,3 +116,36 @@ def test_a_directory_written_with_the_tier_opens_without_it_and_keeps_everything
     server.restart(kill=True)
     check(server.client(), 1000)
 
+
+
+def test_info_shows_how_the_tier_paces_and_stops_writers(start_strata):
+    """Writers are paced while a checkpoint runs (issue 16) and stopped only at the dirty limit:
+    INFO persistence shows the rate they are paced at now (0: not paced), how many writes were
+    paced or stopped and for how long in all, and how long the last checkpoint took, like
+    RocksDB's `actual-delayed-write-rate` and stall counters."""
+    server = start_strata(appendfsync="everysec", **TIER)
+    c = server.client()
+    fields = ["strata_tier_delayed_write_rate", "strata_tier_delayed_writes",
+              "strata_tier_delayed_write_micros", "strata_tier_stopped_writes",
+              "strata_tier_stopped_write_micros", "strata_tier_last_checkpoint_took_ms"]
+    before = persistence(c)
+    assert all(isinstance(before[f], int) and before[f] >= 0 for f in fields), before
+    fill(c, 3000)
+    after = persistence(c)
+    assert after["strata_tier_checkpoints"] >= 1
+    # Counters only grow; the rate is 0 whenever no checkpoint runs.
+    for f in ["strata_tier_delayed_writes", "strata_tier_delayed_write_micros",
+              "strata_tier_stopped_writes", "strata_tier_stopped_write_micros"]:
+        assert after[f] >= before[f], f
+    c.bgsave()
+    deadline = time.monotonic() + 30
+    while persistence(c)["strata_tier_checkpointing_bytes"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    idle = persistence(c)
+    if idle["strata_tier_checkpointing_bytes"] == 0:
+        assert idle["strata_tier_delayed_write_rate"] == 0
+
+
+def test_the_tier_is_off_shows_no_pacing_fields(start_strata):
+    server = start_strata(memory_tier="write-through")
+    assert "strata_tier_delayed_writes" not in persistence(server.client())

@@ -255,6 +255,46 @@ impl Samples {
     }
 }
 
+/// The longest stretches with no reply completed on any connection of a kind (a writer
+/// stalled), in µs: in the interval so far, and in the whole run.
+struct Gaps {
+    epoch: Instant,
+    /// µs after `epoch` of the last reply.
+    last: AtomicU64,
+    interval: AtomicU64,
+    all: AtomicU64,
+}
+
+impl Gaps {
+    fn new() -> Gaps {
+        Gaps {
+            epoch: Instant::now(),
+            last: AtomicU64::new(0),
+            interval: AtomicU64::new(0),
+            all: AtomicU64::new(0),
+        }
+    }
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_micros() as u64
+    }
+    /// A reply completed now.
+    fn done(&self) {
+        let now = self.now();
+        let gap = now.saturating_sub(self.last.swap(now, Ordering::Relaxed));
+        self.interval.fetch_max(gap, Ordering::Relaxed);
+        self.all.fetch_max(gap, Ordering::Relaxed);
+    }
+    /// The interval's longest gap, counting one still open, in ms; starts the next interval.
+    fn take(&self) -> f64 {
+        let open = self.now().saturating_sub(self.last.load(Ordering::Relaxed));
+        self.all.fetch_max(open, Ordering::Relaxed);
+        self.interval.swap(0, Ordering::Relaxed).max(open) as f64 / 1000.0
+    }
+    fn longest_ms(&self) -> f64 {
+        self.all.load(Ordering::Relaxed) as f64 / 1000.0
+    }
+}
+
 fn load(a: &Args) -> Res<()> {
     let start = Instant::now();
     let per = a.keys.div_ceil(a.conns as u64);
@@ -337,7 +377,13 @@ struct Writer {
     next_new: Arc<AtomicU64>,
 }
 
-fn writer(w: Writer, seed: u64, stop: Arc<AtomicBool>, s: Arc<Samples>) -> Res<()> {
+fn writer(
+    w: Writer,
+    seed: u64,
+    stop: Arc<AtomicBool>,
+    s: Arc<Samples>,
+    gaps: Arc<Gaps>,
+) -> Res<()> {
     let mut conn = Conn::open(&w.addr)?;
     let mut rng = Rng::new(seed);
     let mut value = vec![0u8; w.value_size];
@@ -371,6 +417,7 @@ fn writer(w: Writer, seed: u64, stop: Arc<AtomicBool>, s: Arc<Samples>) -> Res<(
             if conn.reply()? {
                 s.errors.fetch_add(1, Ordering::Relaxed);
             }
+            gaps.done();
         }
         let d = t.elapsed();
         for _ in 0..batch {
@@ -408,6 +455,7 @@ fn run(a: &Args) -> Res<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let reads = Arc::new(Samples::default());
     let writes = Arc::new(Samples::default());
+    let gaps = Arc::new(Gaps::new());
     let mut handles = Vec::new();
     for c in 0..a.clients {
         let (addr, keys, stop, s) = (a.addr.clone(), keys.clone(), stop.clone(), reads.clone());
@@ -430,8 +478,10 @@ fn run(a: &Args) -> Res<()> {
                 new_keys: a.new_keys,
                 next_new: next_new.clone(),
             };
-            let (stop, s) = (stop.clone(), writes.clone());
-            handles.push(thread::spawn(move || writer(w, 9000 + c as u64, stop, s)));
+            let (stop, s, g) = (stop.clone(), writes.clone(), gaps.clone());
+            handles.push(thread::spawn(move || {
+                writer(w, 9000 + c as u64, stop, s, g)
+            }));
         }
     }
     let start = Instant::now();
@@ -450,9 +500,10 @@ fn run(a: &Args) -> Res<()> {
             writes.errors.swap(0, Ordering::Relaxed),
         );
         println!(
-            "{{\"t\": {t:.1}, {}, {}}}",
+            "{{\"t\": {t:.1}, {}, {}, \"set_gap_ms\": {:.3}}}",
             figures("get", r, step, read_errors),
-            figures("set", w, step, write_errors)
+            figures("set", w, step, write_errors),
+            gaps.take()
         );
         let _ = std::io::stdout().flush();
         if handles.iter().all(|h| h.is_finished()) {
@@ -466,9 +517,10 @@ fn run(a: &Args) -> Res<()> {
         }
     }
     println!(
-        "{{\"total\": true, \"seconds\": {t:.1}, {}, {}}}",
+        "{{\"total\": true, \"seconds\": {t:.1}, {}, {}, \"set_gap_ms\": {:.3}}}",
         figures("get", all_reads, t, 0),
-        figures("set", all_writes, t, 0)
+        figures("set", all_writes, t, 0),
+        gaps.longest_ms()
     );
     Ok(())
 }

@@ -523,6 +523,13 @@ impl Db {
         self.inner.storage.tier_figures()
     }
 
+    /// The write-back tier's writer pacing for INFO, if it is on: the rate writers are paced
+    /// at now (bytes/s, 0: not paced), writes paced and their µs of waiting, writes stopped
+    /// (the tier full) and their µs, how long the last checkpoint took (ms).
+    pub fn tier_pace(&self) -> Option<[u64; 6]> {
+        self.inner.storage.tier_pace()
+    }
+
     /// Why the write-back tier's last checkpoint failed, while none has succeeded since
     /// (writes are refused meanwhile once the tier holds twice its dirty limit).
     pub fn tier_failure(&self) -> Option<String> {

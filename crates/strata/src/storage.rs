@@ -24,7 +24,7 @@ use crate::keys;
 use crate::layer::{Lookup, Source, Stack};
 use crate::meta;
 use crate::pending::{self, BatchOp, IterBounds, Pending, StorageIter};
-use crate::tier::{Families, Found, Tier, TierView, OFFSET_KEY};
+use crate::tier::{Families, FileCompression, FileFamily, Found, Tier, TierView, OFFSET_KEY};
 
 /// Column family holding one metadata record per user key.
 pub const CF_META: &str = "meta";
@@ -276,6 +276,24 @@ pub(crate) fn new_batch() -> WriteBatch {
 /// The bytes [`new_batch`] reserves: two records of a collection command with a short value.
 const BATCH_START_BYTES: usize = 512;
 
+fn rocks_compression(c: Compression) -> DBCompressionType {
+    match c {
+        Compression::None => DBCompressionType::None,
+        Compression::Lz4 => DBCompressionType::Lz4,
+        Compression::Zstd => DBCompressionType::Zstd,
+    }
+}
+
+/// The compression of the write-back tier's checkpoint files (A/B: STRATA_CHECKPOINT_COMPRESSION
+/// = bottom, upper or by-level).
+fn checkpoint_file_compression() -> FileCompression {
+    match std::env::var("STRATA_CHECKPOINT_COMPRESSION").as_deref() {
+        Ok("upper") => FileCompression::Upper,
+        Ok("by-level") => FileCompression::ByLevel,
+        _ => FileCompression::Bottom,
+    }
+}
+
 fn cf_options(
     opts: &StorageOptions,
     cache: &Cache,
@@ -285,11 +303,7 @@ fn cf_options(
     let mut o = RocksOptions::default();
     o.set_write_buffer_size(opts.write_buffer_size);
     o.set_max_write_buffer_number(3);
-    let compression = match opts.compression {
-        Compression::None => DBCompressionType::None,
-        Compression::Lz4 => DBCompressionType::Lz4,
-        Compression::Zstd => DBCompressionType::Zstd,
-    };
+    let compression = rocks_compression(opts.compression);
     o.set_compression_type(compression);
     if t.uncompressed_levels > 0 {
         let per_level: Vec<_> = (0..LEVELS)
@@ -450,8 +464,15 @@ impl Storage {
         let (mut expire_opts, expire_table) = cf_options(opts, &cache, false);
         expire_opts.set_block_based_table_factory(&expire_table);
 
-        // A checkpoint of the write-back tier builds table files with each family's options.
-        let file_options = [&meta_opts, &data_opts, &zscore_opts, &expire_opts].map(Clone::clone);
+        // A checkpoint of the write-back tier builds table files with each family's options,
+        // and the same with the upper levels' compression for the last level too.
+        let file_options = [&meta_opts, &data_opts, &zscore_opts, &expire_opts].map(|o| {
+            let mut upper = o.clone();
+            if opts.compression != Compression::None {
+                upper.set_bottommost_compression_type(rocks_compression(opts.compression));
+            }
+            (o.clone(), upper)
+        });
         let cfs = vec![
             ColumnFamilyDescriptor::new(CF_META, meta_opts),
             ColumnFamilyDescriptor::new(CF_DATA, data_opts),
@@ -479,7 +500,9 @@ impl Storage {
             // The redo log is the replication backlog when RocksDB's would be.
             let archive = opts.wal_ttl_seconds > 0 || opts.wal_size_limit_mb > 0;
             let tier = Tier::open(path, opts.read_only, limit, archive)?;
-            tier.write_files_for(cf_ids.iter().copied().zip(file_options).collect());
+            let files = cf_ids.iter().copied().zip(file_options);
+            let files = files.map(|(id, (bottom, upper))| FileFamily { id, bottom, upper });
+            tier.write_files_for(files.collect(), checkpoint_file_compression());
             // Offsets never go back: on from the last checkpoint's offset (the record is
             // deleted whenever the directory is opened without the tier) or, in a directory
             // not used with the tier since, from RocksDB's own sequence number.
@@ -640,6 +663,22 @@ impl Storage {
             t.stats.checkpointed_bytes.load(Ordering::Relaxed),
             t.stats.last_checkpoint_ms.load(Ordering::Relaxed),
             t.stats.replayed_records.load(Ordering::Relaxed),
+        ])
+    }
+
+    /// The write-back tier's writer pacing, for INFO: the rate writers are paced at now
+    /// (bytes/s, 0: not paced), writes paced and their µs of waiting, writes stopped (the tier
+    /// full) and their µs, and how long the last checkpoint took (ms).
+    pub fn tier_pace(&self) -> Option<[u64; 6]> {
+        let s = &self.tier.as_ref()?.stats;
+        let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+        Some([
+            get(&s.write_rate),
+            get(&s.delayed_writes),
+            get(&s.delayed_micros),
+            get(&s.stopped_writes),
+            get(&s.stopped_micros),
+            get(&s.last_checkpoint_took_ms),
         ])
     }
 

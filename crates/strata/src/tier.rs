@@ -9,13 +9,16 @@
 //! appends its record to the log and applies it to `active` under `active`'s lock, so the log's
 //! order is the order in which the layer took the writes; a checkpoint swaps the layers and ends
 //! the log segment under the lock of the pair, so a segment never holds a record of a later
-//! layer. Restart replays the log into `active`. Writers wait while `active` holds the dirty
-//! limit and a checkpoint is still running, or twice the limit before the checkpointer swaps
-//! it out (the two layers hold about twice the limit, three times at worst), and get an error
-//! instead while
-//! the last checkpoint failed (a full or failing disk: memory must not grow without bound, and
-//! no writer may wait forever). The log numbers the batches
-//! (replication offsets, `redo.rs`); a checkpoint records in RocksDB, with the layer it writes,
+//! layer. Restart replays the log into `active`. While a checkpoint runs, writers are paced
+//! ([`paced_rate`]): the rate they may fill `active` at falls as it approaches the dirty limit,
+//! so that it reaches the limit about when the checkpoint is expected to end (from the pace of
+//! the checkpoints before it), as RocksDB's delayed write rate slows its writers before it
+//! stops them. Writers stop while `active` holds the dirty limit and a checkpoint is still
+//! running (a checkpoint far slower than expected), or twice the limit before the
+//! checkpointer swaps it out (the two layers hold about twice the limit, three times at
+//! worst), and get an error instead while the last checkpoint failed (a full or failing disk:
+//! memory must not grow without bound, and no writer may wait forever). The log numbers the
+//! batches (replication offsets, `redo.rs`); a checkpoint records in RocksDB, with the layer it writes,
 //! the offset RocksDB then holds everything through ([`OFFSET_KEY`]), so offsets go on from
 //! there after a restart and a copy of RocksDB taken right after a checkpoint is a snapshot as
 //! of a known offset (a replica's full copy). Owns the layers and the checkpointer thread;
@@ -41,6 +44,17 @@ use crate::redo::RedoLog;
 const MAX_DIRTY_AGE: Duration = Duration::from_secs(60);
 /// Bytes of records per RocksDB write batch a checkpoint writes.
 const CHECKPOINT_BATCH: usize = 4 << 20;
+/// Writers are paced only once the active layer holds this fraction of the dirty limit while a
+/// checkpoint runs (below it the write path stays as it was: pacing from a quarter of the limit
+/// slowed full-speed SETs that never reached the limit, and cost 25% more CPU per SET).
+const PACE_FROM: f64 = 0.5;
+/// The shortest time left a checkpoint is assumed to need ([`paced_rate`]).
+const MIN_HORIZON: Duration = Duration::from_millis(10);
+/// A writer admitted at most this early (a burst of this much time at the rate is allowed; a
+/// writer ahead by more naps until it is half this far ahead, so naps are few and not short).
+const PACE_SLACK: Duration = Duration::from_millis(5);
+/// A paced writer sleeps at most this long before it looks at the rate again.
+const PACE_NAP: Duration = Duration::from_millis(10);
 /// The `default` family's record of the offset a checkpoint wrote RocksDB through (u64 LE;
 /// docs/format.md).
 pub(crate) const OFFSET_KEY: &[u8] = b"strata:redo-offset";
@@ -58,6 +72,57 @@ pub(crate) struct TierStats {
     pub checkpointed_bytes: AtomicU64,
     pub last_checkpoint_ms: AtomicU64,
     pub replayed_records: AtomicU64,
+    /// How long the last checkpoint took (from the swap to its end), ms.
+    pub last_checkpoint_took_ms: AtomicU64,
+    /// Writes that waited for the pace, and the microseconds they waited in all.
+    pub delayed_writes: AtomicU64,
+    pub delayed_micros: AtomicU64,
+    /// Writes that found the tier full (stopped, not paced), and the microseconds they waited.
+    pub stopped_writes: AtomicU64,
+    pub stopped_micros: AtomicU64,
+    /// The rate writers were last paced at (bytes/s), 0 while they are not paced.
+    pub write_rate: AtomicU64,
+}
+
+/// The writer pacing's state ([`Tier::pace`]).
+struct Pace {
+    /// Seconds a checkpoint took per byte of its layer (an average over the last ones, most
+    /// weight on the latest); `None` until one of at least half the dirty limit has ended.
+    secs_per_byte: Option<f64>,
+    /// When the running checkpoint swapped the layers, and the bytes of the layer it writes.
+    running: Option<(Instant, usize)>,
+    /// The moment by which the writes admitted so far have used up the rate.
+    next_free: Instant,
+}
+
+/// The rate (bytes/s) at which writers may add to an active layer holding `active` of `limit`
+/// bytes while a checkpoint runs that has run for `elapsed` and is `expected` (from the ones
+/// before it) to take: the room left over the time the checkpoint is assumed to need still,
+/// `(limit - active) / left`. `left` is what remains of `expected`, but never less than
+/// `elapsed` (nor [`MIN_HORIZON`]): checkpoint times have a long tail (on a disk compaction
+/// keeps busy, one took 10× the one before), and one already late is assumed to need as long
+/// again. So the layer nears the limit as the checkpoint nears its expected end, and past it
+/// the room halves each time the checkpoint's age doubles: writers slow down more and more (a
+/// write of `w` bytes waits about `w × elapsed² / (room × t0)`, `room` being what was left at
+/// age `t0`), where writers stopped at the limit waited for the rest of the checkpoint. Not
+/// paced (`None`) below [`PACE_FROM`] of the limit; at the limit writers stop
+/// ([`Tier::is_full`]), nor while no checkpoint has shown its pace yet (`expected` is `None`:
+/// pacing the first checkpoint from its own age alone slowed SETs to a crawl on a server whose
+/// first checkpoint took seconds).
+pub(crate) fn paced_rate(
+    active: usize,
+    limit: usize,
+    expected: Option<Duration>,
+    elapsed: Duration,
+) -> Option<f64> {
+    if (active as f64) < PACE_FROM * limit as f64 || active >= limit {
+        return None;
+    }
+    let left = expected?
+        .saturating_sub(elapsed)
+        .max(elapsed)
+        .max(MIN_HORIZON);
+    Some((limit - active) as f64 / left.as_secs_f64())
 }
 
 /// The write-back tier of one data directory.
@@ -69,6 +134,8 @@ pub(crate) struct Tier {
     /// Held for the whole of a checkpoint (one at a time; a backup holds it to see RocksDB as of
     /// one checkpoint).
     checkpointing: Mutex<()>,
+    /// How fast writers may go while a checkpoint runs.
+    pace: Mutex<Pace>,
     /// When `active` took its first write since the last swap (`None`: empty).
     dirty_since: Mutex<Option<Instant>>,
     /// Wakes the checkpointer (`true`: a checkpoint is wanted now), and writers waiting for room.
@@ -96,7 +163,7 @@ pub(crate) struct Tier {
     /// The data directory: a checkpoint writes its table files there before RocksDB takes them.
     dir: PathBuf,
     /// The families whose points a checkpoint hands RocksDB as table files, with their options.
-    files: OnceLock<FileFamilies>,
+    files: OnceLock<(FileFamilies, FileCompression)>,
 }
 
 /// What a checkpoint does with a layer RocksDB now holds, while readers still see the layer
@@ -104,8 +171,31 @@ pub(crate) struct Tier {
 /// tier: so a reader that misses the layer finds the cache already up to date).
 pub(crate) type Retire = Box<dyn Fn(&Layer) + Send + Sync>;
 
-/// Families a checkpoint writes as table files: (id in write batches, the family's options).
-pub(crate) type FileFamilies = Vec<(u32, Options)>;
+/// Families a checkpoint writes as table files.
+pub(crate) type FileFamilies = Vec<FileFamily>;
+
+/// A family a checkpoint writes as table files, with the options of its files.
+pub(crate) struct FileFamily {
+    /// The family's id in write batches.
+    pub id: u32,
+    /// The family's options: RocksDB's table file writer compresses with the last level's
+    /// compression (zstd), since an ingested file may land there.
+    pub bottom: Options,
+    /// The same with the upper levels' compression (LZ4) for the last level too.
+    pub upper: Options,
+}
+
+/// Which compression a checkpoint's table files get ([`FileFamily`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FileCompression {
+    /// The last level's, whatever level the file lands in.
+    Bottom,
+    /// The upper levels', whatever level the file lands in.
+    Upper,
+    /// The last level's for a file no table file of its family overlaps (RocksDB moves it to
+    /// the last level), the upper levels' for the others (they land in level 0).
+    ByLevel,
+}
 
 /// The column families a checkpoint writes: (id in write batches, name).
 pub(crate) type Families = Vec<(u32, String)>;
@@ -137,6 +227,11 @@ impl Tier {
             log,
             dirty_limit: dirty_limit.max(64 << 10),
             checkpointing: Mutex::new(()),
+            pace: Mutex::new(Pace {
+                secs_per_byte: None,
+                running: None,
+                next_free: Instant::now(),
+            }),
             dirty_since: Mutex::new(dirty.then(Instant::now)),
             wake: Mutex::new(dirty),
             woken: Condvar::new(),
@@ -199,6 +294,7 @@ impl Tier {
         let Some(log) = &self.log else {
             return Err(Error::ReadOnly);
         };
+        self.pace(data.len());
         self.wait_for_room()?;
         let bytes = {
             let layers = self.layers.read();
@@ -257,18 +353,90 @@ impl Tier {
     /// while the last checkpoint failed: the disk is not slow but failing, and a writer
     /// (holding its keys' locks) must not wait for it without end.
     fn wait_for_room(&self) -> Result<()> {
-        loop {
+        let mut stopped: Option<Instant> = None;
+        let outcome = loop {
             if !self.is_full() {
-                return Ok(());
+                break Ok(());
             }
             if let Some(why) = self.last_failure.lock().as_ref() {
-                return Err(Error::Storage(format!(
+                break Err(Error::Storage(format!(
                     "write-back tier: writes refused while checkpoints to RocksDB fail: {why}"
                 )));
             }
+            stopped.get_or_insert_with(Instant::now);
             let mut wake = self.wake.lock();
             self.woken.wait_for(&mut wake, Duration::from_millis(10));
+        };
+        if let Some(since) = stopped {
+            self.stats.stopped_writes.fetch_add(1, Ordering::Relaxed);
+            self.stats
+                .stopped_micros
+                .fetch_add(since.elapsed().as_micros() as u64, Ordering::Relaxed);
         }
+        outcome
+    }
+
+    /// Waits, while a checkpoint runs, until a write of `bytes` fits the rate [`paced_rate`]
+    /// gives: the writes admitted since the active layer passed [`PACE_FROM`] of the limit
+    /// are spaced at that rate (a shared budget, like a token bucket without credit for idle
+    /// time beyond [`PACE_SLACK`]). The rate is looked at again after each nap, so a
+    /// checkpoint that ends lets every paced writer go at once. Nothing changes for what the
+    /// write promises: it is logged and applied after the wait, as without one.
+    fn pace(&self, bytes: usize) {
+        let mut waited: Option<Instant> = None;
+        while let Some(rate) = self.rate_now() {
+            let now = Instant::now();
+            let mut pace = self.pace.lock();
+            let done = pace.next_free.max(now) + Duration::from_secs_f64(bytes as f64 / rate);
+            if done <= now + PACE_SLACK {
+                pace.next_free = done;
+                break;
+            }
+            drop(pace);
+            waited.get_or_insert(now);
+            let mut wake = self.wake.lock();
+            let nap = done - now - PACE_SLACK / 2;
+            self.woken.wait_for(&mut wake, nap.min(PACE_NAP));
+        }
+        if let Some(since) = waited {
+            self.stats.delayed_writes.fetch_add(1, Ordering::Relaxed);
+            self.stats
+                .delayed_micros
+                .fetch_add(since.elapsed().as_micros() as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// The rate writers are paced at now (bytes/s; `None`: not paced), also kept for INFO:
+    /// [`paced_rate`] while a checkpoint runs (not after one failed); the checkpoints' own pace while the active layer
+    /// is past the limit and the checkpointer has not swapped it out yet (at full speed the
+    /// writers took it from the limit to twice it in that while, then stopped).
+    fn rate_now(&self) -> Option<f64> {
+        let (active, running) = {
+            let layers = self.layers.read();
+            let active = layers.active.read().bytes();
+            (active, layers.frozen.is_some())
+        };
+        let rate = if running && self.last_failure.lock().is_some() {
+            // The disk fails rather than lags: writers go on to the limit and get its error.
+            None
+        } else if running {
+            let pace = self.pace.lock();
+            pace.running.and_then(|(since, frozen)| {
+                let expected = pace
+                    .secs_per_byte
+                    .map(|spb| Duration::from_secs_f64(spb * frozen as f64));
+                paced_rate(active, self.dirty_limit, expected, since.elapsed())
+            })
+        } else if active >= self.dirty_limit {
+            self.pace.lock().secs_per_byte.map(|spb| 1.0 / spb)
+        } else {
+            None
+        };
+        let shown = rate.map_or(0, |r| r as u64);
+        if self.stats.write_rate.load(Ordering::Relaxed) != shown {
+            self.stats.write_rate.store(shown, Ordering::Relaxed);
+        }
+        rate
     }
 
     /// Whether the active layer must stop growing: a checkpoint is writing the frozen layer out
@@ -392,6 +560,9 @@ impl Tier {
             // A checkpoint that failed left its frozen layer (and its log segments): write that
             // one first, never swap a second layer over it.
             if let (Some(frozen), Some(ended)) = (layers.frozen.clone(), *self.failed.lock()) {
+                // The retry's own time is what the pace learns from.
+                let bytes = frozen.read().bytes();
+                self.pace.lock().running = Some((Instant::now(), bytes));
                 (frozen, ended)
             } else if layers.active.read().is_empty() {
                 // Writers append under `layers`' read lock: no write is half taken.
@@ -404,6 +575,8 @@ impl Tier {
                 let offset = log.last_offset();
                 let next = self.spare.lock().take().unwrap_or_default();
                 let frozen = std::mem::replace(&mut layers.active, Arc::new(RwLock::new(next)));
+                let bytes = frozen.read().bytes();
+                self.pace.lock().running = Some((Instant::now(), bytes));
                 layers.frozen = Some(frozen.clone());
                 *self.dirty_since.lock() = None;
                 (frozen, (ended, offset))
@@ -415,7 +588,9 @@ impl Tier {
         // Writers go on; the records of the frozen layer reach the disk before anything
         // relies on them (a sync of the ended segment, also for `appendfsync always`: a sync
         // of the log syncs only the current segment).
+        let mut phases = Phases::start();
         log.sync_ended()?;
+        phases.mark("log sync");
         #[cfg(test)]
         std::thread::sleep(Duration::from_millis(
             self.slow_checkpoints_ms.load(Ordering::Acquire),
@@ -426,22 +601,33 @@ impl Tier {
         }
         let written = {
             let layer = frozen.read();
-            let files = self.files.get().map_or(&[][..], Vec::as_slice);
-            write_layer(db, families, files, &self.dir, &layer, offset)?
+            let (files, how) = self
+                .files
+                .get()
+                .map_or((&[][..], FileCompression::Bottom), |(f, how)| {
+                    (f.as_slice(), *how)
+                });
+            write_layer(db, families, (files, how), &self.dir, &layer, offset)?
         };
+        phases.mark("tables");
         for (_, name) in families {
             if let Some(cf) = db.cf_handle(name) {
                 db.flush_cf(cf)?;
             }
         }
+        phases.mark("flush");
         log.drop_through(ended)?;
+        phases.mark("log retire");
         if let Some(retire) = self.retire.get() {
             retire(&frozen.read());
         }
+        phases.mark("cache");
+        phases.report_if_slow(written);
         // Cleared before writers can go on: one taken after a failure sees the failure gone.
         *self.failed.lock() = None;
         *self.last_failure.lock() = None;
         self.layers.write().frozen = None;
+        self.learn_pace();
         // Kept for reuse unless a reader still walks it (an iterator made before the swap).
         if let Ok(layer) = Arc::try_unwrap(frozen) {
             let mut layer = layer.into_inner();
@@ -458,6 +644,26 @@ impl Tier {
         Ok(offset)
     }
 
+    /// Takes the checkpoint that just ended into the pace expected of the next ones: its
+    /// seconds per byte, weighted half against those before, when its layer held at least half
+    /// the dirty limit (a small layer's time is mostly fixed costs: its rate would pace the
+    /// next, full one too slowly).
+    fn learn_pace(&self) {
+        let mut pace = self.pace.lock();
+        let Some((since, bytes)) = pace.running.take() else {
+            return;
+        };
+        let took = since.elapsed();
+        self.stats
+            .last_checkpoint_took_ms
+            .store(took.as_millis() as u64, Ordering::Relaxed);
+        if bytes >= self.dirty_limit / 2 {
+            let latest = took.as_secs_f64() / bytes as f64;
+            pace.secs_per_byte = Some(pace.secs_per_byte.map_or(latest, |s| (s + latest) / 2.0));
+        }
+        self.stats.write_rate.store(0, Ordering::Relaxed);
+    }
+
     /// Why the last checkpoint failed, while none has succeeded since.
     pub(crate) fn last_failure(&self) -> Option<String> {
         self.last_failure.lock().clone()
@@ -467,8 +673,8 @@ impl Tier {
     /// (sorted, built beside the database and moved in) instead of writing them through its
     /// memtables and flushing them: the flush builds the same file, after a skiplist insert per
     /// record. Set once, when the families' options are known.
-    pub(crate) fn write_files_for(&self, families: FileFamilies) {
-        let _ = self.files.set(families);
+    pub(crate) fn write_files_for(&self, families: FileFamilies, how: FileCompression) {
+        let _ = self.files.set((families, how));
     }
 
     /// From now on, each checkpoint calls `retire` with the layer it wrote, after RocksDB holds
@@ -485,6 +691,9 @@ impl Tier {
         families: Families,
     ) -> Result<JoinHandle<()>> {
         tier.checkpointer_runs.store(true, Ordering::Release);
+        if let Some(log) = &tier.log {
+            log.prepare_next()?;
+        }
         std::thread::Builder::new()
             .name("strata-checkpoint".into())
             .spawn(move || loop {
@@ -510,6 +719,12 @@ impl Tier {
                 if let Err(e) = tier.checkpoint(&db, &families, |_| Ok(())) {
                     eprintln!("strata: write-back checkpoint failed (retrying in 1 s): {e}");
                     std::thread::sleep(Duration::from_secs(1));
+                } else if let Some(log) = &tier.log {
+                    // The next checkpoint's segment, made now: the swap then waits for nothing
+                    // while writers fill the active layer past the limit.
+                    if let Err(e) = log.prepare_next() {
+                        eprintln!("strata: write-back tier: cannot make the next log segment: {e}");
+                    }
                 }
             })
             .map_err(|e| Error::Storage(format!("cannot start the checkpointer: {e}")))
@@ -520,6 +735,52 @@ impl Tier {
         self.stop.store(true, Ordering::Release);
         let _w = self.wake.lock();
         self.woken.notify_all();
+    }
+}
+
+/// Where a checkpoint's time went, for the log line a slow one leaves (the server's log, like
+/// RocksDB's own LOG: what an operator reads when writers were slowed).
+struct Phases {
+    start: Instant,
+    last: Instant,
+    took: Vec<(&'static str, Duration)>,
+}
+
+impl Phases {
+    /// A checkpoint taking longer than this is reported.
+    const SLOW: Duration = Duration::from_secs(1);
+
+    fn start() -> Phases {
+        let now = Instant::now();
+        Phases {
+            start: now,
+            last: now,
+            took: Vec::with_capacity(5),
+        }
+    }
+
+    fn mark(&mut self, name: &'static str) {
+        let now = Instant::now();
+        self.took.push((name, now - self.last));
+        self.last = now;
+    }
+
+    fn report_if_slow(&self, bytes: usize) {
+        let all = self.start.elapsed();
+        if all < Self::SLOW {
+            return;
+        }
+        let parts: Vec<String> = self
+            .took
+            .iter()
+            .map(|(name, d)| format!("{name} {} ms", d.as_millis()))
+            .collect();
+        eprintln!(
+            "strata: write-back checkpoint of {} MB took {} ms: {}",
+            bytes >> 20,
+            all.as_millis(),
+            parts.join(", ")
+        );
     }
 }
 
@@ -554,7 +815,7 @@ impl TierView<'_> {
 fn write_layer(
     db: &DB,
     families: &Families,
-    files: &[(u32, Options)],
+    (files, how): (&[FileFamily], FileCompression),
     dir: &Path,
     layer: &Layer,
     offset: u64,
@@ -594,13 +855,27 @@ fn write_layer(
         u8::from(name != Some(crate::storage::CF_META))
     });
     let mut ingested = 0;
+    // RocksDB's table files, listed once (for FileCompression::ByLevel).
+    let mut live: Option<Vec<rocksdb::LiveFile>> = None;
     for (cf, fam) in order {
         let h = handle(cf)?;
         let points = fam.points.sorted();
         if points.is_empty() {
             continue;
         }
-        if let Some((_, opts)) = files.iter().find(|(id, _)| *id == cf) {
+        if let Some(file) = files.iter().find(|f| f.id == cf) {
+            let opts = match how {
+                FileCompression::Bottom => &file.bottom,
+                FileCompression::Upper => &file.upper,
+                FileCompression::ByLevel => {
+                    let name = families.iter().find(|(i, _)| *i == cf).map(|(_, n)| n);
+                    let live = live.get_or_insert_with(|| db.live_files().unwrap_or_default());
+                    match overlaps(live, name, &points) {
+                        true => &file.upper,
+                        false => &file.bottom,
+                    }
+                }
+            };
             let path = dir.join(format!("tier-checkpoint-{cf}.sst.tmp"));
             ingested += ingest(db, h, opts, &path, &points)?;
             continue;
@@ -617,6 +892,27 @@ fn write_layer(
     batch.put_cf(handle(0)?, OFFSET_KEY, offset.to_le_bytes());
     flush(&mut batch, true)?;
     Ok(written + ingested)
+}
+
+/// Whether a table file of family `name` among `live` overlaps the key range of `points` (in
+/// key order): RocksDB then places a file of `points` above that file's level, in level 0 if it
+/// overlaps one there; without any, in the last level. (An unknown family, or a file without
+/// keys, counts as overlapping: the upper levels' compression is the cheaper guess.)
+fn overlaps(
+    live: &[rocksdb::LiveFile],
+    name: Option<&String>,
+    points: &[(&[u8], &crate::layer::Point)],
+) -> bool {
+    let (Some(name), Some((first, _)), Some((last, _))) = (name, points.first(), points.last())
+    else {
+        return true;
+    };
+    live.iter()
+        .filter(|f| &f.column_family_name == name)
+        .any(|f| match (&f.start_key, &f.end_key) {
+            (Some(lo), Some(hi)) => lo.as_slice() <= *last && *first <= hi.as_slice(),
+            _ => true,
+        })
 }
 
 /// Writes `points` (in key order) to a table file at `path` and moves it into family `cf`;
@@ -648,7 +944,7 @@ fn ingest(
 
 #[cfg(test)]
 mod tests {
-    use super::{Families, Tier};
+    use super::{paced_rate, Families, Tier};
     use crate::pending;
     use rocksdb::DB;
     use std::sync::atomic::Ordering;
@@ -715,6 +1011,74 @@ mod tests {
             most <= 3 * limit + 4096,
             "the layers held {most} bytes with a {limit}-byte limit"
         );
+        tier.stop();
+        checkpointer.join().map_err(|_| "checkpointer panicked")?;
+        Ok(())
+    }
+
+    #[test]
+    fn the_paced_rate_falls_as_the_active_layer_nears_the_limit() {
+        let limit = 1000;
+        let expected = Some(Duration::from_secs(4));
+        let at = |active, elapsed_ms| {
+            paced_rate(active, limit, expected, Duration::from_millis(elapsed_ms))
+        };
+        // Not paced below half the limit, nor at it (writers stop there instead).
+        assert_eq!(at(499, 0), None);
+        assert_eq!(at(1000, 0), None);
+        assert_eq!(at(1500, 0), None);
+        // The rate that reaches the limit as the checkpoint ends: 500 bytes in 4 s.
+        assert_eq!(at(500, 0), Some(125.0));
+        assert_eq!(at(500, 1000), Some(500.0 / 3.0));
+        // It falls with the room left: the fuller the layer the slower ...
+        let rates: Vec<f64> = (500..1000)
+            .step_by(50)
+            .filter_map(|a| at(a, 1000))
+            .collect();
+        assert_eq!(rates.len(), 10);
+        assert!(rates.windows(2).all(|w| w[1] < w[0]), "{rates:?}");
+        // ... but never to nothing before the limit.
+        assert!(at(999, 0).is_some_and(|r| r > 0.0));
+        // Past half its expected time a checkpoint is assumed to need as long again as it has
+        // run: a late one slows writers more and more, and stops them only at the limit.
+        assert_eq!(at(500, 3000), Some(500.0 / 3.0));
+        assert_eq!(at(500, 8000), Some(500.0 / 8.0));
+        assert_eq!(at(500, 60_000), Some(500.0 / 60.0));
+        // Nothing learned yet (the first checkpoint): not paced; writers stop at the limit.
+        assert_eq!(paced_rate(500, limit, None, Duration::from_secs(2)), None);
+    }
+
+    #[test]
+    fn a_slow_checkpoint_slows_writers_before_it_stops_them() -> R {
+        let dir = tempfile::tempdir()?;
+        let mut opts = rocksdb::Options::default();
+        opts.create_if_missing(true);
+        let db = Arc::new(DB::open_cf(&opts, dir.path().join("db"), ["default"])?);
+        let families: Families = vec![(0, "default".to_string())];
+        let limit = 256 << 10;
+        let tier = Arc::new(Tier::open(dir.path(), false, limit, false)?);
+        tier.slow_checkpoints_ms.store(200, Ordering::Release);
+        let checkpointer = Tier::spawn_checkpointer(tier.clone(), db.clone(), families)?;
+
+        // A writer at full speed through six checkpoints: the first (nothing learned yet) stops
+        // it at the limit; the next ones are expected to take as long, so it is paced instead.
+        let mut i = 0usize;
+        while tier.stats.checkpoints.load(Ordering::Relaxed) < 6 {
+            write(&tier, format!("k{i}").as_bytes(), &[b'v'; 1024])?;
+            i += 1;
+        }
+        let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+        let (delayed, stopped) = (
+            get(&tier.stats.delayed_writes),
+            get(&tier.stats.stopped_writes),
+        );
+        assert!(delayed > 50, "{delayed} writes paced in {i}");
+        // The old tier stopped the writer once in every checkpoint after the first.
+        assert!(
+            stopped < 4,
+            "{stopped} writes stopped at the limit, {delayed} paced, in 6 checkpoints"
+        );
+        assert!(tier.stats.last_checkpoint_took_ms.load(Ordering::Relaxed) >= 200);
         tier.stop();
         checkpointer.join().map_err(|_| "checkpointer panicked")?;
         Ok(())
@@ -791,7 +1155,14 @@ mod tests {
             db.put_cf(data, k, b"old")?;
         }
         let tier = Tier::open(dir.path(), false, 1 << 20, false)?;
-        tier.write_files_for(vec![(id, rocksdb::Options::default())]);
+        tier.write_files_for(
+            vec![super::FileFamily {
+                id,
+                bottom: rocksdb::Options::default(),
+                upper: rocksdb::Options::default(),
+            }],
+            super::FileCompression::ByLevel,
+        );
         let families: Families = vec![(0, "default".to_string()), (id, "data".to_string())];
         let mut batch = crate::storage::new_batch();
         batch.put_cf(data, b"b1", b"before the range");

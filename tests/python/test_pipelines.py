@@ -110,3 +110,21 @@ def test_nothing_stays_locked_after_a_pipeline_of_writes_to_one_key(strata_serve
         assert b.call("LINDEX", "hot", "0") == b"last"
         # And so does a command that needs every key's lock.
         assert b.call("FLUSHDB") == b"OK"
+
+
+def test_a_key_left_locked_by_an_idle_clients_last_command_is_free_for_others(strata_server):
+    # A fast command's locks may stay with its worker thread after its batch, for the next
+    # commands the thread runs; an idle thread lets them go. Each round, one client's INCR is
+    # the last thing its worker runs; the other clients, on whichever worker, must get the key.
+    with RespConn(strata_server.port, timeout=5) as a:
+        others = [RespConn(strata_server.port, timeout=5) for _ in range(3)]
+        try:
+            for i in range(200):
+                assert a.call("INCR", "idle-hot") == 1 + 4 * i
+                for c in others:
+                    c.send(encode_command("INCR", "idle-hot"))
+                got = sorted(c.read_reply() for c in others)
+                assert got == [2 + 4 * i, 3 + 4 * i, 4 + 4 * i]
+        finally:
+            for c in others:
+                c.close()

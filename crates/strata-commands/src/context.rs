@@ -98,10 +98,11 @@ pub struct Session {
     pub script_keys: Option<Vec<Bytes>>,
     /// How the running command holds its keys (see [`Hold`]; set around each handler).
     pub hold: Hold,
-    /// Set by the connection when more of the client's commands are already read: the next
-    /// command run may leave its key locks held for them ([`strata::KeyScope::linger`]; taken,
-    /// so only the client's own command, not one it runs, sees it). The connection releases
-    /// them ([`strata::Db::release_lingering`]) before it waits for anything.
+    /// Set by the connection before each of the client's commands: a fast command may leave its
+    /// key locks held by the thread for the thread's next commands ([`strata::KeyScope::linger`];
+    /// taken, so only the client's own command, not one it runs, sees it). The connection ends
+    /// each batch with [`strata::Db::end_batch`] and releases them
+    /// ([`strata::Db::release_lingering`]) before it waits for anything.
     pub linger: bool,
 }
 

@@ -223,6 +223,11 @@ pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Out
 fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Outcome {
     // Only a client's own fast command lingers (not a command of its transaction or script).
     let linger = std::mem::take(&mut ctx.session.linger);
+    // Locks kept from this thread's earlier commands are not held through one that may take
+    // long or wait (DEBUG SLEEP, SAVE...): it lets them go first.
+    if !spec.has(command::FAST) {
+        ctx.session.db.release_lingering();
+    }
     ctx.server.note_command(ctx.session, spec.name);
     // A container's subcommand that writes keys (XGROUP CREATE...) locks, touches and signals
     // them as a command of its own would; the other containers' rows have no keys (OBJECT is

@@ -390,12 +390,13 @@ impl<'a> Conn<'a> {
         }
     }
 
-    /// Runs every complete request in the read buffer, in order. A command followed by more
-    /// input may keep its key locks for the next (`Session::linger`); they are released before
-    /// anything is awaited, and when the batch ends.
+    /// Runs every complete request in the read buffer, in order. A fast command may keep its
+    /// key locks for the thread's next commands (`Session::linger`); they are released before
+    /// anything is awaited in the batch, and at the batch's end once kept for a while
+    /// (`Db::end_batch`; the worker releases them before it parks).
     async fn run_batch(&mut self) -> io::Result<Flow> {
         let flow = self.run_requests().await;
-        self.server.db.release_lingering();
+        self.server.db.end_batch();
         flow
     }
 
@@ -422,7 +423,7 @@ impl<'a> Conn<'a> {
                     self.client.outbox.taken(taken);
                 }
             }
-            self.session.linger = !self.rbuf.is_empty();
+            self.session.linger = true;
             let flow = self.run_command(&argv).await;
             self.session.linger = false;
             match flow? {

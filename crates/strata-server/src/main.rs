@@ -218,12 +218,23 @@ fn run(config: Config) -> i32 {
 
     // One worker per core (measured: one worker on this 2-core machine gave the same SET rate and
     // a third less GET throughput with redis-benchmark on the other core).
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2);
+    let workers = std::env::var("STRATA_WORKERS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+        });
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .thread_name("strata-worker")
+        // Key locks a worker kept lingering between batches are released before it sleeps.
+        .on_thread_park({
+            let db = db.clone();
+            move || db.release_lingering()
+        })
         .enable_all()
         .build()
     {

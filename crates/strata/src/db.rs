@@ -181,9 +181,10 @@ impl KeyScope<'_> {
     /// Ends the scope but leaves its key locks held by this thread until its next acquisition
     /// of key locks, which takes them over if they cover its keys (in a mode at least as
     /// strong) and releases them first otherwise, or until [`Db::release_lingering`]. For a
-    /// server running a client's pipelined commands: consecutive commands on one key take its
-    /// lock once. The thread must call [`Db::release_lingering`] before it runs anything else
-    /// (another client's commands, an `await`).
+    /// server thread running commands: consecutive commands on one key, of one client or
+    /// several, take its lock once. The thread must call [`Db::end_batch`] at the end of each
+    /// batch of commands and [`Db::release_lingering`] before it sleeps or runs anything that
+    /// may wait.
     pub fn linger(self) {
         self.0.linger()
     }
@@ -336,6 +337,12 @@ impl Db {
     /// Releases the key locks this thread kept with [`KeyScope::linger`], if any.
     pub fn release_lingering(&self) {
         self.inner.locks.release_lingering()
+    }
+
+    /// A batch of this thread's commands ended: its lingering key locks are released once they
+    /// have outlived a few batches, kept for the next batch otherwise.
+    pub fn end_batch(&self) {
+        self.inner.locks.end_batch()
     }
 
     /// Like [`Db::hold`], but gives up with [`Busy`] (holding nothing) instead of waiting for a

@@ -16,13 +16,16 @@
 //! The mark is cleared when the holder ends it or releases the stripe. Uncontended acquisitions
 //! never look at the marks: the fast path is one compare-and-swap per stripe, as before.
 //!
-//! A connection running a batch of pipelined commands may let a command's stripes *linger*
-//! ([`Scope::linger`]): they stay held by the thread after the command, and the next acquisition
-//! on the thread takes them over when they cover what it wants (in a mode at least as strong),
-//! or releases them first otherwise, so a thread never waits while lingering stripes are held.
-//! The connection releases them ([`KeyLocks::release_lingering`]) before it awaits anything.
-//! Sixteen LPUSHes of one pipeline to one list then take its stripe once, where they took it
-//! sixteen times, handing it back and forth with the other worker's connections.
+//! A server thread may let a command's stripes *linger* ([`Scope::linger`]): they stay held by
+//! the thread after the command, and the next acquisition on the thread takes them over when
+//! they cover what it wants (in a mode at least as strong), or releases them first otherwise,
+//! so a thread never waits while lingering stripes are held. They belong to the thread, not to
+//! the command or its client: the next command the thread runs, for the same client or
+//! another, takes them over. The thread releases them when they have been kept past the end of
+//! its batches for [`LINGER_FOR`] ([`KeyLocks::end_batch`]), before it parks, and before it
+//! runs anything that may wait ([`KeyLocks::release_lingering`]). A hot key's commands then
+//! take its stripe once per that span on a worker, where each took it and handed it back and
+//! forth with the other worker's connections.
 
 use std::cell::{Cell, RefCell};
 use std::hash::BuildHasher;
@@ -54,7 +57,13 @@ thread_local! {
     static MARKED: Cell<bool> = const { Cell::new(false) };
     /// Stripes still held after their scope ended ([`Scope::linger`]).
     static LINGER: RefCell<Option<Lingering>> = const { RefCell::new(None) };
+    /// When this thread's lingering stripes were first kept past the end of a batch.
+    static LINGER_SINCE: Cell<Option<Instant>> = const { Cell::new(None) };
 }
+
+/// How long a thread's lingering stripes may stay held past the end of the batch that took them
+/// (released at the end of the first batch after that, or when the thread parks).
+const LINGER_FOR: Duration = Duration::from_micros(500);
 
 /// Stripes a scope left held for the thread's next acquisition ([`Scope::linger`]). Their bits
 /// stay set in `HELD`; their guards were forgotten, and [`KeyLocks::release_stripes`] unlocks
@@ -175,8 +184,9 @@ impl Scope<'_> {
     /// Ends the scope but leaves its stripes held by this thread, for the thread's next
     /// acquisition to take over or release (see the module documentation). A scope that gave
     /// stripes up, holds stripes marked busy, or holds nothing is simply dropped. The caller
-    /// must call [`KeyLocks::release_lingering`] before this thread runs anything that is not
-    /// its own (a task switch) and before the key locks are dropped.
+    /// must call [`KeyLocks::end_batch`] at the end of each batch of work, and
+    /// [`KeyLocks::release_lingering`] before this thread sleeps or runs anything that may
+    /// wait, and before the key locks are dropped.
     pub fn linger(mut self) {
         let mixed = !self.indices.is_empty()
             && self
@@ -188,6 +198,10 @@ impl Scope<'_> {
         let empty = self.indices.is_empty() && self.adopted.is_none();
         if mixed || busy || lingering || empty || !self.passed.is_empty() {
             return;
+        }
+        if self.adopted.is_none() {
+            // Freshly taken: kept past batch ends from the next one on.
+            LINGER_SINCE.with(|t| t.set(None));
         }
         let (mut stripes, exclusive) = self
             .adopted
@@ -311,8 +325,24 @@ impl KeyLocks {
         if covers && (lingering.exclusive || !exclusive) {
             return Some((lingering.stripes, lingering.exclusive));
         }
+        LINGER_SINCE.with(|t| t.set(None));
         self.release_stripes(&lingering.stripes, lingering.exclusive);
         None
+    }
+
+    /// A batch of this thread's work ended: its lingering stripes stay held for the thread's
+    /// next batches until they have been held past batch ends for [`LINGER_FOR`], then are
+    /// released (the thread releases them before it parks, too).
+    pub fn end_batch(&self) {
+        if LINGER.with(|l| l.borrow().is_none()) {
+            return;
+        }
+        let now = Instant::now();
+        let since = LINGER_SINCE.with(|t| *t.get().get_or_insert(now));
+        match now.duration_since(since) >= LINGER_FOR {
+            true => self.release_lingering(),
+            false => LINGER_SINCE.with(|t| t.set(Some(since))),
+        }
     }
 
     /// Releases this thread's lingering stripes of this set of locks, if it has any
@@ -793,6 +823,28 @@ mod tests {
             (k_free, k_exclusive, k_free_for_one, !locked(&locks, &k))
         });
         assert_eq!(done, Some((true, true, true, true)));
+    }
+
+    #[test]
+    fn lingering_stripes_outlive_batch_ends_until_kept_for_linger_for() {
+        let done = within_2s(|| {
+            let locks = KeyLocks::new();
+            locks.hold([(0, &b"k"[..])], true).linger();
+            locks.end_batch();
+            let kept_after_one_batch = locked(&locks, b"k");
+            // The next batch's command on the same key takes them over and lingers again.
+            locks.hold([(0, &b"k"[..])], true).linger();
+            std::thread::sleep(LINGER_FOR + Duration::from_millis(1));
+            locks.end_batch();
+            let released_once_due = !locked(&locks, b"k");
+            // Released, the clock starts again with the next linger.
+            locks.hold([(0, &b"k"[..])], true).linger();
+            locks.end_batch();
+            let kept_again = locked(&locks, b"k");
+            locks.release_lingering();
+            (kept_after_one_batch, released_once_due, kept_again)
+        });
+        assert_eq!(done, Some((true, true, true)));
     }
 
     #[test]

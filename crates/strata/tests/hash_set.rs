@@ -457,3 +457,52 @@ fn big_hash_and_set_delete_fast_and_compaction_reclaims_their_space() -> R {
     );
     Ok(())
 }
+
+#[test]
+fn compaction_drops_the_fields_of_deleted_small_hashes_and_keeps_their_neighbours_and_new_versions(
+) -> R {
+    let (_d, db) = open()?;
+    const N: usize = 3000;
+    let fields = |i: usize, tag: &str| -> Vec<(Vec<u8>, Vec<u8>)> {
+        ["name", "description", "price", "quantity"]
+            .iter()
+            .map(|f| (v(f), v(&format!("{tag}{i}"))))
+            .collect()
+    };
+    let put = |i: usize, tag: &str| -> strata::Result<()> {
+        let fs = fields(i, tag);
+        let pairs: Vec<(&[u8], &[u8])> = fs.iter().map(|(f, x)| (&f[..], &x[..])).collect();
+        db.hset(format!("product:{i:06}").as_bytes(), &pairs)?;
+        Ok(())
+    };
+    for i in 0..N {
+        put(i, "old")?;
+    }
+    db.flush()?;
+    // Every other hash deleted; every fourth re-created, so its old and new records lie side
+    // by side in key order (the new version right after the old one).
+    for i in (0..N).step_by(2) {
+        db.del(&[format!("product:{i:06}").as_bytes()])?;
+        if i % 4 == 0 {
+            put(i, "new")?;
+        }
+    }
+    db.flush()?;
+    db.compact();
+    for i in 0..N {
+        let key = format!("product:{i:06}");
+        let mut got = db.hgetall(key.as_bytes())?;
+        got.sort();
+        let mut want = match (i % 2, i % 4) {
+            (1, _) => fields(i, "old"),
+            (_, 0) => fields(i, "new"),
+            _ => Vec::new(),
+        };
+        want.sort();
+        assert_eq!(got, want, "{key}");
+    }
+    let report = db.check(false, |_| {})?;
+    assert_eq!(report.orphan_records, 0, "compaction left orphans");
+    assert_eq!(report.keys, (N / 2 + N / 4) as u64);
+    Ok(())
+}

@@ -231,6 +231,10 @@ pub struct Storage {
     /// zset scores), two families sharing one budget (see `hot.rs`). With the write-back tier,
     /// each checkpoint hands it the layer it retires.
     hot: Arc<HotCache>,
+    /// Bumped before a checkpoint hands a retired layer to the hot-record cache and before the
+    /// cache is emptied: a read that fills the cache with what it found in RocksDB
+    /// ([`Storage::with_pinned`]) takes the entry back out when this moved while it read.
+    cache_changes: Arc<AtomicU64>,
     /// The write-back tier, when writes go through one (or a redo log was found at open).
     tier: Option<Arc<Tier>>,
     /// The tier's checkpointer thread.
@@ -243,6 +247,9 @@ pub struct Storage {
     /// Tests: microseconds a multi-key read waits between two keys (a writer's window).
     #[cfg(test)]
     read_pause_us: AtomicU64,
+    /// Tests: milliseconds a point read waits between its RocksDB read and its cache fill.
+    #[cfg(test)]
+    fill_pause_ms: AtomicU64,
 }
 
 /// The physical databases a write batch changes the `meta` records of (a 256-bit set).
@@ -537,12 +544,15 @@ impl Storage {
             synced: AtomicU64::new(0),
             sync_lock: parking_lot::Mutex::new(()),
             hot: Arc::new(HotCache::new(opts.hot_cache_size)),
+            cache_changes: Arc::new(AtomicU64::new(0)),
             tier,
             checkpointer: parking_lot::Mutex::new(None),
             families,
             meta_generations: (0..256).map(|_| AtomicU64::new(0)).collect(),
             #[cfg(test)]
             read_pause_us: AtomicU64::new(0),
+            #[cfg(test)]
+            fill_pause_ms: AtomicU64::new(0),
         };
         storage.check_disk();
         storage.check_format(path, writable)?;
@@ -594,8 +604,12 @@ impl Storage {
         // Readers consult the tier before the hot-record cache, and writers leave the cache
         // alone: each retired layer's records go to the cache instead (`hot.rs`).
         let hot = self.hot.clone();
+        let changes = self.cache_changes.clone();
         let cached = [self.cf_ids[0], self.cf_ids[1]];
-        tier.on_retire(Box::new(move |layer| hot.take_layer(layer, cached)));
+        tier.on_retire(Box::new(move |layer| {
+            changes.fetch_add(1, Ordering::SeqCst);
+            hot.take_layer(layer, cached)
+        }));
         let handle = Tier::spawn_checkpointer(tier, self.db.clone(), self.families.clone())?;
         *self.checkpointer.lock() = Some(handle);
         Ok(())
@@ -979,6 +993,7 @@ impl Storage {
 
     /// Forgets every cached record (FLUSHDB, FLUSHALL, SWAPDB, a replica's full copy).
     pub(crate) fn forget_all(&self) {
+        self.cache_changes.fetch_add(1, Ordering::SeqCst);
         self.hot.clear();
         let mut all = DbSet::default();
         all.add_all();
@@ -1199,6 +1214,17 @@ impl Storage {
     }
 
     /// Reads one record of family `cf` and hands the pinned bytes to `f` without copying them.
+    ///
+    /// With the write-back tier, a record only RocksDB had is put into the hot-record cache
+    /// (metadata and collection records), so the next reads of a key read often but written
+    /// seldom (a hash's metadata under HINCRBY of its fields) are memory reads. That keeps
+    /// `hot.rs`'s rule (an entry is the committed record of a key no layer names): the read
+    /// found no layer naming the key, so RocksDB's record was the committed one, and any later
+    /// write lands in a layer, which readers consult first and whose retirement replaces the
+    /// entry. The one race is a checkpoint retiring a layer that wrote the key between this
+    /// read's look at the layers and its fill: the fill then takes the entry out again
+    /// ([`Storage::cache_changes`]). Without the tier, writers keep the cache themselves and
+    /// reads leave it alone.
     pub fn with_pinned<T>(
         &self,
         cf: &str,
@@ -1206,6 +1232,7 @@ impl Storage {
         f: impl FnOnce(&[u8]) -> T,
     ) -> Result<Option<T>> {
         let id = self.cf_id(cf);
+        let changes = self.cache_changes.load(Ordering::SeqCst);
         if let Some(p) = self.pending() {
             match p.borrow().lookup(id, key) {
                 Lookup::Value(v) => return Ok(Some(f(v))),
@@ -1226,14 +1253,26 @@ impl Storage {
         let Some(f) = f else {
             return Ok(None);
         };
-        let f = match self.hot(id) {
+        let hot = self.hot(id);
+        let f = match hot {
             Some(c) => match c.with_or_back(key, f) {
                 Ok(v) => return Ok(Some(v)),
                 Err(f) => f,
             },
             None => f,
         };
-        Ok(self.db.get_pinned_cf(self.cf(cf), key)?.map(|v| f(&v)))
+        let found = self.db.get_pinned_cf(self.cf(cf), key)?;
+        if let (Some(v), Some(c), Some(_)) = (&found, hot, &self.tier) {
+            #[cfg(test)]
+            std::thread::sleep(Duration::from_millis(
+                self.fill_pause_ms.load(Ordering::Relaxed),
+            ));
+            c.put(key, v);
+            if self.cache_changes.load(Ordering::SeqCst) != changes {
+                c.remove(key);
+            }
+        }
+        Ok(found.map(|v| f(&v)))
     }
 
     /// Reads several records of family `cf`, in the order of `keys`: this thread's open scope
@@ -1878,7 +1917,8 @@ mod tests {
         assert_eq!(cached(&s, CF_DATA, b"d2"), Some(b"y".to_vec()));
         assert_eq!(s.get(CF_DATA, b"d1")?, None);
 
-        // A cold put is read from the layer, then from RocksDB, never cached.
+        // A cold put is read from the layer, then from RocksDB: a checkpoint does not hand it
+        // to the cache; a point read that finds it in RocksDB caches it as any other record.
         let mut b = new_batch();
         b.put_cf(s.cf(CF_DATA), b"entry", b"e");
         s.write_cold(b)?;
@@ -1886,6 +1926,63 @@ mod tests {
         s.checkpoint_tier()?;
         assert_eq!(cached(&s, CF_DATA, b"entry"), None);
         assert_eq!(s.get(CF_DATA, b"entry")?, Some(b"e".to_vec()));
+        assert_eq!(cached(&s, CF_DATA, b"entry"), Some(b"e".to_vec()));
+        Ok(())
+    }
+
+    #[test]
+    fn with_the_tier_a_point_read_caches_what_only_rocksdb_had_until_a_checkpoint_replaces_it() -> R
+    {
+        let dir = tempfile::tempdir()?;
+        let opts = StorageOptions {
+            write_back: Some(1 << 20),
+            ..test_options()
+        };
+        let s = Arc::new(Storage::open(dir.path(), &opts)?);
+        let put = |s: &Storage, k: &[u8], v: &[u8]| {
+            let mut b = new_batch();
+            b.put_cf(s.cf(CF_META), k, v);
+            s.write(b)
+        };
+        put(&s, b"a", b"1")?;
+        s.checkpoint_tier()?;
+        s.forget_all();
+        assert_eq!(cached(&s, CF_META, b"a"), None);
+        assert_eq!(s.get(CF_META, b"a")?, Some(b"1".to_vec()));
+        assert_eq!(cached(&s, CF_META, b"a"), Some(b"1".to_vec()), "filled");
+        assert_eq!(s.get(CF_META, b"missing")?, None);
+        assert_eq!(cached(&s, CF_META, b"missing"), None);
+
+        // A later write is read from its layer, and its checkpoint replaces the entry.
+        put(&s, b"a", b"2")?;
+        assert_eq!(s.get(CF_META, b"a")?, Some(b"2".to_vec()));
+        s.checkpoint_tier()?;
+        assert_eq!(cached(&s, CF_META, b"a"), Some(b"2".to_vec()));
+
+        // A read that found "2" in RocksDB and fills the cache only after another thread wrote
+        // "3" and a checkpoint retired it must not leave "2" cached.
+        s.forget_all();
+        s.fill_pause_ms.store(300, Ordering::Relaxed);
+        let reader = {
+            let s = s.clone();
+            std::thread::spawn(move || s.get(CF_META, b"a"))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        s.fill_pause_ms.store(0, Ordering::Relaxed);
+        put(&s, b"a", b"3")?;
+        s.checkpoint_tier()?;
+        let read = reader.join().map_err(|_| "reader panicked")??;
+        assert_eq!(
+            read,
+            Some(b"2".to_vec()),
+            "the read itself came before the write"
+        );
+        assert_ne!(
+            cached(&s, CF_META, b"a"),
+            Some(b"2".to_vec()),
+            "stale entry left"
+        );
+        assert_eq!(s.get(CF_META, b"a")?, Some(b"3".to_vec()));
         Ok(())
     }
 }

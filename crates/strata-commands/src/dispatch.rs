@@ -7,7 +7,7 @@
 //! [`crate::registry`], and counts every command run or refused in the session's
 //! [`crate::command_stats::LocalStats`]. Around each run, one call each hands the command to
 //! [`crate::monitor`], [`crate::slowlog`] and [`crate::latency`] (with the duration the
-//! statistics measured: no second clock read).
+//! statistics measured with [`latency::Stopwatch`]: no other clock read).
 
 use bytes::Bytes;
 use strata_resp::{Frame, Protocol};
@@ -212,11 +212,11 @@ fn run_row(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, row: Row, argv: &[Byte
     if observed {
         monitor::feed_before(ctx, real, argv);
     }
-    let started = std::time::Instant::now();
+    let started = latency::Stopwatch::start();
     let outcome = run_locked(ctx, spec, row.sub, argv);
     // A command that blocked is counted when it is served, as in Redis.
     if !matches!(outcome, Outcome::Block(_)) {
-        let usec = started.elapsed().as_micros() as u64;
+        let usec = started.elapsed_us();
         let failed = !outcome.succeeded();
         ctx.session.stats.ran(real.name, usec, failed);
         if observed {

@@ -106,7 +106,7 @@ impl Stopwatch {
             Start::Ticks(t0) => {
                 let ticks = ticks().saturating_sub(t0);
                 let scale = NS_PER_TICK.get().copied().unwrap_or(0);
-                (((ticks as u128 * scale as u128) >> 32) / 1000) as u64
+                (((ticks as u128 * scale as u128) >> 32) as u64) / 1000
             }
         }
     }

@@ -12,7 +12,8 @@ of all its threads, /proc/<pid>/stat) before and after. It prints each run, then
 and label the medians of the CPU microseconds per operation and of ops/s. On a shared machine
 the CPU per operation moves far less than ops/s: compare it, in the same rounds.
 
-Workloads: pfadd (PFADD hll <rand> into a dense HLL of 20,000 elements), pfcount (PFCOUNT of a
+Workloads: ping (PING as a multi-bulk command, redis-benchmark's PING_MBULK: the fixed cost of
+a command), pfadd (PFADD hll <rand> into a dense HLL of 20,000 elements), pfcount (PFCOUNT of a
 dense HLL of 5,000 elements whose cache is valid), setbit_keys (SETBIT bit:<rand> 7 1),
 getbit_keys (GETBIT bit:<rand> 7 after 300,000 such SETBITs), geoadd (GEOADD geo <lon> <lat>
 m:<rand>), setbit_big (SETBIT bm <rand> 1 through EVALSHA of a one-line script, since
@@ -42,6 +43,7 @@ VALUE = 'x' * 128
 
 # name: (command, pre-fill lines, redis-benchmark run before timing)
 WORKLOADS = {
+    'ping': (['PING'], [], None),
     'pfadd': (['PFADD', 'hll', '__rand_int__'], hll('hll', 20000), None),
     'pfcount': (['PFCOUNT', 'hllc'], hll('hllc', 5000) + ['PFCOUNT hllc'], None),
     'setbit_keys': (['SETBIT', 'bit:__rand_int__', '7', '1'], [], None),

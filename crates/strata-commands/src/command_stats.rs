@@ -43,35 +43,62 @@ impl CallTotals {
 }
 
 /// One connection's counts since they were last added to the server's.
+///
+/// Counting a command costs no hash and, almost always, no string comparison: its entry is
+/// found by the address of its row's `&'static` name, first the entry the previous command
+/// used (a pipelined batch is mostly one command), and its sample names the entry by index.
+/// The server's tables are looked up once per distinct command per batch, in
+/// [`CommandStats::absorb`].
 #[derive(Debug, Default)]
 pub struct LocalStats {
     /// By command name (a registry row's `&'static` name: few distinct ones per batch).
     calls: Vec<(&'static str, CallTotals)>,
     /// Error replies by code.
     errors: Vec<(String, u64)>,
-    /// How long each command ran (µs), for the latency histograms.
-    samples: Vec<(&'static str, u64)>,
+    /// How long each command ran (µs), for the latency histograms, by index into `calls`.
+    samples: Vec<(u32, u64)>,
+    /// The index in `calls` of the last command counted.
+    last: usize,
+}
+
+/// The same name: the same row's (one address), or equal text (a name not from a row).
+#[inline]
+fn same_name(a: &str, b: &str) -> bool {
+    std::ptr::eq(a, b) || a == b
 }
 
 impl LocalStats {
-    fn entry(&mut self, name: &'static str) -> &mut CallTotals {
-        let i = match self.calls.iter().position(|(n, _)| *n == name) {
+    #[inline]
+    fn entry_index(&mut self, name: &'static str) -> usize {
+        if let Some((n, _)) = self.calls.get(self.last) {
+            if std::ptr::eq(*n, name) {
+                return self.last;
+            }
+        }
+        let i = match self.calls.iter().position(|(n, _)| same_name(n, name)) {
             Some(i) => i,
             None => {
                 self.calls.push((name, CallTotals::default()));
                 self.calls.len() - 1
             }
         };
+        self.last = i;
+        i
+    }
+
+    fn entry(&mut self, name: &'static str) -> &mut CallTotals {
+        let i = self.entry_index(name);
         &mut self.calls[i].1
     }
 
     /// `name` ran for `usec` microseconds (`failed`: it answered an error).
     pub fn ran(&mut self, name: &'static str, usec: u64, failed: bool) {
-        let t = self.entry(name);
+        let i = self.entry_index(name);
+        let t = &mut self.calls[i].1;
         t.calls += 1;
         t.usec += usec;
         t.failed += u64::from(failed);
-        self.samples.push((name, usec));
+        self.samples.push((i as u32, usec));
     }
 
     /// `name` was refused with `reply` before running.
@@ -135,22 +162,30 @@ impl Default for CommandStats {
 impl CommandStats {
     /// Adds a connection's counts and clears them.
     pub fn absorb(&self, local: &mut LocalStats) {
+        if !local.samples.is_empty() {
+            if self.tracking.load(Ordering::Relaxed) {
+                let mut hs = self.histograms.lock().unwrap_or_else(|p| p.into_inner());
+                // One lookup per command of the batch, then its samples.
+                for (i, (name, _)) in local.calls.iter().enumerate() {
+                    let mut samples = local.samples.iter().filter(|s| s.0 as usize == i);
+                    let Some(&(_, first)) = samples.next() else {
+                        continue;
+                    };
+                    let h = hs.entry(name).or_default();
+                    h.record(first.saturating_mul(1000));
+                    for &(_, usec) in samples {
+                        h.record(usec.saturating_mul(1000));
+                    }
+                }
+            }
+            local.samples.clear();
+        }
         if !local.calls.is_empty() {
             let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
             for (name, t) in local.calls.drain(..) {
                 calls.entry(name).or_default().add(&t);
             }
-        }
-        if !local.samples.is_empty() {
-            if self.tracking.load(Ordering::Relaxed) {
-                let mut hs = self.histograms.lock().unwrap_or_else(|p| p.into_inner());
-                for &(name, usec) in &local.samples {
-                    hs.entry(name)
-                        .or_default()
-                        .record(usec.saturating_mul(1000));
-                }
-            }
-            local.samples.clear();
+            local.last = 0;
         }
         if !local.errors.is_empty() {
             let mut errors = self.errors.lock().unwrap_or_else(|p| p.into_inner());
@@ -288,5 +323,44 @@ mod tests {
         assert_eq!(server.error_replies(), 3);
         server.reset();
         assert!(server.calls().is_empty() && server.errors().is_empty());
+    }
+
+    #[test]
+    fn interleaved_commands_keep_their_own_counts_and_histograms() {
+        let mut local = LocalStats::default();
+        // The same name from another address (not a row's) is the same command.
+        let get_elsewhere: &'static str = String::from("get").leak();
+        local.ran("get", 1, false);
+        local.ran("set", 1000, false);
+        local.ran(get_elsewhere, 2, false);
+        local.ran("set", 2000, true);
+        local.ran("get", 3, false);
+        let server = CommandStats::default();
+        server.absorb(&mut local);
+        let calls = server.calls();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(
+            (calls[0].0, calls[0].1.calls, calls[0].1.usec),
+            ("get", 3, 6)
+        );
+        assert_eq!(
+            (
+                calls[1].0,
+                calls[1].1.calls,
+                calls[1].1.usec,
+                calls[1].1.failed
+            ),
+            ("set", 2, 3000, 1)
+        );
+        let get = server.histogram("get").unwrap();
+        let set = server.histogram("set").unwrap();
+        assert_eq!((get.total(), set.total()), (3, 2));
+        assert!(get.value_at_percentile(100.0) < 4_000);
+        assert!(set.value_at_percentile(0.0) >= 990_000);
+        // The next batch starts afresh and adds to the same totals.
+        local.ran("set", 5, false);
+        server.absorb(&mut local);
+        assert_eq!(server.calls()[1].1.calls, 3);
+        assert_eq!(server.histogram("set").unwrap().total(), 3);
     }
 }

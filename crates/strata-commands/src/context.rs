@@ -83,6 +83,10 @@ pub struct Session {
     /// Keys the running write command named but left unchanged (SMOVE of a member the
     /// destination already has): WATCH does not see them, as Redis signals only modified keys.
     pub unchanged: Vec<Bytes>,
+    /// The dispatcher's list of the running command's keys (`(database, argv index)`), kept
+    /// between commands so that working them out allocates nothing; a command run inside
+    /// another (EXEC's queue, a script's calls) finds it taken and uses a list of its own.
+    pub targets: Vec<(u32, usize)>,
     /// Commands run and errors answered since the connection last added them to the server's
     /// totals (INFO commandstats / errorstats).
     pub stats: LocalStats,
@@ -217,6 +221,7 @@ impl Session {
             replica_port: 0,
             replica_capa: ReplicaCapa::default(),
             unchanged: Vec::new(),
+            targets: Vec::new(),
             stats: LocalStats::default(),
             monitor: false,
             tracking: None,

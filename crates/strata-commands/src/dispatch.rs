@@ -7,13 +7,13 @@
 //! [`crate::registry`], and counts every command run or refused in the session's
 //! [`crate::command_stats::LocalStats`]. Around each run, one call each hands the command to
 //! [`crate::monitor`], [`crate::slowlog`] and [`crate::latency`] (with the duration the
-//! statistics measured: no second clock read).
+//! statistics measured with [`latency::Stopwatch`]: no other clock read).
 
 use bytes::Bytes;
 use strata_resp::{Frame, Protocol};
 
 use crate::command::{self, CommandSpec};
-use crate::isolation::{self, Targets};
+use crate::isolation;
 use crate::outcome::Outcome;
 use crate::{
     acl, errors, latency, monitor, notify, registry, scripting, slowlog, BlockMode, Ctx, Hold,
@@ -81,8 +81,10 @@ fn execute_command(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Outcome {
     // A container (CONFIG, FUNCTION...) is judged by the flags of its subcommand; an unknown
     // subcommand is not judged (Redis looks it up first: it gets `unknown subcommand` even
     // while loading, e.g. redis-py's CLIENT SETINFO on connecting).
-    let judged = match registry::is_container(spec.name) {
-        true => subcommand(spec, argv),
+    let container = registry::is_container(spec.name);
+    let sub = container.then(|| subcommand_row(spec, argv)).flatten();
+    let judged = match container {
+        true => sub,
         false => Some(spec),
     };
     if let Some(refused) = judged.and_then(|j| ctx.server.refusal(j)) {
@@ -91,10 +93,7 @@ fn execute_command(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Outcome {
     // While a script runs past busy-reply-threshold, only `allow-busy` commands are served
     // (SCRIPT KILL, FUNCTION KILL, SHUTDOWN, AUTH, MULTI/DISCARD...), inside MULTI too.
     if let Some(busy) = ctx.server.scripts().busy_error() {
-        if !subcommand(spec, argv)
-            .unwrap_or(spec)
-            .has(command::ALLOW_BUSY)
-        {
+        if !sub.unwrap_or(spec).has(command::ALLOW_BUSY) {
             return refuse_command(ctx, spec, argv, errors::err(busy));
         }
     }
@@ -115,7 +114,7 @@ fn execute_command(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Outcome {
             return Outcome::Reply(Frame::simple("QUEUED"));
         }
     }
-    run(ctx, spec, argv)
+    run_row(ctx, spec, Row { container, sub }, argv)
 }
 
 /// How long a script waits for the lock of a key it did not declare before going on without it.
@@ -127,9 +126,24 @@ const SCRIPT_LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_mill
 
 /// The subcommand row of a container's command (`CONFIG GET` for CONFIG), if `spec` is one.
 fn subcommand(spec: &CommandSpec, argv: &[Bytes]) -> Option<&'static CommandSpec> {
+    match registry::is_container(spec.name) {
+        true => subcommand_row(spec, argv),
+        false => None,
+    }
+}
+
+/// [`subcommand`] for a `spec` known to be a container.
+fn subcommand_row(spec: &CommandSpec, argv: &[Bytes]) -> Option<&'static CommandSpec> {
     argv.get(1)
-        .filter(|_| registry::is_container(spec.name))
         .and_then(|s| registry::lookup(&[spec.name.as_bytes(), b"|", s].concat()))
+}
+
+/// What the dispatcher knows of a command's row beyond the row itself, worked out once per
+/// command: whether it is a container, and its subcommand's row when it is one.
+#[derive(Clone, Copy)]
+struct Row {
+    container: bool,
+    sub: Option<&'static CommandSpec>,
 }
 
 /// The name INFO commandstats counts a command under: a subcommand's full `container|sub`.
@@ -184,18 +198,25 @@ fn refuse_command(
 ///
 /// [`Session::ready_keys`]: crate::Session::ready_keys
 pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Outcome {
+    let container = registry::is_container(spec.name);
+    let sub = container.then(|| subcommand_row(spec, argv)).flatten();
+    run_row(ctx, spec, Row { container, sub }, argv)
+}
+
+/// [`run`] with the row's subcommand already looked up.
+fn run_row(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, row: Row, argv: &[Bytes]) -> Outcome {
     // The row the statistics, the slow log and MONITOR judge: a subcommand's own. A container
     // called with an unknown subcommand is refused in Redis before it runs: neither is fed.
-    let real = subcommand(spec, argv).unwrap_or(spec);
-    let observed = !registry::is_container(real.name);
+    let real = row.sub.unwrap_or(spec);
+    let observed = !(row.container && row.sub.is_none());
     if observed {
         monitor::feed_before(ctx, real, argv);
     }
-    let started = std::time::Instant::now();
-    let outcome = run_locked(ctx, spec, argv);
+    let started = latency::Stopwatch::start();
+    let outcome = run_locked(ctx, spec, row.sub, argv);
     // A command that blocked is counted when it is served, as in Redis.
     if !matches!(outcome, Outcome::Block(_)) {
-        let usec = started.elapsed().as_micros() as u64;
+        let usec = started.elapsed_us();
         let failed = !outcome.succeeded();
         ctx.session.stats.ran(real.name, usec, failed);
         if observed {
@@ -219,8 +240,15 @@ pub fn run(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Out
     outcome
 }
 
-/// [`run`] without the statistics.
-fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> Outcome {
+/// [`run`] without the statistics: works the command's keys out into the session's list
+/// ([`crate::Session::targets`], taken for the command and given back after it, so that a
+/// command's keys allocate nothing) and runs it holding them.
+fn run_locked(
+    ctx: &mut Ctx<'_>,
+    spec: &'static CommandSpec,
+    sub: Option<&'static CommandSpec>,
+    argv: &[Bytes],
+) -> Outcome {
     // Only a client's own fast command lingers (not a command of its transaction or script).
     let linger = std::mem::take(&mut ctx.session.linger);
     // Locks kept from this thread's earlier commands are not held through one that may take
@@ -232,20 +260,35 @@ fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> 
     // A container's subcommand that writes keys (XGROUP CREATE...) locks, touches and signals
     // them as a command of its own would; the other containers' rows have no keys (OBJECT is
     // looked up without events, as in Redis).
-    let keyed = subcommand(spec, argv)
+    let keyed = sub
         .filter(|sub| sub.has(command::WRITE) && sub.keys.any())
         .unwrap_or(spec);
+    let mut targets = std::mem::take(&mut ctx.session.targets);
+    // Whole-database writes (FLUSHDB, FLUSHALL, SWAPDB) need every stripe.
+    let all = isolation::targets_into(keyed, argv, ctx.session.db.index(), &mut targets);
+    let outcome = run_held(ctx, spec, keyed, argv, &targets, all, linger);
+    // A command run inside this one (EXEC's queue, a script's calls) took the empty list left
+    // meanwhile and gave back one of its own: this one takes its place again.
+    ctx.session.targets = targets;
+    outcome
+}
+
+/// [`run_locked`] once the keys are known: `targets` (or every stripe when `all`).
+fn run_held(
+    ctx: &mut Ctx<'_>,
+    spec: &'static CommandSpec,
+    keyed: &'static CommandSpec,
+    argv: &[Bytes],
+    targets: &[(u32, usize)],
+    all: bool,
+    linger: bool,
+) -> Outcome {
     let write = keyed.has(command::WRITE);
-    let (targets, all) = match isolation::targets(keyed, argv, ctx.session.db.index()) {
-        Targets::Keys(keys) => (keys, false),
-        // Whole-database writes (FLUSHDB, FLUSHALL, SWAPDB) need every stripe.
-        Targets::All => (Vec::new(), true),
-    };
     // The access clocks the command will touch after it runs start loading now (each is a cache
     // miss that the command's own work then hides).
     let touches = !spec.has(command::NO_TOUCH);
     if touches {
-        for &(d, i) in &targets {
+        for &(d, i) in targets {
             ctx.session.db.prefetch_access(d, &argv[i]);
         }
     }
@@ -253,7 +296,7 @@ fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> 
     let db = (all || !targets.is_empty()).then(|| ctx.session.db.clone());
     let exclusive = isolation::exclusive(keyed);
     let in_script = ctx.session.in_script;
-    let hold = |exclusive| hold_keys(db.as_ref(), in_script, all, argv, &targets, exclusive);
+    let hold = |exclusive| hold_keys(db.as_ref(), in_script, all, argv, targets, exclusive);
     let (mut scope, complete) = match hold(exclusive) {
         Ok(held) => held,
         Err(busy) => return Outcome::Reply(scripting::busy_reply(busy)),
@@ -263,18 +306,18 @@ fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> 
     // that could wait while holding others.
     let events = ctx.server.notify_flags();
     if events & notify::EXPIRED != 0 && complete {
-        notify::expire_due_keys(ctx, argv, &targets);
+        notify::expire_due_keys(ctx, argv, targets);
     }
     if events & notify::KEY_MISS != 0 && spec.has(command::READONLY) {
-        notify::key_misses(ctx, argv, &targets);
+        notify::key_misses(ctx, argv, targets);
     }
     let track_new = events & notify::NEW != 0 && write;
     if track_new {
-        notify::note_absent_keys(ctx, argv, &targets);
+        notify::note_absent_keys(ctx, argv, targets);
     }
     // A tracking client's reads are remembered before the command reads, under its locks, so
     // a write that lands after the read is sure to find the client in the table.
-    let script = ctx.session.tracking.is_some() && remember_reads(ctx, spec, argv, &targets);
+    let script = ctx.session.tracking.is_some() && remember_reads(ctx, spec, argv, targets);
     ctx.session.hold = if exclusive {
         Hold::Exclusive
     } else {
@@ -301,7 +344,7 @@ fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> 
     }
     // Looking keys up counts as an access to them (OBJECT IDLETIME), hits or misses alike.
     if touches {
-        for &(d, i) in &targets {
+        for &(d, i) in targets {
             ctx.session.db.note_access(d, &argv[i]);
         }
     }
@@ -310,7 +353,7 @@ fn run_locked(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, argv: &[Bytes]) -> 
     }
     let wrote = write && outcome.succeeded();
     if wrote {
-        signal_modified_keys(ctx, keyed, argv, &targets);
+        signal_modified_keys(ctx, keyed, argv, targets);
     }
     ctx.session.unchanged.clear();
     // A fast command followed by more of the client's commands keeps its key locks for them

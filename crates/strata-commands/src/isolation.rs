@@ -19,12 +19,28 @@ pub enum Targets {
 
 /// The keys `argv` (a call of `spec`, run with database `db` selected) touches.
 pub fn targets(spec: &CommandSpec, argv: &[Bytes], db: u32) -> Targets {
-    if spec.has(WRITE) && !spec.keys.any() {
-        return Targets::All;
-    }
     let mut keys = Vec::new();
-    spec.targets(argv, db, &mut keys);
-    Targets::Keys(keys)
+    match targets_into(spec, argv, db, &mut keys) {
+        true => Targets::All,
+        false => Targets::Keys(keys),
+    }
+}
+
+/// [`targets`] into a list the caller keeps (cleared first: the dispatcher reuses one per
+/// session, so a command's keys cost no allocation); true for a whole-database write, which
+/// needs every lock (the list is then empty).
+pub fn targets_into(
+    spec: &CommandSpec,
+    argv: &[Bytes],
+    db: u32,
+    keys: &mut Vec<(u32, usize)>,
+) -> bool {
+    keys.clear();
+    if spec.has(WRITE) && !spec.keys.any() {
+        return true;
+    }
+    spec.targets(argv, db, keys);
+    false
 }
 
 /// Whether a command's keys are held exclusively: writers, and scripts that may write, but

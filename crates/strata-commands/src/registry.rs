@@ -3,8 +3,6 @@
 //! registry describing itself. The rows themselves are typed in [`crate::command`]; the
 //! dispatcher ([`crate::dispatch`]) finds them here.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
 
 use bytes::Bytes;
@@ -172,46 +170,68 @@ pub fn all() -> &'static [&'static CommandSpec] {
     })
 }
 
-fn index() -> &'static NameMap<&'static CommandSpec> {
-    static INDEX: OnceLock<NameMap<&'static CommandSpec>> = OnceLock::new();
-    INDEX.get_or_init(|| all().iter().map(|c| (c.name, *c)).collect())
+/// The rows by name: an open-addressing table (linear probing, at most half full) hashed with
+/// FNV-1a over the name's lowercased bytes, so that a client's spelling (`get`, `GET`) is
+/// hashed as it comes and compared once, without a lowercased copy of it.
+struct NameTable {
+    slots: Box<[Option<&'static CommandSpec>]>,
+    mask: usize,
 }
 
-/// A map keyed by command names: FNV-1a, since every command looks its name up (SipHash, the
-/// default, was a visible share of a pipelined GET's CPU) and the keys are our own row names.
-type NameMap<V> = HashMap<&'static str, V, BuildHasherDefault<NameHasher>>;
-
-struct NameHasher(u64);
-
-impl Default for NameHasher {
-    fn default() -> NameHasher {
-        NameHasher(0xcbf2_9ce4_8422_2325)
+/// FNV-1a of `name` lowercased (ASCII): every command looks its name up (SipHash, the std
+/// default, was a visible share of a pipelined GET's CPU) and the names are our own rows'.
+#[inline]
+fn name_hash(name: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in name {
+        h ^= b.to_ascii_lowercase() as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
     }
+    h
 }
 
-impl Hasher for NameHasher {
-    fn finish(&self) -> u64 {
-        self.0
+impl NameTable {
+    fn new(rows: &[&'static CommandSpec]) -> NameTable {
+        let size = (rows.len() * 2).next_power_of_two().max(16);
+        let mask = size - 1;
+        let mut slots: Box<[Option<&CommandSpec>]> = vec![None; size].into_boxed_slice();
+        for &row in rows {
+            let mut i = name_hash(row.name.as_bytes()) as usize & mask;
+            while let Some(other) = slots[i] {
+                if other.name == row.name {
+                    break;
+                }
+                i = (i + 1) & mask;
+            }
+            // A later row of the same name replaces an earlier one, as a map collected from
+            // the rows would (names are unique: see `every_row_is_found_by_its_name`).
+            slots[i] = Some(row);
+        }
+        NameTable { slots, mask }
     }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= b as u64;
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+
+    #[inline]
+    fn get(&self, name: &[u8]) -> Option<&'static CommandSpec> {
+        let mut i = name_hash(name) as usize & self.mask;
+        loop {
+            let row = self.slots[i]?;
+            if row.name.len() == name.len() && row.name.as_bytes().eq_ignore_ascii_case(name) {
+                return Some(row);
+            }
+            i = (i + 1) & self.mask;
         }
     }
 }
 
+fn index() -> &'static NameTable {
+    static INDEX: OnceLock<NameTable> = OnceLock::new();
+    INDEX.get_or_init(|| NameTable::new(all()))
+}
+
 /// Looks a command (or `container|sub`) up by name, case-insensitively.
+#[inline]
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    let mut buf = [0u8; 48];
-    if name.len() > buf.len() {
-        return None;
-    }
-    let lower = &mut buf[..name.len()];
-    lower.copy_from_slice(name);
-    lower.make_ascii_lowercase();
-    let s = std::str::from_utf8(lower).ok()?;
-    index().get(s).copied()
+    index().get(name)
 }
 
 /// The top-level commands (no subcommands).
@@ -591,6 +611,29 @@ fn command_help(_ctx: &mut Ctx<'_>, _argv: &[Bytes]) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_row_is_found_by_its_name_in_any_case() {
+        for &row in all() {
+            let upper = row.name.to_ascii_uppercase();
+            assert!(std::ptr::eq(lookup(row.name.as_bytes()).unwrap(), row));
+            assert!(std::ptr::eq(lookup(upper.as_bytes()).unwrap(), row));
+        }
+        let names: std::collections::HashSet<_> = all().iter().map(|r| r.name).collect();
+        assert_eq!(names.len(), all().len());
+        for miss in [
+            "",
+            "gett",
+            "ge",
+            "config|",
+            "|",
+            "x".repeat(100).as_str(),
+            "g\u{e9}t",
+        ] {
+            assert!(lookup(miss.as_bytes()).is_none(), "{miss}");
+        }
+        assert!(lookup(b"\xff\xfe").is_none());
+    }
     use crate::command::{Keys, MOVABLEKEYS};
 
     #[test]

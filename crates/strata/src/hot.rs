@@ -107,6 +107,8 @@ struct Run {
     epoch: u32,
     prefix: Box<[u8]>,
     first: u64,
+    /// Filled from its last index down (a list's right end), else from its first up.
+    reverse: bool,
     bytes: Vec<u8>,
     /// Per slot, its value's `start..end` in `bytes`; `None` once forgotten.
     slots: Vec<Option<(u32, u32)>>,
@@ -322,8 +324,32 @@ impl HotFamily<'_> {
         self.with(key, <[u8]>::to_vec)
     }
 
-    /// Whether a run holds the record of `key` (a list pop asks for the item after the ones it
-    /// popped, to read ahead when no run does).
+    /// Whether a run filled in the direction of `reverse` holds the record of `key` or lies
+    /// ahead of it in that direction. A list pop asks it for the item after the ones it popped
+    /// and reads ahead when not: so pops that walk through a list read ahead once per run, and
+    /// pops at an end that pushes keep extending (a stack: LPUSH and LPOP) do not read ahead
+    /// at every pop — their items are in the tier's layers, which answer before any run.
+    pub(crate) fn run_ahead(&self, key: &[u8], reverse: bool) -> bool {
+        let Some((prefix, index)) = split(key) else {
+            return false;
+        };
+        let epoch = self.epoch();
+        self.cache.runs().is_some_and(|runs| {
+            runs.runs.iter().any(|r| {
+                r.epoch == epoch
+                    && r.family == self.family
+                    && r.reverse == reverse
+                    && match reverse {
+                        false => r.last() >= index,
+                        true => r.first <= index,
+                    }
+                    && *r.prefix == *prefix
+            })
+        })
+    }
+
+    /// Whether a run holds the record of `key`.
+    #[cfg(test)]
     pub(crate) fn run_holds(&self, key: &[u8]) -> bool {
         let Some((prefix, index)) = split(key) else {
             return false;
@@ -501,6 +527,7 @@ impl RunFill<'_> {
             epoch: self.epoch,
             prefix: prefix.into(),
             first: index,
+            reverse: self.reverse,
             bytes: Vec::new(),
             slots: Vec::new(),
         });
@@ -662,6 +689,25 @@ mod tests {
             assert_eq!(c.get(&item_key(i)), None, "{i}");
         }
         assert!(!cache.family(0).run_holds(&item_key(100)), "families apart");
+    }
+
+    #[test]
+    fn a_run_lies_ahead_of_the_keys_before_it_in_its_direction_only() {
+        let cache = HotCache::new(1 << 20);
+        let c = cache.family(1);
+        fill(c, 100, 228, false);
+        fill(c, 1000, 1128, true);
+        // Forward: ahead of everything up to its last index.
+        assert!(c.run_ahead(&item_key(50), false));
+        assert!(c.run_ahead(&item_key(227), false));
+        assert!(!c.run_ahead(&item_key(228), false), "passed");
+        // Reverse: ahead of everything down to its first index.
+        assert!(c.run_ahead(&item_key(5000), true));
+        assert!(c.run_ahead(&item_key(1000), true));
+        assert!(!c.run_ahead(&item_key(999), true), "passed");
+        assert!(!cache.family(0).run_ahead(&item_key(50), false));
+        c.clear();
+        assert!(!c.run_ahead(&item_key(50), false), "cleared");
     }
 
     #[test]

@@ -208,8 +208,8 @@ impl Db {
     /// tombstones earlier pops left at the list's ends.
     ///
     /// The pops of a long list walk through it in order; so when RocksDB had to answer, or when
-    /// at least [`READ_AHEAD`] items remain and no run of the hot-record cache holds the next
-    /// one, the items next in line from the same `end` (after the popped ones) are read ahead
+    /// at least [`READ_AHEAD`] items remain and no run of the hot-record cache from this end
+    /// holds the next one or lies ahead of it (`HotFamily::run_ahead`), the items next in line from the same `end` (after the popped ones) are read ahead
     /// into a run of the cache (`hot.rs`): the following pops find each item by an index into
     /// one vector instead of a hashed entry scattered in a table of a million. A short list (a
     /// queue kept near empty, its items in the tier's layers) reads ahead only on a miss. The
@@ -234,9 +234,10 @@ impl Db {
             ListEnd::Right => (l.tail - n).wrapping_sub(1),
         };
         let no_run = || {
-            self.storage()
-                .hot_family(CF_DATA)
-                .is_some_and(|c| c.enabled() && !c.run_holds(&self.sub_key(key, &l.c, &idx(ahead))))
+            self.storage().hot_family(CF_DATA).is_some_and(|c| {
+                let next = self.sub_key(key, &l.c, &idx(ahead));
+                c.enabled() && !c.run_ahead(&next, end == ListEnd::Right)
+            })
         };
         if from_disk > 0 || (left >= READ_AHEAD && no_run()) {
             let (from, to) = match end {

@@ -44,6 +44,8 @@ const ENTRY_OVERHEAD: usize = 64;
 /// read-ahead read (`list.rs`: 128 items, about 256 KiB at most), so runs take at most a few
 /// MB beside the byte budget.
 const RUNS: usize = 32;
+/// How many of a retiring layer's points forget their run slots per lock of the runs.
+const RUN_FORGET_CHUNK: usize = 256;
 
 /// One cached record: key and value in one allocation, so a write costs one allocation.
 struct Entry {
@@ -159,6 +161,19 @@ impl Runs {
     }
 }
 
+thread_local! {
+    /// How many reads this thread's hashed entries answered (not the runs).
+    static HASHED_HITS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many reads the hashed entries answered on this thread so far: a list pop compares it
+/// around its read to learn whether its items came from hashed entries (worth moving onto a
+/// run) rather than from the tier's layers (recently pushed: a run would be shadowed by the
+/// layer and forgotten at the next checkpoint) or a run.
+pub(crate) fn hashed_hits() -> u64 {
+    HASHED_HITS.with(|n| n.get())
+}
+
 /// A sharded map from a record's family and key to its value, and a few runs.
 pub(crate) struct HotCache {
     shards: Vec<Mutex<Shard>>,
@@ -253,10 +268,15 @@ impl HotCache {
                 cache.clear();
             }
             // Every point of the layer forgets its slot in the runs (a put is cached as an
-            // entry instead), under one lock for the whole layer.
-            if let Some(mut runs) = self.runs() {
-                for (key, _) in fam.points.iter() {
-                    runs.forget(index as u8, key);
+            // entry instead), under the runs' lock once per chunk of points, so that readers
+            // of the runs wait for a chunk at most, not for the whole layer.
+            if self.runs().is_some() {
+                let mut points = fam.points.iter().peekable();
+                while points.peek().is_some() {
+                    let mut runs = self.runs.lock();
+                    for (key, _) in points.by_ref().take(RUN_FORGET_CHUNK) {
+                        runs.forget(index as u8, key);
+                    }
                 }
             }
             for (key, point) in fam.points.iter() {
@@ -313,7 +333,10 @@ impl HotFamily<'_> {
         let h = hash_key(self.family, key);
         let shard = self.cache.shard(h);
         match shard.map.get(&h).filter(|e| e.is(self.family, epoch, key)) {
-            Some(e) => Ok(f(e.value())),
+            Some(e) => {
+                HASHED_HITS.with(|n| n.set(n.get().wrapping_add(1)));
+                Ok(f(e.value()))
+            }
             None => Err(f),
         }
     }
@@ -708,6 +731,20 @@ mod tests {
         assert!(!cache.family(0).run_ahead(&item_key(50), false));
         c.clear();
         assert!(!c.run_ahead(&item_key(50), false), "cleared");
+    }
+
+    #[test]
+    fn reads_answered_by_hashed_entries_are_counted_and_those_of_runs_are_not() {
+        let cache = HotCache::new(1 << 20);
+        let c = cache.family(1);
+        fill(c, 0, 4, false);
+        c.put(b"entry", b"1");
+        let before = hashed_hits();
+        assert!(c.get(&item_key(2)).is_some());
+        assert!(c.get(b"missing").is_none());
+        assert_eq!(hashed_hits(), before);
+        assert!(c.get(b"entry").is_some());
+        assert_eq!(hashed_hits(), before + 1);
     }
 
     #[test]

@@ -38,11 +38,11 @@ const RANGE_DELETE_MIN: u64 = 64;
 /// Pops of at most this many items read them by point lookups (see [`Db::list_points`]).
 const POINT_READ_MAX: u64 = 16;
 
-/// A pop whose items were not in the hot-record cache, or that leaves a long list whose next
-/// item no run of the cache holds, reads this many of the items next in line into one run of
-/// the cache (at most [`READ_AHEAD_BYTES`] of them), so that popping a stretch of a long list
-/// costs one bounded iterator per `READ_AHEAD` pops and reads each item from an ordered vector
-/// instead of a hashed entry per pop.
+/// A pop whose items were not in the hot-record cache, or came from its hashed entries and
+/// leave a long list whose next item no run of the cache holds, reads this many of the items
+/// next in line into one run of the cache (at most [`READ_AHEAD_BYTES`] of them), so that
+/// popping a stretch of a long list costs one bounded iterator per `READ_AHEAD` pops and reads
+/// each item from an ordered vector instead of a hashed entry per pop.
 const READ_AHEAD: u64 = 128;
 const READ_AHEAD_BYTES: usize = 256 << 10;
 
@@ -208,8 +208,9 @@ impl Db {
     /// tombstones earlier pops left at the list's ends.
     ///
     /// The pops of a long list walk through it in order; so when RocksDB had to answer, or when
-    /// at least [`READ_AHEAD`] items remain and no run of the hot-record cache from this end
-    /// holds the next one or lies ahead of it (`HotFamily::run_ahead`), the items next in line from the same `end` (after the popped ones) are read ahead
+    /// hashed entries of the hot-record cache did (`hot::hashed_hits`), at least [`READ_AHEAD`]
+    /// items remain and no run of the cache from this end holds the next one or lies ahead of
+    /// it (`HotFamily::run_ahead`), the items next in line from the same `end` (after the popped ones) are read ahead
     /// into a run of the cache (`hot.rs`): the following pops find each item by an index into
     /// one vector instead of a hashed entry scattered in a table of a million. A short list (a
     /// queue kept near empty, its items in the tier's layers) reads ahead only on a miss. The
@@ -223,7 +224,9 @@ impl Db {
             .iter()
             .map(|&i| self.sub_key(key, &l.c, &idx(i)))
             .collect();
+        let hashed = crate::hot::hashed_hits();
         let (items, from_disk) = self.storage().multi_get_counted(CF_DATA, &subs)?;
+        let from_entries = crate::hot::hashed_hits() != hashed;
         let items = items
             .into_iter()
             .map(|v| v.ok_or_else(|| Error::Corrupt("list item missing inside its bounds".into())))
@@ -239,7 +242,7 @@ impl Db {
                 c.enabled() && !c.run_ahead(&next, end == ListEnd::Right)
             })
         };
-        if from_disk > 0 || (left >= READ_AHEAD && no_run()) {
+        if from_disk > 0 || (from_entries && left >= READ_AHEAD && no_run()) {
             let (from, to) = match end {
                 ListEnd::Left => (
                     l.head + n,

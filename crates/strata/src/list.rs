@@ -902,7 +902,7 @@ mod tests {
             let mut step = 0usize;
             while !model.is_empty() {
                 step += 1;
-                let end = if step % 3 == 0 {
+                let end = if step.is_multiple_of(3) {
                     ListEnd::Right
                 } else {
                     ListEnd::Left
@@ -917,10 +917,10 @@ mod tests {
                     want.into_iter().collect::<Vec<_>>(),
                     "tier {tier}, step {step}"
                 );
-                if step % 97 == 0 {
+                if step.is_multiple_of(97) {
                     checkpoint(&db)?;
                 }
-                if step % 211 == 0 {
+                if step.is_multiple_of(211) {
                     let v = format!("pushed-{step}").into_bytes();
                     db.lpush(b"q", &[&v])?;
                     model.push_front(v.clone());

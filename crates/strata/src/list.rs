@@ -210,11 +210,11 @@ impl Db {
     /// The pops of a long list walk through it in order; so when RocksDB had to answer, or when
     /// hashed entries of the hot-record cache did (`hot::hashed_hits`), at least [`READ_AHEAD`]
     /// items remain and no run of the cache from this end holds the next one or lies ahead of
-    /// it (`HotFamily::run_ahead`), the items next in line from the same `end` (after the popped ones) are read ahead
-    /// into a run of the cache (`hot.rs`): the following pops find each item by an index into
-    /// one vector instead of a hashed entry scattered in a table of a million. A short list (a
-    /// queue kept near empty, its items in the tier's layers) reads ahead only on a miss. The
-    /// caller holds the list's lock, which `Storage::warm` requires.
+    /// it (`HotFamily::run_ahead`), the items next in line from the same `end` (after the
+    /// popped ones) are read ahead into a run of the cache (`hot.rs`): the following pops find
+    /// each item by an index into one vector instead of a hashed entry scattered in a table of
+    /// a million. Items the tier's layers answer (pushed since the last checkpoint: a queue's)
+    /// are not read ahead. The caller holds the list's lock, which `Storage::warm` requires.
     fn list_points(&self, key: &[u8], l: &ListState, end: ListEnd, n: u64) -> Result<Vec<Vec<u8>>> {
         let at: Vec<u64> = match end {
             ListEnd::Left => (l.head..l.head + n).collect(),

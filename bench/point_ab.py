@@ -19,7 +19,7 @@ getbit_keys (GETBIT bit:<rand> 7 after 300,000 such SETBITs), geoadd (GEOADD geo
 m:<rand>), setbit_big (SETBIT bm <rand> 1 through EVALSHA of a one-line script, since
 `__rand_int__` is zero-padded and a bit offset may not be, into a bitmap of 1,000,000 bits).
 The rows of bench/run.sh, with 128-byte values: set (SET key:<rand>), get (GET key:<rand> after
-1,000,000 such SETs), incr (INCR counter:<rand>), lpush / rpush (onto one list), lpop (from one
+1,000,000 such SETs), incr (INCR counter:<rand>), lpush / rpush (onto one list), lpop / rpop (from one
 list of 2,500,000 items), sadd (SADD myset element:<rand>), hset (HSET myhash element:<rand>);
 and xadd (XADD xs * f <rand> payload <128 B>, one stream).
 """
@@ -58,6 +58,7 @@ WORKLOADS = {
     'lpush': (['LPUSH', 'mylist', VALUE], [], None),
     'rpush': (['RPUSH', 'mylist', VALUE], [], None),
     'lpop': (['LPOP', 'mylist'], [], ['-n', '2500000', 'RPUSH', 'mylist', VALUE]),
+    'rpop': (['RPOP', 'mylist'], [], ['-n', '2500000', 'RPUSH', 'mylist', VALUE]),
     'sadd': (['SADD', 'myset', 'element:__rand_int__'], [], None),
     'hset': (['HSET', 'myhash', 'element:__rand_int__', VALUE], [], None),
     'xadd': (['XADD', 'xs', '*', 'f', '__rand_int__', 'payload', VALUE], [], None),

@@ -290,6 +290,51 @@ def test_random_command_sequence_matches_redis(both, seed):
         both("LRANGE", k, "0", "-1")
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_pops_of_long_lists_after_changes_near_their_ends_match_redis(both, seed):
+    """Long lists (so pops read the items next in line ahead, into runs of the hot-record
+    cache): LSET, LINSERT, LREM, LTRIM, DEL and re-creation near either end, SAVE (a checkpoint)
+    now and then, and the pops after them return what Redis's do."""
+    rng = random.Random(seed)
+    keys = ["q1", "q2"]
+    for k in keys:
+        for start in range(0, 600, 100):
+            both("RPUSH", k, *[f"{k}-{i}" for i in range(start, start + 100)])
+
+    def near_end():
+        i = rng.randint(0, 40)
+        return str(i if rng.random() < 0.5 else -1 - i)
+
+    for step in range(600):
+        k = rng.choice(keys)
+        op = rng.randrange(16)
+        if op < 8:
+            both(rng.choice(["LPOP", "RPOP"]), k)
+        elif op == 8:
+            both("LSET", k, near_end(), f"set-{step}")
+        elif op == 9:
+            pivot = both("LINDEX", k, near_end())
+            if pivot is not None:
+                both("LINSERT", k, rng.choice(["BEFORE", "AFTER"]), pivot, f"ins-{step}")
+        elif op == 10:
+            victim = both("LINDEX", k, near_end())
+            if victim is not None:
+                both("LREM", k, rng.choice(["1", "-1"]), victim)
+        elif op == 11:
+            both("LTRIM", k, str(rng.randint(0, 3)), str(-1 - rng.randint(0, 3)))
+        elif op == 12 and rng.random() < 0.1:
+            both("DEL", k)
+            both("RPUSH", k, *[f"new-{step}-{i}" for i in range(300)])
+        elif op == 13 and rng.random() < 0.2:
+            both.each("SAVE")
+        elif op == 14:
+            both(rng.choice(["LPUSH", "RPUSH"]), k, f"push-{step}")
+        else:
+            both("LMPOP", "1", k, rng.choice(["LEFT", "RIGHT"]), "COUNT", str(rng.randint(1, 3)))
+    for k in keys:
+        both("LRANGE", k, "0", "-1")
+
+
 # --- big keys ---------------------------------------------------------------------------------
 
 

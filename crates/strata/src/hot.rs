@@ -16,12 +16,22 @@
 //! writer that takes no key locks, a replica applying its leader's log, is the only writer on a
 //! replica. Readers never fill it; the one read that does, a list pop reading the items next in
 //! line ahead (`Storage::warm`), holds the list's lock like a writer and reads committed records
-//! only. Knows nothing of RocksDB.
+//! only.
+//!
+//! Beside the hashed entries the cache keeps a few **runs**: records whose keys are one prefix
+//! followed by consecutive big-endian `u64` indexes (a list's items), read ahead in key order
+//! by a list pop and kept as one ordered vector that the following pops read by index (one
+//! prefix compare and a slice, no hash and no scattered entry per item). A run obeys the
+//! entries' rule slot by slot: every `put` or `remove` of a key in its span (a write without
+//! the tier, a checkpoint's [`HotCache::take_layer`] with it) forgets that slot, clearing a
+//! family drops the family's runs, and clearing the cache drops them all, so a slot that is
+//! still there equals the committed record whenever no layer names its key. Knows nothing of
+//! RocksDB.
 
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use crate::layer::Layer;
 
@@ -30,6 +40,12 @@ const SHARDS: usize = 64;
 pub(crate) const FAMILIES: usize = 2;
 /// Bookkeeping bytes charged per entry on top of key and value.
 const ENTRY_OVERHEAD: usize = 64;
+/// How many runs the cache keeps at most (the oldest goes first). A run holds what one
+/// read-ahead read (`list.rs`: 128 items, about 256 KiB at most), so runs take at most a few
+/// MB beside the byte budget.
+const RUNS: usize = 32;
+/// How many of a retiring layer's points forget their run slots per lock of the runs.
+const RUN_FORGET_CHUNK: usize = 256;
 
 /// One cached record: key and value in one allocation, so a write costs one allocation.
 struct Entry {
@@ -85,12 +101,89 @@ struct Shard {
     bytes: usize,
 }
 
-/// A sharded map from a record's family and key to its value.
+/// Records of consecutive keys `prefix ++ index` (big-endian `u64`), `first..first + len`,
+/// in index order, their values back to back in one buffer.
+struct Run {
+    family: u8,
+    /// The family's epoch when the run was filled: a run of an older epoch is never read.
+    epoch: u32,
+    prefix: Box<[u8]>,
+    first: u64,
+    /// Filled from its last index down (a list's right end), else from its first up.
+    reverse: bool,
+    bytes: Vec<u8>,
+    /// Per slot, its value's `start..end` in `bytes`; `None` once forgotten.
+    slots: Vec<Option<(u32, u32)>>,
+}
+
+impl Run {
+    /// The slot of `key` if it lies in the run's span (its value may have been forgotten).
+    fn slot(&self, family: u8, prefix: &[u8], index: u64) -> Option<usize> {
+        let i = index.checked_sub(self.first)?;
+        (self.family == family && i < self.slots.len() as u64 && *self.prefix == *prefix)
+            .then_some(i as usize)
+    }
+
+    fn value(&self, slot: usize) -> Option<&[u8]> {
+        let (a, b) = self.slots[slot]?;
+        Some(&self.bytes[a as usize..b as usize])
+    }
+
+    fn last(&self) -> u64 {
+        self.first + self.slots.len() as u64 - 1
+    }
+}
+
+/// A key split into its run prefix and index, if it is long enough to be one.
+fn split(key: &[u8]) -> Option<(&[u8], u64)> {
+    let at = key.len().checked_sub(8)?;
+    let (prefix, index) = key.split_at(at);
+    Some((prefix, u64::from_be_bytes(index.try_into().ok()?)))
+}
+
+#[derive(Default)]
+struct Runs {
+    /// Oldest first.
+    runs: Vec<Run>,
+}
+
+impl Runs {
+    /// Forgets the slot of `key` in every run of `family` that spans it.
+    fn forget(&mut self, family: u8, key: &[u8]) {
+        let Some((prefix, index)) = split(key) else {
+            return;
+        };
+        for r in &mut self.runs {
+            if let Some(i) = r.slot(family, prefix, index) {
+                r.slots[i] = None;
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// How many reads this thread's hashed entries answered (not the runs).
+    static HASHED_HITS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many reads the hashed entries answered on this thread so far: a list pop compares it
+/// around its read to learn whether its items came from hashed entries (worth moving onto a
+/// run) rather than from the tier's layers (recently pushed: a run would be shadowed by the
+/// layer and forgotten at the next checkpoint) or a run.
+pub(crate) fn hashed_hits() -> u64 {
+    HASHED_HITS.with(|n| n.get())
+}
+
+/// A sharded map from a record's family and key to its value, and a few runs.
 pub(crate) struct HotCache {
     shards: Vec<Mutex<Shard>>,
     shard_budget: usize,
     /// Each family's current epoch.
     epochs: [AtomicU32; FAMILIES],
+    runs: Mutex<Runs>,
+    /// How many runs there are: every lookup, put and remove of a cache without runs skips
+    /// their lock.
+    run_count: AtomicUsize,
 }
 
 /// One family's view of a [`HotCache`].
@@ -116,7 +209,21 @@ impl HotCache {
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
             shard_budget: budget / SHARDS,
             epochs: std::array::from_fn(|_| AtomicU32::new(0)),
+            runs: Mutex::new(Runs::default()),
+            run_count: AtomicUsize::new(0),
         }
+    }
+
+    /// The runs, if there are any.
+    fn runs(&self) -> Option<MutexGuard<'_, Runs>> {
+        (self.run_count.load(Ordering::Acquire) > 0).then(|| self.runs.lock())
+    }
+
+    /// Keeps only the runs `keep` says yes to.
+    fn retain_runs(&self, mut keep: impl FnMut(&Run) -> bool) {
+        let mut runs = self.runs.lock();
+        runs.runs.retain(|r| keep(r));
+        self.run_count.store(runs.runs.len(), Ordering::Release);
     }
 
     /// The view of family `family` (below [`FAMILIES`]).
@@ -160,10 +267,22 @@ impl HotCache {
             if !fam.ranges.is_empty() {
                 cache.clear();
             }
+            // Every point of the layer forgets its slot in the runs (a put is cached as an
+            // entry instead), under the runs' lock once per chunk of points, so that readers
+            // of the runs wait for a chunk at most, not for the whole layer.
+            if self.runs().is_some() {
+                let mut points = fam.points.iter().peekable();
+                while points.peek().is_some() {
+                    let mut runs = self.runs.lock();
+                    for (key, _) in points.by_ref().take(RUN_FORGET_CHUNK) {
+                        runs.forget(index as u8, key);
+                    }
+                }
+            }
             for (key, point) in fam.points.iter() {
                 match &point.value {
-                    Some(v) if !point.cold => cache.put(key, v),
-                    _ => cache.remove(key),
+                    Some(v) if !point.cold => cache.put_entry(key, v),
+                    _ => cache.remove_entry(key),
                 }
             }
         }
@@ -171,6 +290,7 @@ impl HotCache {
 
     /// Forgets everything (FLUSHDB, FLUSHALL, a replica's full copy).
     pub(crate) fn clear(&self) {
+        self.retain_runs(|_| false);
         for s in &self.shards {
             let mut shard = s.lock();
             *shard = Shard::default();
@@ -200,10 +320,23 @@ impl HotFamily<'_> {
             return Err(f);
         }
         let epoch = self.epoch();
+        if let (Some(runs), Some((prefix, index))) = (self.cache.runs(), split(key)) {
+            for r in runs.runs.iter().rev() {
+                if r.epoch != epoch {
+                    continue;
+                }
+                if let Some(v) = r.slot(self.family, prefix, index).and_then(|i| r.value(i)) {
+                    return Ok(f(v));
+                }
+            }
+        }
         let h = hash_key(self.family, key);
         let shard = self.cache.shard(h);
         match shard.map.get(&h).filter(|e| e.is(self.family, epoch, key)) {
-            Some(e) => Ok(f(e.value())),
+            Some(e) => {
+                HASHED_HITS.with(|n| n.set(n.get().wrapping_add(1)));
+                Ok(f(e.value()))
+            }
             None => Err(f),
         }
     }
@@ -214,9 +347,69 @@ impl HotFamily<'_> {
         self.with(key, <[u8]>::to_vec)
     }
 
+    /// Whether a run filled in the direction of `reverse` holds the record of `key` or lies
+    /// ahead of it in that direction. A list pop asks it for the item after the ones it popped
+    /// and reads ahead when not: so pops that walk through a list read ahead once per run, and
+    /// pops at an end that pushes keep extending (a stack: LPUSH and LPOP) do not read ahead
+    /// at every pop — their items are in the tier's layers, which answer before any run.
+    pub(crate) fn run_ahead(&self, key: &[u8], reverse: bool) -> bool {
+        let Some((prefix, index)) = split(key) else {
+            return false;
+        };
+        let epoch = self.epoch();
+        self.cache.runs().is_some_and(|runs| {
+            runs.runs.iter().any(|r| {
+                r.epoch == epoch
+                    && r.family == self.family
+                    && r.reverse == reverse
+                    && match reverse {
+                        false => r.last() >= index,
+                        true => r.first <= index,
+                    }
+                    && *r.prefix == *prefix
+            })
+        })
+    }
+
+    /// Whether a run holds the record of `key`.
+    #[cfg(test)]
+    pub(crate) fn run_holds(&self, key: &[u8]) -> bool {
+        let Some((prefix, index)) = split(key) else {
+            return false;
+        };
+        let epoch = self.epoch();
+        self.cache.runs().is_some_and(|runs| {
+            runs.runs.iter().any(|r| {
+                r.epoch == epoch
+                    && r.slot(self.family, prefix, index)
+                        .is_some_and(|i| r.slots[i].is_some())
+            })
+        })
+    }
+
+    /// Starts filling a run with the committed records of consecutive keys, read in key order
+    /// (in reverse order with `reverse`). The caller holds the lock of the key they belong to,
+    /// as every writer of them does (see [`RunFill`]).
+    pub(crate) fn fill_run(&self, reverse: bool) -> RunFill<'_> {
+        RunFill {
+            family: *self,
+            epoch: self.epoch(),
+            reverse,
+            run: None,
+        }
+    }
+
     /// Caches a record just written (the write succeeded and its writer holds the key's lock).
     /// A record too large to cache replaces nothing: the entry it supersedes is forgotten.
     pub(crate) fn put(&self, key: &[u8], value: &[u8]) {
+        if let Some(mut runs) = self.cache.runs() {
+            runs.forget(self.family, key);
+        }
+        self.put_entry(key, value);
+    }
+
+    /// [`HotFamily::put`] of the hashed entry alone (the caller forgot the runs' slot).
+    fn put_entry(&self, key: &[u8], value: &[u8]) {
         let cache = self.cache;
         if !self.enabled() {
             return;
@@ -281,6 +474,14 @@ impl HotFamily<'_> {
 
     /// Forgets a key (its record is about to change or has been deleted).
     pub(crate) fn remove(&self, key: &[u8]) {
+        if let Some(mut runs) = self.cache.runs() {
+            runs.forget(self.family, key);
+        }
+        self.remove_entry(key);
+    }
+
+    /// [`HotFamily::remove`] of the hashed entry alone (the caller forgot the runs' slot).
+    fn remove_entry(&self, key: &[u8]) {
         if !self.enabled() {
             return;
         }
@@ -298,9 +499,96 @@ impl HotFamily<'_> {
         }
     }
 
-    /// Forgets every record of this family (a range deletion in it): O(1), by a new epoch.
+    /// Forgets every record of this family (a range deletion in it): O(1) for the entries, by a
+    /// new epoch; the family's runs are dropped.
     pub(crate) fn clear(&self) {
         self.cache.epochs[self.family as usize].fetch_add(1, Ordering::AcqRel);
+        if self.cache.runs().is_some() {
+            self.cache.retain_runs(|r| r.family != self.family);
+        }
+    }
+}
+
+/// A run being filled ([`HotFamily::fill_run`]): records pushed in key order (reverse order
+/// for a reverse fill) whose keys share a prefix and follow each other by index. A record that
+/// does not continue the run is cached as a hashed entry instead. [`RunFill::finish`]
+/// installs the run, replacing the family's runs of the same prefix whose spans it overlaps, and
+/// the oldest run when there are too many. Safe for the cache's rule because the filler holds
+/// the key's lock: no writer can change a record between its read and the install (a change
+/// made before the read is in a layer, which readers consult first and which forgets the slot
+/// when a checkpoint retires it); the fill takes the family's epoch before reading, so a clear
+/// in between leaves the run unread.
+pub(crate) struct RunFill<'a> {
+    family: HotFamily<'a>,
+    epoch: u32,
+    reverse: bool,
+    run: Option<Run>,
+}
+
+impl RunFill<'_> {
+    /// Adds the next record.
+    pub(crate) fn push(&mut self, key: &[u8], value: &[u8]) {
+        if !self.family.enabled() {
+            return;
+        }
+        let fits = |run: &Run, index: u64| -> bool {
+            let Some((prefix, _)) = split(key) else {
+                return false;
+            };
+            let next = match self.reverse {
+                false => run.first.checked_add(run.slots.len() as u64),
+                true => run.first.checked_sub(run.slots.len() as u64),
+            };
+            *run.prefix == *prefix && next == Some(index)
+        };
+        let (Some((prefix, index)), Ok(_)) = (split(key), u32::try_from(value.len())) else {
+            self.family.put(key, value);
+            return;
+        };
+        let run = self.run.get_or_insert_with(|| Run {
+            family: self.family.family,
+            epoch: self.epoch,
+            prefix: prefix.into(),
+            first: index,
+            reverse: self.reverse,
+            bytes: Vec::new(),
+            slots: Vec::new(),
+        });
+        let start = run.bytes.len();
+        match u32::try_from(start + value.len()) {
+            Ok(end) if fits(run, index) => {
+                run.bytes.extend_from_slice(value);
+                run.slots.push(Some((start as u32, end)));
+            }
+            _ => self.family.put(key, value),
+        }
+    }
+
+    /// Installs the run (nothing if no record was pushed).
+    pub(crate) fn finish(self) {
+        let Some(mut run) = self.run else {
+            return;
+        };
+        if run.slots.is_empty() {
+            return;
+        }
+        if self.reverse {
+            run.slots.reverse();
+            run.first -= run.slots.len() as u64 - 1;
+        }
+        let cache = self.family.cache;
+        let mut runs = cache.runs.lock();
+        runs.runs.retain(|r| {
+            !(r.family == run.family
+                && r.prefix == run.prefix
+                && r.first <= run.last()
+                && run.first <= r.last())
+        });
+        if runs.runs.len() >= RUNS {
+            runs.runs.remove(0);
+        }
+        runs.runs.push(run);
+        cache.run_count.store(runs.runs.len(), Ordering::Release);
     }
 }
 
@@ -385,6 +673,159 @@ mod tests {
         c.put(b"a", b"small");
         c.put(b"a", &vec![1u8; 64 * 1024]);
         assert_eq!(c.get(b"a"), None);
+    }
+
+    fn item_key(i: u64) -> Vec<u8> {
+        let mut k = b"list-prefix".to_vec();
+        k.extend_from_slice(&i.to_be_bytes());
+        k
+    }
+
+    /// Fills a run of `family` with items `from..to` (read from `to - 1` down with `reverse`).
+    fn fill(c: HotFamily<'_>, from: u64, to: u64, reverse: bool) {
+        let mut run = c.fill_run(reverse);
+        let order: Vec<u64> = match reverse {
+            false => (from..to).collect(),
+            true => (from..to).rev().collect(),
+        };
+        for i in order {
+            run.push(&item_key(i), format!("v{i}").as_bytes());
+        }
+        run.finish();
+    }
+
+    #[test]
+    fn a_run_serves_its_items_by_index_in_either_fill_order() {
+        let cache = HotCache::new(1 << 20);
+        let c = cache.family(1);
+        fill(c, 100, 228, false);
+        fill(c, 1000, 1128, true);
+        for i in (100..228).chain(1000..1128) {
+            assert_eq!(
+                c.get(&item_key(i)),
+                Some(format!("v{i}").into_bytes()),
+                "{i}"
+            );
+            assert!(c.run_holds(&item_key(i)));
+        }
+        for i in [99, 228, 999, 1128] {
+            assert_eq!(c.get(&item_key(i)), None, "{i}");
+        }
+        assert!(!cache.family(0).run_holds(&item_key(100)), "families apart");
+    }
+
+    #[test]
+    fn a_run_lies_ahead_of_the_keys_before_it_in_its_direction_only() {
+        let cache = HotCache::new(1 << 20);
+        let c = cache.family(1);
+        fill(c, 100, 228, false);
+        fill(c, 1000, 1128, true);
+        // Forward: ahead of everything up to its last index.
+        assert!(c.run_ahead(&item_key(50), false));
+        assert!(c.run_ahead(&item_key(227), false));
+        assert!(!c.run_ahead(&item_key(228), false), "passed");
+        // Reverse: ahead of everything down to its first index.
+        assert!(c.run_ahead(&item_key(5000), true));
+        assert!(c.run_ahead(&item_key(1000), true));
+        assert!(!c.run_ahead(&item_key(999), true), "passed");
+        assert!(!cache.family(0).run_ahead(&item_key(50), false));
+        c.clear();
+        assert!(!c.run_ahead(&item_key(50), false), "cleared");
+    }
+
+    #[test]
+    fn reads_answered_by_hashed_entries_are_counted_and_those_of_runs_are_not() {
+        let cache = HotCache::new(1 << 20);
+        let c = cache.family(1);
+        fill(c, 0, 4, false);
+        c.put(b"entry", b"1");
+        let before = hashed_hits();
+        assert!(c.get(&item_key(2)).is_some());
+        assert!(c.get(b"missing").is_none());
+        assert_eq!(hashed_hits(), before);
+        assert!(c.get(b"entry").is_some());
+        assert_eq!(hashed_hits(), before + 1);
+    }
+
+    #[test]
+    fn a_record_that_does_not_continue_the_run_becomes_an_entry() {
+        let cache = HotCache::new(1 << 20);
+        let c = cache.family(1);
+        let mut run = c.fill_run(false);
+        run.push(&item_key(5), b"five");
+        run.push(&item_key(7), b"seven");
+        run.push(b"short", b"other");
+        run.finish();
+        assert!(c.run_holds(&item_key(5)));
+        assert!(!c.run_holds(&item_key(7)));
+        assert_eq!(c.get(&item_key(7)), Some(b"seven".to_vec()));
+        assert_eq!(c.get(b"short"), Some(b"other".to_vec()));
+    }
+
+    #[test]
+    fn a_put_or_remove_in_a_runs_span_forgets_that_slot_only() {
+        let cache = HotCache::new(1 << 20);
+        let c = cache.family(1);
+        fill(c, 0, 10, false);
+        c.put(&item_key(3), b"new");
+        c.remove(&item_key(4));
+        assert_eq!(c.get(&item_key(3)), Some(b"new".to_vec()));
+        assert_eq!(c.get(&item_key(4)), None);
+        assert!(!c.run_holds(&item_key(3)));
+        assert_eq!(c.get(&item_key(5)), Some(b"v5".to_vec()));
+    }
+
+    #[test]
+    fn a_retired_layer_forgets_the_run_slots_it_names() -> crate::error::Result<()> {
+        use crate::pending::BatchOp;
+        let cache = HotCache::new(1 << 20);
+        let c = cache.family(1);
+        fill(c, 0, 10, false);
+        let mut layer = Layer::default();
+        let (k2, k6) = (item_key(2), item_key(6));
+        layer.apply(&BatchOp::Put {
+            cf: 7,
+            key: &k2,
+            value: b"set",
+        })?;
+        layer.apply(&BatchOp::Delete { cf: 7, key: &k6 })?;
+        cache.take_layer(&layer, [5, 7]);
+        assert_eq!(c.get(&k2), Some(b"set".to_vec()));
+        assert_eq!(c.get(&k6), None);
+        assert_eq!(c.get(&item_key(1)), Some(b"v1".to_vec()));
+        Ok(())
+    }
+
+    #[test]
+    fn clearing_drops_runs_and_a_run_filled_before_a_clear_is_never_read() {
+        let cache = HotCache::new(1 << 20);
+        let c = cache.family(1);
+        fill(c, 0, 10, false);
+        cache.family(0).clear();
+        assert_eq!(c.get(&item_key(1)), Some(b"v1".to_vec()), "other family");
+        c.clear();
+        assert_eq!(c.get(&item_key(1)), None);
+        fill(c, 0, 10, false);
+        cache.clear();
+        assert_eq!(c.get(&item_key(1)), None);
+        // A fill that a clear overtakes.
+        let mut run = c.fill_run(false);
+        run.push(&item_key(0), b"old");
+        c.clear();
+        run.finish();
+        assert_eq!(c.get(&item_key(0)), None);
+    }
+
+    #[test]
+    fn the_cache_keeps_a_bounded_number_of_runs() {
+        let cache = HotCache::new(1 << 20);
+        let c = cache.family(1);
+        for r in 0..(RUNS as u64 + 5) {
+            fill(c, r * 1000, r * 1000 + 4, false);
+        }
+        assert_eq!(cache.runs.lock().runs.len(), RUNS);
+        assert!(!c.run_holds(&item_key(0)), "the oldest went");
+        assert!(c.run_holds(&item_key((RUNS as u64 + 4) * 1000)));
     }
 
     #[test]

@@ -38,9 +38,11 @@ const RANGE_DELETE_MIN: u64 = 64;
 /// Pops of at most this many items read them by point lookups (see [`Db::list_points`]).
 const POINT_READ_MAX: u64 = 16;
 
-/// A pop whose items were not in the hot-record cache reads this many of the items next in
-/// line into it (at most [`READ_AHEAD_BYTES`] of them), so that popping a cold stretch of a
-/// long list costs one bounded iterator per `READ_AHEAD` pops instead of a lookup per pop.
+/// A pop whose items were not in the hot-record cache, or came from its hashed entries and
+/// leave a long list whose next item no run of the cache holds, reads this many of the items
+/// next in line into one run of the cache (at most [`READ_AHEAD_BYTES`] of them), so that
+/// popping a stretch of a long list costs one bounded iterator per `READ_AHEAD` pops and reads
+/// each item from an ordered vector instead of a hashed entry per pop.
 const READ_AHEAD: u64 = 128;
 const READ_AHEAD_BYTES: usize = 256 << 10;
 
@@ -205,10 +207,14 @@ impl Db {
     /// lookup costs a fraction of an iterator's creation and seek, and never steps over the
     /// tombstones earlier pops left at the list's ends.
     ///
-    /// The pops of a long list walk through it in order, and only the most recently pushed items
-    /// are in the hot-record cache; so when RocksDB had to answer, the items next in line from
-    /// the same `end` (after the popped ones) are read ahead into the cache. The caller holds
-    /// the list's lock, which `Storage::warm` requires.
+    /// The pops of a long list walk through it in order; so when RocksDB had to answer, or when
+    /// hashed entries of the hot-record cache did (`hot::hashed_hits`), at least [`READ_AHEAD`]
+    /// items remain and no run of the cache from this end holds the next one or lies ahead of
+    /// it (`HotFamily::run_ahead`), the items next in line from the same `end` (after the
+    /// popped ones) are read ahead into a run of the cache (`hot.rs`): the following pops find
+    /// each item by an index into one vector instead of a hashed entry scattered in a table of
+    /// a million. Items the tier's layers answer (pushed since the last checkpoint: a queue's)
+    /// are not read ahead. The caller holds the list's lock, which `Storage::warm` requires.
     fn list_points(&self, key: &[u8], l: &ListState, end: ListEnd, n: u64) -> Result<Vec<Vec<u8>>> {
         let at: Vec<u64> = match end {
             ListEnd::Left => (l.head..l.head + n).collect(),
@@ -218,12 +224,25 @@ impl Db {
             .iter()
             .map(|&i| self.sub_key(key, &l.c, &idx(i)))
             .collect();
+        let hashed = crate::hot::hashed_hits();
         let (items, from_disk) = self.storage().multi_get_counted(CF_DATA, &subs)?;
+        let from_entries = crate::hot::hashed_hits() != hashed;
         let items = items
             .into_iter()
             .map(|v| v.ok_or_else(|| Error::Corrupt("list item missing inside its bounds".into())))
             .collect::<Result<Vec<_>>>()?;
-        if from_disk > 0 {
+        let left = l.len() - n;
+        let ahead = match end {
+            ListEnd::Left => l.head + n,
+            ListEnd::Right => (l.tail - n).wrapping_sub(1),
+        };
+        let no_run = || {
+            self.storage().hot_family(CF_DATA).is_some_and(|c| {
+                let next = self.sub_key(key, &l.c, &idx(ahead));
+                c.enabled() && !c.run_ahead(&next, end == ListEnd::Right)
+            })
+        };
+        if from_disk > 0 || (from_entries && left >= READ_AHEAD && no_run()) {
             let (from, to) = match end {
                 ListEnd::Left => (
                     l.head + n,
@@ -693,5 +712,224 @@ impl Db {
             }
         }
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Pops that read their items from a run of the hot-record cache (`hot.rs`): every change
+    //! to an item in the run's span, with the write-back tier (before and after a checkpoint)
+    //! and without it, is what the next pop returns.
+
+    use super::*;
+    use std::collections::VecDeque;
+
+    type R = std::result::Result<(), Box<dyn std::error::Error>>;
+
+    fn open(tier: bool) -> Result<(tempfile::TempDir, Db)> {
+        let dir = tempfile::tempdir().map_err(|e| Error::Corrupt(e.to_string()))?;
+        let opts = crate::db::Options {
+            hot_cache_size: 16 << 20,
+            write_back: tier.then_some(4 << 20),
+            sync: crate::storage::SyncPolicy::No,
+            ..Default::default()
+        };
+        let db = Db::open_with(dir.path(), opts)?;
+        Ok((dir, db))
+    }
+
+    /// Writes the tier's layer to RocksDB and hands it to the cache (nothing without the tier).
+    fn checkpoint(db: &Db) -> Result<()> {
+        if db.write_back() {
+            db.storage().checkpoint_tier()?;
+        }
+        Ok(())
+    }
+
+    fn item(i: usize) -> Vec<u8> {
+        format!("item-{i:05}").into_bytes()
+    }
+
+    /// A list of `n` items pushed, checkpointed (so they are committed and cached), and popped
+    /// once from the left and once from the right, so that a run of each end holds the items
+    /// next in line.
+    fn list_with_runs(db: &Db, key: &[u8], n: usize) -> Result<VecDeque<Vec<u8>>> {
+        let items: Vec<Vec<u8>> = (0..n).map(item).collect();
+        let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+        db.rpush(key, &refs)?;
+        checkpoint(db)?;
+        let mut model: VecDeque<Vec<u8>> = items.into();
+        assert_eq!(
+            db.list_pop(key, ListEnd::Left, 1)?,
+            Some(vec![model.pop_front().unwrap_or_default()])
+        );
+        assert_eq!(
+            db.list_pop(key, ListEnd::Right, 1)?,
+            Some(vec![model.pop_back().unwrap_or_default()])
+        );
+        Ok(model)
+    }
+
+    /// Whether a run of the cache holds the item at Redis index `index` of the list at `key`.
+    fn run_holds(db: &Db, key: &[u8], index: i64) -> Result<bool> {
+        let Some(l) = db.list_load(key)? else {
+            return Ok(false);
+        };
+        let Some(at) = l.absolute(index) else {
+            return Ok(false);
+        };
+        let sub = db.sub_key(key, &l.c, &idx(at));
+        Ok(db
+            .storage()
+            .hot_family(CF_DATA)
+            .is_some_and(|c| c.run_holds(&sub)))
+    }
+
+    fn pop_all(db: &Db, key: &[u8], end: ListEnd) -> Result<Vec<Vec<u8>>> {
+        let mut out = Vec::new();
+        while let Some(mut items) = db.list_pop(key, end, 1)? {
+            out.append(&mut items);
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn a_pop_of_a_long_list_reads_the_items_next_in_line_into_a_run() -> R {
+        for tier in [true, false] {
+            let (_dir, db) = open(tier)?;
+            let model = list_with_runs(&db, b"q", 1000)?;
+            assert!(run_holds(&db, b"q", 0)?, "tier {tier}: left run");
+            assert!(run_holds(&db, b"q", -1)?, "tier {tier}: right run");
+            assert!(
+                !run_holds(&db, b"q", 500)?,
+                "tier {tier}: the middle is not read ahead"
+            );
+            let got = pop_all(&db, b"q", ListEnd::Left)?;
+            assert_eq!(got, Vec::from(model), "tier {tier}");
+        }
+        Ok(())
+    }
+
+    /// LSET, LINSERT, LREM and LTRIM inside a run's span: the next pops return the new items,
+    /// whether or not a checkpoint (which forgets the run's changed slots) came in between.
+    #[test]
+    fn a_pop_after_a_change_in_the_read_ahead_span_returns_the_new_item() -> R {
+        for tier in [true, false] {
+            for checkpoint_between in [false, true] {
+                let (_dir, db) = open(tier)?;
+                let mut model = list_with_runs(&db, b"q", 1000)?;
+                let ctx = format!("tier {tier}, checkpoint {checkpoint_between}");
+                assert!(db.lset(b"q", 3, b"set-left")?);
+                model[3] = b"set-left".to_vec();
+                assert!(db.lset(b"q", -4, b"set-right")?);
+                let last = model.len() - 4;
+                model[last] = b"set-right".to_vec();
+                // Before the 6th item: shifts the 6 items on the head's side.
+                let pivot = model[6].clone();
+                assert_eq!(
+                    db.linsert(b"q", true, &pivot, b"inserted")?,
+                    model.len() as i64 + 1
+                );
+                model.insert(6, b"inserted".to_vec());
+                let gone = model[10].clone();
+                assert_eq!(db.lrem(b"q", 1, &gone)?, 1);
+                model.remove(10);
+                let gone = model[model.len() - 8].clone();
+                assert_eq!(db.lrem(b"q", -1, &gone)?, 1);
+                model.remove(model.len() - 8);
+                db.ltrim(b"q", 2, -3)?;
+                model.drain(..2);
+                model.truncate(model.len() - 2);
+                if checkpoint_between {
+                    checkpoint(&db)?;
+                }
+                let mut front = Vec::new();
+                for _ in 0..20 {
+                    front.extend(db.list_pop(b"q", ListEnd::Left, 1)?.unwrap_or_default());
+                }
+                let want: Vec<Vec<u8>> = model.drain(..20).collect();
+                assert_eq!(front, want, "{ctx}: left");
+                let mut back = Vec::new();
+                for _ in 0..20 {
+                    back.extend(db.list_pop(b"q", ListEnd::Right, 1)?.unwrap_or_default());
+                }
+                let want: Vec<Vec<u8>> = (0..20).filter_map(|_| model.pop_back()).collect();
+                assert_eq!(back, want, "{ctx}: right");
+            }
+        }
+        Ok(())
+    }
+
+    /// A list deleted and created again under the same name while a run holds its old items:
+    /// pops return the new list's items (before and after a checkpoint), also after FLUSHALL.
+    #[test]
+    fn a_pop_after_del_and_re_create_returns_the_new_items() -> R {
+        for tier in [true, false] {
+            for checkpoint_between in [false, true] {
+                let (_dir, db) = open(tier)?;
+                list_with_runs(&db, b"q", 1000)?;
+                db.del(&[b"q"])?;
+                let fresh: Vec<Vec<u8>> =
+                    (0..300).map(|i| format!("new-{i}").into_bytes()).collect();
+                let refs: Vec<&[u8]> = fresh.iter().map(Vec::as_slice).collect();
+                db.rpush(b"q", &refs)?;
+                if checkpoint_between {
+                    checkpoint(&db)?;
+                }
+                assert_eq!(pop_all(&db, b"q", ListEnd::Left)?, fresh);
+
+                list_with_runs(&db, b"r", 1000)?;
+                db.flushall()?;
+                db.rpush(b"r", &refs)?;
+                if checkpoint_between {
+                    checkpoint(&db)?;
+                }
+                let mut want = fresh.clone();
+                want.reverse();
+                assert_eq!(pop_all(&db, b"r", ListEnd::Right)?, want);
+            }
+        }
+        Ok(())
+    }
+
+    /// Pops from both ends of a long list, with pushes and checkpoints between them, until the
+    /// ends meet: every pop returns what a model list does.
+    #[test]
+    fn pops_of_both_ends_across_checkpoints_until_they_meet_match_a_model() -> R {
+        for tier in [true, false] {
+            let (_dir, db) = open(tier)?;
+            let mut model = list_with_runs(&db, b"q", 2000)?;
+            let mut step = 0usize;
+            while !model.is_empty() {
+                step += 1;
+                let end = if step.is_multiple_of(3) {
+                    ListEnd::Right
+                } else {
+                    ListEnd::Left
+                };
+                let got = db.list_pop(b"q", end, 1)?.unwrap_or_default();
+                let want = match end {
+                    ListEnd::Left => model.pop_front(),
+                    ListEnd::Right => model.pop_back(),
+                };
+                assert_eq!(
+                    got,
+                    want.into_iter().collect::<Vec<_>>(),
+                    "tier {tier}, step {step}"
+                );
+                if step.is_multiple_of(97) {
+                    checkpoint(&db)?;
+                }
+                if step.is_multiple_of(211) {
+                    let v = format!("pushed-{step}").into_bytes();
+                    db.lpush(b"q", &[&v])?;
+                    model.push_front(v.clone());
+                    db.rpush(b"q", &[&v])?;
+                    model.push_back(v);
+                }
+            }
+            assert_eq!(db.llen(b"q")?, 0);
+        }
+        Ok(())
     }
 }

@@ -1346,6 +1346,7 @@ impl Storage {
             it.seek(&lower);
         }
         let (mut n, mut bytes) = (0usize, 0usize);
+        let mut run = cache.fill_run(reverse);
         while n < max && bytes < max_bytes && it.valid() {
             let (Some(k), Some(v)) = (it.key(), it.value()) else {
                 break;
@@ -1361,7 +1362,7 @@ impl Storage {
             if k < lower.as_slice() {
                 break;
             }
-            cache.put(k, v);
+            run.push(k, v);
             n += 1;
             bytes += k.len() + v.len();
             if reverse {
@@ -1371,7 +1372,14 @@ impl Storage {
             }
         }
         it.status()?;
+        run.finish();
         Ok(())
+    }
+
+    /// The hot-record cache of family `cf`, if it has one (a list pop asks whether a run of it
+    /// holds the next item).
+    pub(crate) fn hot_family(&self, cf: &str) -> Option<HotFamily<'_>> {
+        self.hot(self.cf_id(cf))
     }
 
     /// Whether each of `keys` has a record in family `cf` (looked up as [`Storage::multi_get`]).

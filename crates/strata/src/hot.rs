@@ -14,9 +14,11 @@
 //! record to hold the record's key lock (two writers of one key racing could otherwise install
 //! their values in the opposite order of their writes): the data model does, and the only
 //! writer that takes no key locks, a replica applying its leader's log, is the only writer on a
-//! replica. Readers never fill it; the one read that does, a list pop reading the items next in
-//! line ahead (`Storage::warm`), holds the list's lock like a writer and reads committed records
-//! only.
+//! replica. Without the tier readers never fill it, but a list pop reading the items next in
+//! line ahead (`Storage::warm`), which holds the list's lock like a writer and reads committed
+//! records only. With the tier, a point read that found its record only in RocksDB fills it too
+//! (`Storage::with_pinned`): no layer named the key, so the record was the committed one, and a
+//! fill that a checkpoint's retirement may have overtaken is taken back out.
 //!
 //! Beside the hashed entries the cache keeps a few **runs**: records whose keys are one prefix
 //! followed by consecutive big-endian `u64` indexes (a list's items), read ahead in key order

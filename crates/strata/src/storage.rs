@@ -1304,8 +1304,8 @@ impl Storage {
     }
 
     /// Reads ahead: puts the committed records of family `cf` in `[lower, upper)` into the
-    /// hot-record cache, at most `max` of them and about `max_bytes`, from `lower` up (from
-    /// `upper` down with `reverse`). A list pop that had to go to RocksDB calls this for the
+    /// hot-record cache as one run (`hot.rs`), at most `max` of them and about `max_bytes`, from
+    /// `lower` up (from `upper` down with `reverse`). A list pop that had to go to RocksDB calls this for the
     /// items next in line, so the following pops of a cold stretch of a list are memory reads
     /// (one bounded iterator per `max` items instead of a lookup per pop).
     ///

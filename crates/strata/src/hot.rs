@@ -355,37 +355,37 @@ impl HotFamily<'_> {
     /// pops at an end that pushes keep extending (a stack: LPUSH and LPOP) do not read ahead
     /// at every pop — their items are in the tier's layers, which answer before any run.
     pub(crate) fn run_ahead(&self, key: &[u8], reverse: bool) -> bool {
-        let Some((prefix, index)) = split(key) else {
-            return false;
-        };
-        let epoch = self.epoch();
-        self.cache.runs().is_some_and(|runs| {
-            runs.runs.iter().any(|r| {
-                r.epoch == epoch
-                    && r.family == self.family
-                    && r.reverse == reverse
-                    && match reverse {
-                        false => r.last() >= index,
-                        true => r.first <= index,
-                    }
-                    && *r.prefix == *prefix
-            })
+        self.any_run(key, |r, prefix, index| {
+            r.family == self.family
+                && r.reverse == reverse
+                && match reverse {
+                    false => r.last() >= index,
+                    true => r.first <= index,
+                }
+                && *r.prefix == *prefix
         })
     }
 
     /// Whether a run holds the record of `key`.
     #[cfg(test)]
     pub(crate) fn run_holds(&self, key: &[u8]) -> bool {
+        self.any_run(key, |r, prefix, index| {
+            r.slot(self.family, prefix, index)
+                .is_some_and(|i| r.slots[i].is_some())
+        })
+    }
+
+    /// Whether a run of the current epoch meets `test` for `key` (split into its list prefix
+    /// and index; false for a key that is no list item).
+    fn any_run(&self, key: &[u8], test: impl Fn(&Run, &[u8], u64) -> bool) -> bool {
         let Some((prefix, index)) = split(key) else {
             return false;
         };
         let epoch = self.epoch();
         self.cache.runs().is_some_and(|runs| {
-            runs.runs.iter().any(|r| {
-                r.epoch == epoch
-                    && r.slot(self.family, prefix, index)
-                        .is_some_and(|i| r.slots[i].is_some())
-            })
+            runs.runs
+                .iter()
+                .any(|r| r.epoch == epoch && test(r, prefix, index))
         })
     }
 

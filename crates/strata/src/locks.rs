@@ -313,14 +313,7 @@ impl KeyLocks {
     /// at least as strong, released otherwise (so that the acquisition never waits while they
     /// are held). Lingering stripes of another set of locks are left alone.
     fn settle_linger(&self, want: &[usize], exclusive: bool) -> Option<(Stripes, bool)> {
-        let owner = self as *const KeyLocks as usize;
-        let lingering = LINGER.with(|l| {
-            let mut l = l.borrow_mut();
-            match &*l {
-                Some(g) if g.owner == owner => l.take(),
-                _ => None,
-            }
-        })?;
+        let lingering = self.take_linger()?;
         let covers = want.iter().all(|i| lingering.stripes.contains(i));
         if covers && (lingering.exclusive || !exclusive) {
             return Some((lingering.stripes, lingering.exclusive));
@@ -348,9 +341,22 @@ impl KeyLocks {
     /// Releases this thread's lingering stripes of this set of locks, if it has any
     /// ([`Scope::linger`]).
     pub fn release_lingering(&self) {
-        if LINGER.with(|l| l.borrow().is_some()) {
-            let _ = self.settle_linger(&[usize::MAX], true);
+        if let Some(lingering) = self.take_linger() {
+            LINGER_SINCE.with(|t| t.set(None));
+            self.release_stripes(&lingering.stripes, lingering.exclusive);
         }
+    }
+
+    /// This thread's lingering stripes of this set of locks, taken out of the record.
+    fn take_linger(&self) -> Option<Lingering> {
+        let owner = self as *const KeyLocks as usize;
+        LINGER.with(|l| {
+            let mut l = l.borrow_mut();
+            match &*l {
+                Some(g) if g.owner == owner => l.take(),
+                _ => None,
+            }
+        })
     }
 
     /// Releases stripes held without guards (lingering, or taken over from a linger).

@@ -102,3 +102,26 @@ def test_info_memory_names_the_engine_and_allocator_memory(start_strata):
     assert 0 < usage <= int(got["strata_block_cache_size"]) + (1 << 20)
     assert 0 <= pinned <= usage
     assert int(got["strata_allocator_committed"]) > 0
+
+
+def test_the_hot_cache_budget_is_a_quarter_of_memory_by_default_and_a_size_when_given(start_strata):
+    """`hot-cache-size` defaults to 25% of the memory the server may use (physical memory, or a
+    control group's lower limit): INFO memory shows the bytes it came to, CONFIG GET the
+    percentage. A size given is taken as it is."""
+    total = None
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                total = int(line.split()[1]) * 1024
+    server = start_strata()
+    c = server.conn()
+    assert c.call("CONFIG", "GET", "hot-cache-size") == [b"hot-cache-size", b"25%"]
+    text = c.call("INFO", "memory").decode()
+    got = dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
+    budget = int(got["strata_hot_cache_size"])
+    # A control group may lower the base, never raise it.
+    assert 0 < budget <= total // 4
+    server = start_strata(**{"hot-cache-size": "3mb"})
+    text = server.conn().call("INFO", "memory").decode()
+    got = dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
+    assert int(got["strata_hot_cache_size"]) == 3 << 20

@@ -163,6 +163,7 @@ fn memory_section(server: &Server, out: &mut String) {
     let m = figures::memory(server);
     let (rss, peak, total) = (m.rss, m.peak, m.total_system);
     let block_cache = server.config().block_cache_size;
+    let hot_cache = server.config().hot_cache_bytes(crate::host_memory::limit());
     out.push_str("# Memory\r\n");
     field!(out, "used_memory", "{rss}");
     field!(out, "used_memory_human", "{}", human_bytes(rss));
@@ -210,6 +211,8 @@ fn memory_section(server: &Server, out: &mut String) {
     // The global allocator (main.rs).
     field!(out, "mem_allocator", "mimalloc");
     field!(out, "strata_block_cache_size", "{block_cache}");
+    // The hot-record cache's budget (`hot-cache-size`, a percentage resolved at start).
+    field!(out, "strata_hot_cache_size", "{hot_cache}");
     field!(out, "strata_sst_size", "{}", m.engine.total_sst_bytes);
     // Where the memory goes (docs/reliability.md, "Resource bounds"): memtables of every column
     // family, and table readers (per-file metadata not charged to the block cache).

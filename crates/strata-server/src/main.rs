@@ -9,6 +9,7 @@ mod blocking;
 mod config;
 mod connection;
 mod figures;
+mod host_memory;
 mod info;
 mod listener;
 mod log;
@@ -183,7 +184,8 @@ fn run(config: Config) -> i32 {
         hll_sparse_max_bytes: config.hll_sparse_max_bytes,
         // Each connection flushes the WAL buffer once per batch of commands, before replying.
         batch_wal_writes: true,
-        hot_cache_size: usize::try_from(config.hot_cache_size).unwrap_or(usize::MAX),
+        hot_cache_size: usize::try_from(config.hot_cache_bytes(host_memory::limit()))
+            .unwrap_or(usize::MAX),
         write_back: (config.memory_tier == config::MemoryTier::WriteBack)
             .then(|| usize::try_from(config.memory_tier_dirty_size).unwrap_or(usize::MAX)),
         min_free_disk: config.min_free_disk,

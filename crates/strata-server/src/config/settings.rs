@@ -313,9 +313,11 @@ pub struct Settings {
     pub latency_tracking_info_percentiles: Vec<String>,
     /// `block-cache-size`: RocksDB's block cache, in bytes.
     pub block_cache_size: u64,
-    /// `hot-cache-size`: bytes of recently written records (metadata, string values, collection
-    /// fields) kept in memory for reads, 0 = off (docs/architecture.md, "Hot-record cache").
-    pub hot_cache_size: u64,
+    /// `hot-cache-size`: bytes of recently written or read records (metadata, string values,
+    /// collection fields) kept in memory for reads, 0 = off; a negative value is minus a
+    /// percentage of the memory the process may use ([`Settings::hot_cache_bytes`];
+    /// docs/architecture.md, "Hot-record cache").
+    pub hot_cache_size: i64,
     /// `memory-tier`: where writes go first.
     pub memory_tier: MemoryTier,
     /// `memory-tier-dirty-size`: bytes the write-back tier holds before a checkpoint starts.
@@ -437,7 +439,22 @@ pub struct Settings {
     pub tls_ciphersuites: Option<String>,
 }
 
+/// The hot-record cache's budget where a percentage cannot be taken (memory unknown).
+const HOT_CACHE_FALLBACK: u64 = 256 << 20;
+
 impl Settings {
+    /// `hot-cache-size` in bytes: the size given, or its percentage of `memory` (what the process
+    /// may use, `crate::host_memory::limit`), or 256 MB for a percentage of unknown memory.
+    pub fn hot_cache_bytes(&self, memory: Option<u64>) -> u64 {
+        match u64::try_from(self.hot_cache_size) {
+            Ok(bytes) => bytes,
+            Err(_) => memory.map_or(HOT_CACHE_FALLBACK, |m| {
+                let percent = self.hot_cache_size.unsigned_abs().min(100);
+                u64::try_from(u128::from(m) * u128::from(percent) / 100).unwrap_or(u64::MAX)
+            }),
+        }
+    }
+
     /// `bgsave-dir`, resolved against `dir` (an absolute `bgsave-dir` stands on its own).
     pub fn bgsave_path(&self) -> PathBuf {
         self.dir.join(&self.bgsave_dir)

@@ -149,7 +149,7 @@ pub(super) const DIRECTIVES: &[Directive] = &[
     row("notify-keyspace-events", &[], Sp(Special::KeyspaceEvents), "", Mutable, field!(notify_keyspace_events)),
     // Strata's storage knobs. RocksDB clamps write buffers to 64kb..=64gb.
     row("block-cache-size", &[], Memory { min: 0, max: LONG_MAX as u64 }, "256mb", Fixed, field!(block_cache_size)),
-    row("hot-cache-size", &[], Memory { min: 0, max: LONG_MAX as u64 }, "256mb", Fixed, field!(hot_cache_size)),
+    row("hot-cache-size", &[], Percent { min: -100, max: LONG_MAX }, "25%", Fixed, field!(hot_cache_size)),
     row("memory-tier", &[], Enum(MemoryTier::NAMES), "write-back", Fixed, field!(memory_tier)),
     row("memory-tier-dirty-size", &[], Memory { min: 64 * 1024, max: LONG_MAX as u64 }, "64mb", Fixed, field!(memory_tier_dirty_size)),
     row("write-buffer-size", &[], Memory { min: 64 * 1024, max: 64 * GB }, "16mb", Fixed, field!(write_buffer_size)),

@@ -505,6 +505,25 @@ fn args_alone_work_without_a_file() {
 }
 
 #[test]
+fn hot_cache_size_is_a_quarter_of_memory_unless_sized() {
+    let c = Config::default();
+    assert_eq!(get1(&c, "hot-cache-size"), "25%");
+    assert_eq!(c.hot_cache_bytes(Some(24 << 30)), 6 << 30);
+    // Memory unknown (not Linux): the old fixed default.
+    assert_eq!(c.hot_cache_bytes(None), 256 << 20);
+    let c = Config::from_args(&args(&["--hot-cache-size", "10%"])).unwrap();
+    assert_eq!(c.hot_cache_bytes(Some(1000)), 100);
+    let c = Config::from_args(&args(&["--hot-cache-size", "64mb"])).unwrap();
+    assert_eq!(get1(&c, "hot-cache-size"), "67108864");
+    assert_eq!(c.hot_cache_bytes(Some(1 << 30)), 64 << 20);
+    let c = Config::from_args(&args(&["--hot-cache-size", "0"])).unwrap();
+    assert_eq!(c.hot_cache_bytes(Some(1 << 30)), 0);
+    assert!(Config::from_args(&args(&["--hot-cache-size", "101%"]))
+        .unwrap_err()
+        .contains("percentage argument must be less or equal to 100"));
+}
+
+#[test]
 fn bare_save_arg_means_no_save_points() {
     let c = Config::from_args(&args(&["--save", "--port", "1"])).unwrap();
     assert_eq!(get1(&c, "save"), "");

@@ -27,7 +27,9 @@ use crate::keys;
 use crate::layer::{Lookup, Source, Stack};
 use crate::meta;
 use crate::pending::{self, BatchOp, IterBounds, Pending, StorageIter};
-use crate::tier::{Families, FileCompression, FileFamily, Found, Tier, TierView, OFFSET_KEY};
+use crate::tier::{
+    EngineLimits, Families, FileCompression, FileFamily, Found, Tier, TierView, OFFSET_KEY,
+};
 
 /// Column family holding one metadata record per user key.
 pub const CF_META: &str = "meta";
@@ -515,6 +517,11 @@ impl Storage {
             let files = cf_ids.iter().copied().zip(file_options);
             let files = files.map(|(id, (bottom, upper))| FileFamily { id, bottom, upper });
             tier.write_files_for(files.collect(), checkpoint_file_compression());
+            tier.pace_against(EngineLimits {
+                l0_slowdown: opts.tuning.l0_slowdown_writes_trigger.into(),
+                l0_stop: opts.tuning.l0_stop_writes_trigger.into(),
+                ..EngineLimits::default()
+            });
             // Offsets never go back: on from the last checkpoint's offset (the record is
             // deleted whenever the directory is opened without the tier) or, in a directory
             // not used with the tier since, from RocksDB's own sequence number.

@@ -1151,6 +1151,7 @@ fn flush_memtables(db: &DB, families: &Families, ids: &[u32]) -> Result<()> {
     if opts.0.is_null() {
         return Err(Error::Storage("cannot make RocksDB flush options".into()));
     }
+    // SAFETY: `opts.0` is a live flush options object (checked non-null above).
     unsafe {
         ffi::rocksdb_flushoptions_set_wait(opts.0, 1);
         ffi::rocksdb_flushoptions_set_allow_write_stall(opts.0, 1);

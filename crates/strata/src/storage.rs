@@ -694,8 +694,9 @@ impl Storage {
 
     /// The write-back tier's writer pacing, for INFO: the rate writers are paced at now
     /// (bytes/s, 0: not paced), writes paced and their µs of waiting, writes stopped (the tier
-    /// full) and their µs, and how long the last checkpoint took (ms).
-    pub fn tier_pace(&self) -> Option<[u64; 6]> {
+    /// full) and their µs, how long the last checkpoint took (ms), and the part of the rate
+    /// RocksDB's backlog sets (bytes/s, 0: RocksDB is not behind).
+    pub fn tier_pace(&self) -> Option<[u64; 7]> {
         let s = &self.tier.as_ref()?.stats;
         let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
         Some([
@@ -705,6 +706,7 @@ impl Storage {
             get(&s.stopped_writes),
             get(&s.stopped_micros),
             get(&s.last_checkpoint_took_ms),
+            get(&s.engine_write_rate),
         ])
     }
 

@@ -140,6 +140,9 @@ pub(crate) struct TierStats {
     pub stopped_micros: AtomicU64,
     /// The rate writers were last paced at (bytes/s), 0 while they are not paced.
     pub write_rate: AtomicU64,
+    /// The rate RocksDB's backlog paces writers at ([`engine_rate`], bytes/s), 0 while it is
+    /// not behind.
+    pub engine_write_rate: AtomicU64,
 }
 
 /// The writer pacing's state ([`Tier::pace`]).
@@ -881,6 +884,9 @@ impl Tier {
         engine.last = now;
         self.engine_rate
             .store(engine.rate.map_or(0, f64::to_bits), Ordering::Relaxed);
+        self.stats
+            .engine_write_rate
+            .store(engine.rate.map_or(0, |r| r as u64), Ordering::Relaxed);
     }
 
     /// From now on, each checkpoint calls `retire` with the layer it wrote, after RocksDB holds
@@ -1419,12 +1425,17 @@ mod tests {
         let delayed = tier.stats.delayed_writes.load(Ordering::Relaxed);
         assert!(delayed > 0, "64 KB at 0.8 MB/s went through unpaced");
         assert!(tier.stats.write_rate.load(Ordering::Relaxed) > 0);
+        assert_eq!(
+            tier.stats.engine_write_rate.load(Ordering::Relaxed),
+            (0.8 * (1 << 20) as f64) as u64
+        );
         // Level 0 drained below the slowdown trigger: writers go at full speed again.
         tier.pace_for_engine(EngineSignals {
             l0_files: 4,
             pending_bytes: 0,
         });
         assert_eq!(tier.rate_now(), None);
+        assert_eq!(tier.stats.engine_write_rate.load(Ordering::Relaxed), 0);
         for i in 0..64 {
             write(&tier, format!("j{i}").as_bytes(), &[b'v'; 1024])?;
         }

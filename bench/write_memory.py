@@ -150,6 +150,27 @@ def oom_line(pid):
     return lines[-1] if lines else None
 
 
+def slow_checkpoints(path):
+    """The server log's lines for checkpoints over 1 s (`write-back checkpoint of N MB took T ms:
+    <phase> T ms, ...`): how many, the median and the longest length (ms), and the longest
+    line's phases (where its time went)."""
+    took = []
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                if "write-back checkpoint of" in line and " took " in line:
+                    ms = int(line.split(" took ")[1].split()[0])
+                    took.append((ms, line.split(": ", 2)[-1].strip()))
+    except (OSError, ValueError, IndexError):
+        pass
+    if not took:
+        return "no checkpoint over 1 s"
+    took.sort()
+    longest = took[-1]
+    return (f"{len(took)} checkpoints over 1 s, median {took[len(took) // 2][0]} ms, longest "
+            f"{longest[0]} ms ({longest[1]})")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cgroup-mb", type=int, default=256)
@@ -181,7 +202,8 @@ def main():
         os.environ[k] = v
     cg = Cgroup(args.cgroup_mb * MB)
     log(f"group {cg.path}: {args.cgroup_mb} MB; server {' '.join(argv)}")
-    srv = Server(argv, port, os.path.join(args.scratch, f"server-{os.getpid()}.log"), cg)
+    server_log = os.path.join(args.scratch, f"server-{os.getpid()}.log")
+    srv = Server(argv, port, server_log, cg)
     pid = srv.proc.pid
     lg = subprocess.Popen([loadgen, "run", "--addr", f"127.0.0.1:{port}", "--keys", str(args.keys),
                            "--value-size", str(args.value_size), "--clients", "0", "--write-rate", "max",
@@ -239,6 +261,7 @@ def main():
               f"tier: {last['delayed_writes']:.0f} writes paced, {last['stopped_writes']:.0f} stopped "
               f"({last['stopped_s']:.1f} s in all); L0 files at most {peak.get('l0_files', 0):.0f}, pending compaction "
               f"at most {peak.get('pending_compaction_mb', 0):.0f} MB", flush=True)
+        print(f"checkpoints: {slow_checkpoints(server_log)} (server log {server_log})", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"argv": sys.argv, "rows": rows, "peak": peak, "died": died, "stat": st, "total": total},

@@ -330,9 +330,12 @@ fn persistence_section(server: &Server, out: &mut String) {
         };
         field!(out, "strata_tier_last_checkpoint_status", "{status}");
     }
-    if let Some([rate, delayed, delayed_us, stopped, stopped_us, took_ms]) = server.db.tier_pace() {
+    if let Some([rate, delayed, delayed_us, stopped, stopped_us, took_ms, engine]) =
+        server.db.tier_pace()
+    {
         field!(out, "strata_tier_last_checkpoint_took_ms", "{took_ms}");
         field!(out, "strata_tier_delayed_write_rate", "{rate}");
+        field!(out, "strata_tier_engine_write_rate", "{engine}");
         field!(out, "strata_tier_delayed_writes", "{delayed}");
         field!(out, "strata_tier_delayed_write_micros", "{delayed_us}");
         field!(out, "strata_tier_stopped_writes", "{stopped}");

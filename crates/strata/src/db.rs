@@ -532,8 +532,9 @@ impl Db {
 
     /// The write-back tier's writer pacing for INFO, if it is on: the rate writers are paced
     /// at now (bytes/s, 0: not paced), writes paced and their µs of waiting, writes stopped
-    /// (the tier full) and their µs, how long the last checkpoint took (ms).
-    pub fn tier_pace(&self) -> Option<[u64; 6]> {
+    /// (the tier full) and their µs, how long the last checkpoint took (ms), and the part of
+    /// the rate RocksDB's backlog sets (bytes/s, 0: RocksDB is not behind).
+    pub fn tier_pace(&self) -> Option<[u64; 7]> {
         self.inner.storage.tier_pace()
     }
 

@@ -27,7 +27,9 @@ use crate::keys;
 use crate::layer::{Lookup, Source, Stack};
 use crate::meta;
 use crate::pending::{self, BatchOp, IterBounds, Pending, StorageIter};
-use crate::tier::{Families, FileCompression, FileFamily, Found, Tier, TierView, OFFSET_KEY};
+use crate::tier::{
+    EngineLimits, Families, FileCompression, FileFamily, Found, Tier, TierView, OFFSET_KEY,
+};
 
 /// Column family holding one metadata record per user key.
 pub const CF_META: &str = "meta";
@@ -515,6 +517,11 @@ impl Storage {
             let files = cf_ids.iter().copied().zip(file_options);
             let files = files.map(|(id, (bottom, upper))| FileFamily { id, bottom, upper });
             tier.write_files_for(files.collect(), checkpoint_file_compression());
+            tier.pace_against(EngineLimits {
+                l0_slowdown: opts.tuning.l0_slowdown_writes_trigger.into(),
+                l0_stop: opts.tuning.l0_stop_writes_trigger.into(),
+                ..EngineLimits::default()
+            });
             // Offsets never go back: on from the last checkpoint's offset (the record is
             // deleted whenever the directory is opened without the tier) or, in a directory
             // not used with the tier since, from RocksDB's own sequence number.
@@ -687,8 +694,9 @@ impl Storage {
 
     /// The write-back tier's writer pacing, for INFO: the rate writers are paced at now
     /// (bytes/s, 0: not paced), writes paced and their µs of waiting, writes stopped (the tier
-    /// full) and their µs, and how long the last checkpoint took (ms).
-    pub fn tier_pace(&self) -> Option<[u64; 6]> {
+    /// full) and their µs, how long the last checkpoint took (ms), and the part of the rate
+    /// RocksDB's backlog sets (bytes/s, 0: RocksDB is not behind).
+    pub fn tier_pace(&self) -> Option<[u64; 7]> {
         let s = &self.tier.as_ref()?.stats;
         let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
         Some([
@@ -698,6 +706,7 @@ impl Storage {
             get(&s.stopped_writes),
             get(&s.stopped_micros),
             get(&s.last_checkpoint_took_ms),
+            get(&s.engine_write_rate),
         ])
     }
 

@@ -1,8 +1,9 @@
 //! The write-back tier (`memory-tier write-back`): write batches are applied to an in-memory
 //! [`Layer`] and appended to the redo log (`redo.rs`) instead of being written to RocksDB one by
-//! one; a checkpoint later writes what the layer holds to RocksDB in large batches with RocksDB's
-//! own log off, flushes RocksDB's memtables, and deletes the redo segments it covered. Hot
-//! records rewritten many times between checkpoints reach RocksDB once.
+//! one; a checkpoint later writes what the layer holds to RocksDB (sorted table files it moves
+//! in, and small batches with RocksDB's own log off), flushes the memtables those batches went
+//! to, and deletes the redo segments it covered. Hot records rewritten many times between
+//! checkpoints reach RocksDB once.
 //!
 //! Two layers at most: `active`, which writes go to, and `frozen`, the one a checkpoint is
 //! writing out (readers see both, `active` first, until the checkpoint has flushed). A write
@@ -13,7 +14,11 @@
 //! ([`paced_rate`]): the rate they may fill `active` at falls as it approaches the dirty limit,
 //! so that it reaches the limit about when the checkpoint is expected to end (from the pace of
 //! the checkpoints before it), as RocksDB's delayed write rate slows its writers before it
-//! stops them. Writers stop while `active` holds the dirty limit and a checkpoint is still
+//! stops them. They are paced as well while RocksDB itself is behind ([`engine_rate`]: level 0's
+//! files against the slowdown and stop triggers, the compaction backlog against its limits),
+//! since a checkpoint's table files go into RocksDB past its own write stall: so the engine's
+//! backpressure reaches writers as a rate, as RocksDB's would reach its own writers, and not as
+//! one long checkpoint. Writers stop while `active` holds the dirty limit and a checkpoint is still
 //! running (a checkpoint far slower than expected), or twice the limit before the
 //! checkpointer swaps it out (the two layers hold about twice the limit, three times at
 //! worst), and get an error instead while the last checkpoint failed (a full or failing disk:
@@ -55,9 +60,62 @@ const MIN_HORIZON: Duration = Duration::from_millis(10);
 const PACE_SLACK: Duration = Duration::from_millis(5);
 /// A paced writer sleeps at most this long before it looks at the rate again.
 const PACE_NAP: Duration = Duration::from_millis(10);
+/// RocksDB's delayed write rate steps (`SetupDelay`, db/column_family.cc): slower by this much
+/// each time the engine's backlog grows while writes are delayed, by [`ENGINE_NEAR_STOP`] near
+/// the stop, faster by [`ENGINE_FASTER`] each time it shrinks.
+const ENGINE_SLOWER: f64 = 0.8;
+const ENGINE_NEAR_STOP: f64 = 0.6;
+const ENGINE_FASTER: f64 = 1.0 / ENGINE_SLOWER;
+/// The slowest the engine paces writers at (RocksDB's `kMinWriteRate`, 16 KB/s).
+const ENGINE_MIN_RATE: f64 = 16.0 * 1024.0;
 /// The `default` family's record of the offset a checkpoint wrote RocksDB through (u64 LE;
 /// docs/format.md).
 pub(crate) const OFFSET_KEY: &[u8] = b"strata:redo-offset";
+
+/// RocksDB's write-stall limits (each data family's; `EngineTuning`), which writers are paced
+/// against ([`engine_rate`]). Pending compaction bytes have RocksDB's default limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct EngineLimits {
+    /// Level-0 files at which RocksDB slows its writers, and at which it stops them.
+    pub l0_slowdown: u64,
+    pub l0_stop: u64,
+    /// Bytes compaction is behind at which RocksDB slows its writers, and stops them (0: no
+    /// limit).
+    pub pending_soft: u64,
+    pub pending_hard: u64,
+}
+
+impl Default for EngineLimits {
+    /// RocksDB's defaults.
+    fn default() -> Self {
+        EngineLimits {
+            l0_slowdown: 20,
+            l0_stop: 36,
+            pending_soft: 64 << 30,
+            pending_hard: 256 << 30,
+        }
+    }
+}
+
+/// RocksDB's backlog as its write controller sees it: the most level-0 files and the most
+/// pending compaction bytes of any family.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct EngineSignals {
+    pub l0_files: u64,
+    pub pending_bytes: u64,
+}
+
+/// The engine's part of the pacing ([`Tier::sample_engine`]).
+#[derive(Default)]
+struct EnginePace {
+    /// The rate writers are paced at for RocksDB's sake (`None`: not).
+    rate: Option<f64>,
+    /// The signals that rate was set from.
+    last: EngineSignals,
+    /// The fastest the engine lets writers go while it is behind: the rate writers filled the
+    /// layers at when it fell behind.
+    ceiling: f64,
+}
 
 /// The two layers.
 struct Layers {
@@ -82,6 +140,9 @@ pub(crate) struct TierStats {
     pub stopped_micros: AtomicU64,
     /// The rate writers were last paced at (bytes/s), 0 while they are not paced.
     pub write_rate: AtomicU64,
+    /// The rate RocksDB's backlog paces writers at ([`engine_rate`], bytes/s), 0 while it is
+    /// not behind.
+    pub engine_write_rate: AtomicU64,
 }
 
 /// The writer pacing's state ([`Tier::pace`]).
@@ -93,6 +154,9 @@ struct Pace {
     running: Option<(Instant, usize)>,
     /// The moment by which the writes admitted so far have used up the rate.
     next_free: Instant,
+    /// The rate (bytes/s) writers filled the last full layer at, from its first write to its
+    /// swap.
+    incoming: Option<f64>,
 }
 
 /// The rate (bytes/s) at which writers may add to an active layer holding `active` of `limit`
@@ -125,6 +189,53 @@ pub(crate) fn paced_rate(
     Some((limit - active) as f64 / left.as_secs_f64())
 }
 
+/// The rate (bytes/s) writers are paced at while RocksDB is behind, from its signals `now`, the
+/// rate set from the last ones (`was`: the rate and those signals; `None` while not paced) and
+/// `ceiling`, the fastest it lets writers go: RocksDB's delayed write rate, which a checkpoint's
+/// table files skip (ingestion does not wait on write stalls), applied to the tier's writers
+/// instead. Not paced (`None`) while level 0 holds fewer files than the slowdown trigger and
+/// compaction is behind by less than the soft limit. Once paced, the rate starts at
+/// [`ENGINE_SLOWER`] of `ceiling`; each time the backlog has grown since the last signals (more
+/// level-0 files, or as many and more pending bytes) it is slowed by that much again, by
+/// [`ENGINE_NEAR_STOP`] within two files of the stop trigger (or past three quarters of the way
+/// from the soft to the hard limit); each time it has shrunk it is sped up by [`ENGINE_FASTER`],
+/// up to `ceiling`; unchanged signals leave it as it is (a sample of the same state is not news).
+/// Never below [`ENGINE_MIN_RATE`]: writers are slowed, never stopped, by the engine (they still
+/// stop at the tier's memory bound, [`Tier::is_full`]).
+pub(crate) fn engine_rate(
+    was: Option<(f64, EngineSignals)>,
+    now: EngineSignals,
+    limits: &EngineLimits,
+    ceiling: f64,
+) -> Option<f64> {
+    let soft = limits.pending_soft;
+    let pending_over = soft > 0 && now.pending_bytes >= soft;
+    if now.l0_files < limits.l0_slowdown && !pending_over {
+        return None;
+    }
+    let near_stop = now.l0_files + 2 >= limits.l0_stop
+        || (pending_over
+            && limits.pending_hard > soft
+            && now.pending_bytes - soft > (limits.pending_hard - soft) / 4 * 3);
+    let slower = match near_stop {
+        true => ENGINE_NEAR_STOP,
+        false => ENGINE_SLOWER,
+    };
+    let rate = match was {
+        None => ceiling * slower,
+        Some((rate, before)) => match now
+            .l0_files
+            .cmp(&before.l0_files)
+            .then(now.pending_bytes.cmp(&before.pending_bytes))
+        {
+            std::cmp::Ordering::Greater => rate * slower,
+            std::cmp::Ordering::Less => (rate * ENGINE_FASTER).min(ceiling),
+            std::cmp::Ordering::Equal => rate,
+        },
+    };
+    Some(rate.max(ENGINE_MIN_RATE))
+}
+
 /// The write-back tier of one data directory.
 pub(crate) struct Tier {
     layers: RwLock<Layers>,
@@ -136,6 +247,12 @@ pub(crate) struct Tier {
     checkpointing: Mutex<()>,
     /// How fast writers may go while a checkpoint runs.
     pace: Mutex<Pace>,
+    /// How fast writers may go while RocksDB is behind (set by the checkpointer thread), and
+    /// that rate as writers read it (`f64` bits; 0: not paced).
+    engine: Mutex<EnginePace>,
+    engine_rate: AtomicU64,
+    /// RocksDB's write-stall limits ([`Tier::pace_against`]; RocksDB's defaults until set).
+    engine_limits: OnceLock<EngineLimits>,
     /// When `active` took its first write since the last swap (`None`: empty).
     dirty_since: Mutex<Option<Instant>>,
     /// Mirrors of what writers check before every write, so that they read two atomics instead
@@ -241,7 +358,11 @@ impl Tier {
                 secs_per_byte: None,
                 running: None,
                 next_free: Instant::now(),
+                incoming: None,
             }),
+            engine: Mutex::new(EnginePace::default()),
+            engine_rate: AtomicU64::new(0),
+            engine_limits: OnceLock::new(),
             dirty_since: Mutex::new(dirty.then(Instant::now)),
             dirty: AtomicBool::new(dirty),
             active_bytes: AtomicUsize::new(active_bytes),
@@ -424,13 +545,18 @@ impl Tier {
     /// The rate writers are paced at now (bytes/s; `None`: not paced), also kept for INFO:
     /// [`paced_rate`] while a checkpoint runs (not after one failed); the checkpoints' own pace while the active layer
     /// is past the limit and the checkpointer has not swapped it out yet (at full speed the
-    /// writers took it from the limit to twice it in that while, then stopped).
+    /// writers took it from the limit to twice it in that while, then stopped); and, whichever
+    /// is slower, RocksDB's own pace while it is behind ([`engine_rate`]).
     fn rate_now(&self) -> Option<f64> {
         let active = self.active_bytes.load(Ordering::Relaxed);
         let running = self.frozen_held.load(Ordering::Relaxed);
-        let rate = if running && self.last_failure.lock().is_some() {
+        let engine = match self.engine_rate.load(Ordering::Relaxed) {
+            0 => None,
+            bits => Some(f64::from_bits(bits)),
+        };
+        let memory = if (running || engine.is_some()) && self.last_failure.lock().is_some() {
             // The disk fails rather than lags: writers go on to the limit and get its error.
-            None
+            return self.show_rate(None);
         } else if running {
             let pace = self.pace.lock();
             pace.running.and_then(|(since, frozen)| {
@@ -444,6 +570,14 @@ impl Tier {
         } else {
             None
         };
+        self.show_rate(match (memory, engine) {
+            (Some(memory), Some(engine)) => Some(memory.min(engine)),
+            (memory, engine) => memory.or(engine),
+        })
+    }
+
+    /// Keeps `rate` for INFO (`strata_tier_delayed_write_rate`) and returns it.
+    fn show_rate(&self, rate: Option<f64>) -> Option<f64> {
         let shown = rate.map_or(0, |r| r as u64);
         if self.stats.write_rate.load(Ordering::Relaxed) != shown {
             self.stats.write_rate.store(shown, Ordering::Relaxed);
@@ -594,9 +728,19 @@ impl Tier {
                 let next = self.spare.lock().take().unwrap_or_default();
                 let frozen = std::mem::replace(&mut layers.active, Arc::new(RwLock::new(next)));
                 let bytes = frozen.read().bytes();
-                self.pace.lock().running = Some((Instant::now(), bytes));
+                let filling = self.dirty_since.lock().take();
+                {
+                    let mut pace = self.pace.lock();
+                    let now = Instant::now();
+                    pace.running = Some((now, bytes));
+                    // The rate writers filled a layer at, from a full one (a small one was
+                    // written slowly or not for long: no sign of what writers can do).
+                    let took = filling.map_or(0.0, |t| (now - t).as_secs_f64());
+                    if bytes >= self.dirty_limit / 2 && took > 0.0 {
+                        pace.incoming = Some(bytes as f64 / took);
+                    }
+                }
                 layers.frozen = Some(frozen.clone());
-                *self.dirty_since.lock() = None;
                 self.dirty.store(false, Ordering::Relaxed);
                 self.active_bytes.store(0, Ordering::Relaxed);
                 self.frozen_held.store(true, Ordering::Relaxed);
@@ -631,12 +775,12 @@ impl Tier {
             write_layer(db, families, (files, how), &self.dir, &layer, offset)?
         };
         phases.mark("tables");
-        for (_, name) in families {
-            if let Some(cf) = db.cf_handle(name) {
-                db.flush_cf(cf)?;
-            }
-        }
+        // RocksDB holds the table files durably already; what went through memtables (with
+        // RocksDB's log off) is durable once they are flushed, and only then may the log
+        // segments go.
+        flush_memtables(db, families, &written.memtables)?;
         phases.mark("flush");
+        let written = written.bytes;
         log.drop_through(ended)?;
         phases.mark("log retire");
         if let Some(retire) = self.retire.get() {
@@ -702,6 +846,49 @@ impl Tier {
         let _ = self.files.set((families, how));
     }
 
+    /// Paces writers against these limits of RocksDB's ([`engine_rate`]). Set once, when the
+    /// families' options are known.
+    pub(crate) fn pace_against(&self, limits: EngineLimits) {
+        let _ = self.engine_limits.set(limits);
+    }
+
+    /// Reads RocksDB's backlog (level-0 files, pending compaction bytes) and sets the rate
+    /// writers are paced at for it ([`engine_rate`]). Called by the checkpointer thread, after
+    /// each checkpoint and at least once a second.
+    pub(crate) fn sample_engine(&self, db: &DB, families: &Families) {
+        let mut now = EngineSignals::default();
+        for (_, name) in families {
+            let Some(cf) = db.cf_handle(name) else {
+                continue;
+            };
+            let get = |p: &str| db.property_int_value_cf(cf, p).ok().flatten().unwrap_or(0);
+            now.l0_files = now.l0_files.max(get("rocksdb.num-files-at-level0"));
+            now.pending_bytes = now
+                .pending_bytes
+                .max(get("rocksdb.estimate-pending-compaction-bytes"));
+        }
+        self.pace_for_engine(now);
+    }
+
+    /// Sets the rate writers are paced at for RocksDB's backlog `now` ([`engine_rate`]).
+    fn pace_for_engine(&self, now: EngineSignals) {
+        let limits = self.engine_limits.get().copied().unwrap_or_default();
+        let mut engine = self.engine.lock();
+        let was = engine.rate.map(|rate| (rate, engine.last));
+        if was.is_none() {
+            // Writers' own rate when RocksDB fell behind (a dirty limit a second before any
+            // full layer was timed).
+            engine.ceiling = self.pace.lock().incoming.unwrap_or(self.dirty_limit as f64);
+        }
+        engine.rate = engine_rate(was, now, &limits, engine.ceiling);
+        engine.last = now;
+        self.engine_rate
+            .store(engine.rate.map_or(0, f64::to_bits), Ordering::Relaxed);
+        self.stats
+            .engine_write_rate
+            .store(engine.rate.map_or(0, |r| r as u64), Ordering::Relaxed);
+    }
+
     /// From now on, each checkpoint calls `retire` with the layer it wrote, after RocksDB holds
     /// it and before readers stop seeing it. Set once.
     pub(crate) fn on_retire(&self, retire: Retire) {
@@ -732,6 +919,7 @@ impl Tier {
                 if tier.stop.load(Ordering::Acquire) {
                     return;
                 }
+                tier.sample_engine(&db, &families);
                 let old = tier
                     .dirty_since
                     .lock()
@@ -744,7 +932,11 @@ impl Tier {
                 if let Err(e) = tier.checkpoint(&db, &families, |_| Ok(())) {
                     eprintln!("strata: write-back checkpoint failed (retrying in 1 s): {e}");
                     std::thread::sleep(Duration::from_secs(1));
-                } else if let Some(log) = &tier.log {
+                    continue;
+                }
+                // The checkpoint's table files are in level 0 now.
+                tier.sample_engine(&db, &families);
+                if let Some(log) = &tier.log {
                     // The next checkpoint's segment, made now: the swap then waits for nothing
                     // while writers fill the active layer past the limit.
                     if let Err(e) = log.prepare_next() {
@@ -835,8 +1027,18 @@ impl TierView<'_> {
     }
 }
 
+/// What [`write_layer`] wrote.
+struct Written {
+    /// Bytes of batches and table files.
+    bytes: usize,
+    /// The families it wrote batches to (with RocksDB's log off: not durable until their
+    /// memtables are flushed). The families whose points went in as table files only are not
+    /// among them.
+    memtables: Vec<u32>,
+}
+
 /// Writes `layer` to RocksDB with its log off, and `offset` (the offset of the layer's last
-/// write) at [`OFFSET_KEY`]; returns the bytes written.
+/// write) at [`OFFSET_KEY`].
 fn write_layer(
     db: &DB,
     families: &Families,
@@ -844,7 +1046,7 @@ fn write_layer(
     dir: &Path,
     layer: &Layer,
     offset: u64,
-) -> Result<usize> {
+) -> Result<Written> {
     let mut wo = WriteOptions::default();
     wo.disable_wal(true);
     let handle = |id: u32| {
@@ -863,10 +1065,14 @@ fn write_layer(
         }
         Ok(())
     };
+    let mut memtables = vec![0];
     for (cf, fam) in layer.families() {
         let h = handle(cf)?;
         for (from, to) in &fam.ranges {
             batch.delete_range_cf(h, from, to);
+        }
+        if !fam.ranges.is_empty() && !memtables.contains(&cf) {
+            memtables.push(cf);
         }
     }
     flush(&mut batch, true)?;
@@ -905,6 +1111,9 @@ fn write_layer(
             ingested += ingest(db, h, opts, &path, &points)?;
             continue;
         }
+        if !memtables.contains(&cf) {
+            memtables.push(cf);
+        }
         for (k, v) in points {
             match &v.value {
                 Some(v) => batch.put_cf(h, k, v),
@@ -916,7 +1125,67 @@ fn write_layer(
     }
     batch.put_cf(handle(0)?, OFFSET_KEY, offset.to_le_bytes());
     flush(&mut batch, true)?;
-    Ok(written + ingested)
+    Ok(Written {
+        bytes: written + ingested,
+        memtables,
+    })
+}
+
+/// Flushes the memtables of the families `ids` (of `families`) and waits for the flushes, with
+/// `allow_write_stall`: RocksDB's manual flush otherwise first waits until one more level-0
+/// file would not put the family at its slowdown trigger, before it even looks at the memtable
+/// (`WaitUntilFlushWouldNotStallWrites`), and with compaction behind that wait was the whole
+/// of checkpoints of 8-20 s. Letting the flush stall writes stalls only RocksDB's own writers,
+/// which under the tier are the checkpointer's small batches (and the rare writes that bypass
+/// the tier, which RocksDB would slow all the same); the tier's writers are paced from the same
+/// signals instead ([`engine_rate`]). (The `rocksdb` crate does not expose the option: the C
+/// API's `rocksdb_flushoptions_set_allow_write_stall`.)
+fn flush_memtables(db: &DB, families: &Families, ids: &[u32]) -> Result<()> {
+    use librocksdb_sys as ffi;
+    use rocksdb::{AsColumnFamilyRef, AsRawPtr};
+
+    /// The C API's flush options, destroyed on every way out.
+    struct FlushOptions(*mut ffi::rocksdb_flushoptions_t);
+    impl Drop for FlushOptions {
+        fn drop(&mut self) {
+            // SAFETY: made by `rocksdb_flushoptions_create`, destroyed once, here.
+            unsafe { ffi::rocksdb_flushoptions_destroy(self.0) }
+        }
+    }
+    // SAFETY: the C API's constructor and setters of a flush options object it owns.
+    let opts = FlushOptions(unsafe { ffi::rocksdb_flushoptions_create() });
+    if opts.0.is_null() {
+        return Err(Error::Storage("cannot make RocksDB flush options".into()));
+    }
+    // SAFETY: `opts.0` is a live flush options object (checked non-null above).
+    unsafe {
+        ffi::rocksdb_flushoptions_set_wait(opts.0, 1);
+        ffi::rocksdb_flushoptions_set_allow_write_stall(opts.0, 1);
+    }
+    for id in ids {
+        let Some(cf) = families
+            .iter()
+            .find(|(i, _)| i == id)
+            .and_then(|(_, name)| db.cf_handle(name))
+        else {
+            return Err(Error::Storage(format!(
+                "write-back tier: no column family {id}"
+            )));
+        };
+        let mut err: *mut std::ffi::c_char = std::ptr::null_mut();
+        // SAFETY: `db` and `cf` outlive the call; `err` is set to a string RocksDB allocated,
+        // or left null.
+        unsafe { ffi::rocksdb_flush_cf(db.as_raw_ptr(), opts.0, cf.inner(), &mut err) };
+        if !err.is_null() {
+            // SAFETY: a NUL-terminated string from RocksDB, freed once with its allocator.
+            let why = unsafe { std::ffi::CStr::from_ptr(err) }
+                .to_string_lossy()
+                .into_owned();
+            unsafe { ffi::rocksdb_free(err.cast()) };
+            return Err(Error::Storage(format!("flush of {id}: {why}")));
+        }
+    }
+    Ok(())
 }
 
 /// Whether a table file of family `name` among `live` overlaps the key range of `points` (in
@@ -951,6 +1220,16 @@ fn ingest(
     path: &Path,
     points: &[(&[u8], &crate::layer::Point)],
 ) -> Result<usize> {
+    // RocksDB moves a file in by linking it under its new name, and removes this name only after
+    // the ingestion: a crash in between leaves this name linked to a live table file, and
+    // writing the next checkpoint's file through it overwrote that table (after a kill -9 its
+    // index failed its checksum, tests/python/test_crash.py). Unlinking the name leaves the
+    // table whole.
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::Io(format!("{}: {e}", path.display()))),
+    }
     let mut file = SstFileWriter::create(opts);
     file.open(path)?;
     for (k, v) in points {
@@ -969,7 +1248,9 @@ fn ingest(
 
 #[cfg(test)]
 mod tests {
-    use super::{paced_rate, Families, Tier};
+    use super::{
+        engine_rate, paced_rate, EngineLimits, EngineSignals, Families, Tier, ENGINE_MIN_RATE,
+    };
     use crate::pending;
     use rocksdb::DB;
     use std::sync::atomic::Ordering;
@@ -1071,6 +1352,234 @@ mod tests {
         assert_eq!(at(500, 60_000), Some(500.0 / 60.0));
         // Nothing learned yet (the first checkpoint): not paced; writers stop at the limit.
         assert_eq!(paced_rate(500, limit, None, Duration::from_secs(2)), None);
+    }
+
+    #[test]
+    fn the_engine_rate_slows_as_level_0_nears_the_stop_and_recovers_as_it_drains() {
+        let limits = EngineLimits::default(); // 20 and 36 files; 64 and 256 GB
+        let ceiling = 10e6;
+        let l0 = |files| EngineSignals {
+            l0_files: files,
+            pending_bytes: 1 << 30,
+        };
+        // RocksDB is not behind: not paced, whatever was before.
+        assert_eq!(engine_rate(None, l0(19), &limits, ceiling), None);
+        assert_eq!(
+            engine_rate(Some((1e6, l0(25))), l0(19), &limits, ceiling),
+            None
+        );
+        // At the slowdown trigger: paced, at 0.8 of the writers' own rate.
+        let first = engine_rate(None, l0(20), &limits, ceiling);
+        assert_eq!(first, Some(8e6));
+        // Another level-0 file: slower by 0.8; the same signals again: as it was.
+        let at =
+            |rate, before, now| engine_rate(Some((rate, l0(before))), l0(now), &limits, ceiling);
+        assert_eq!(at(8e6, 20, 21), Some(6.4e6));
+        assert_eq!(at(8e6, 21, 21), Some(8e6));
+        // Within two files of the stop (36): slower by 0.6 each time.
+        assert_eq!(at(8e6, 33, 34), Some(4.8e6));
+        assert_eq!(at(8e6, 35, 40), Some(4.8e6));
+        // Level 0 drains: faster by 1.25, but never past the ceiling.
+        assert_eq!(at(4e6, 30, 25), Some(5e6));
+        assert_eq!(at(9e6, 30, 25), Some(ceiling));
+        // As many files, more compaction behind: slower; less: faster.
+        let pending = |bytes| EngineSignals {
+            l0_files: 22,
+            pending_bytes: bytes,
+        };
+        let grew = engine_rate(
+            Some((8e6, pending(1 << 30))),
+            pending(2 << 30),
+            &limits,
+            ceiling,
+        );
+        assert_eq!(grew, Some(6.4e6));
+        let shrank = engine_rate(
+            Some((8e6, pending(2 << 30))),
+            pending(1 << 30),
+            &limits,
+            ceiling,
+        );
+        assert_eq!(shrank, Some(1e7));
+        // Slowed again and again, never below RocksDB's minimum: slowed, not stopped.
+        let mut rate = first;
+        for files in 21..60 {
+            rate = at(rate.unwrap_or(0.0), files - 1, files);
+        }
+        assert_eq!(rate, Some(ENGINE_MIN_RATE));
+        // Compaction past the soft limit paces with few level-0 files; near the hard limit, by 0.6.
+        let backlog = |gb: u64| EngineSignals {
+            l0_files: 2,
+            pending_bytes: gb << 30,
+        };
+        assert_eq!(engine_rate(None, backlog(63), &limits, ceiling), None);
+        assert_eq!(engine_rate(None, backlog(64), &limits, ceiling), Some(8e6));
+        assert_eq!(engine_rate(None, backlog(220), &limits, ceiling), Some(6e6));
+    }
+
+    #[test]
+    fn writers_are_paced_while_rocksdb_is_behind_and_not_after() -> R {
+        let dir = tempfile::tempdir()?;
+        let tier = Tier::open(dir.path(), false, 1 << 20, false)?;
+        let behind = EngineSignals {
+            l0_files: 20,
+            pending_bytes: 0,
+        };
+        // No checkpoint runs and the layer is far below its limit: only RocksDB's backlog
+        // paces the writers (at 0.8 of a dirty limit per second: no layer was timed yet).
+        tier.pace_for_engine(behind);
+        assert_eq!(tier.rate_now(), Some(0.8 * (1 << 20) as f64));
+        for i in 0..64 {
+            write(&tier, format!("k{i}").as_bytes(), &[b'v'; 1024])?;
+        }
+        let delayed = tier.stats.delayed_writes.load(Ordering::Relaxed);
+        assert!(delayed > 0, "64 KB at 0.8 MB/s went through unpaced");
+        assert!(tier.stats.write_rate.load(Ordering::Relaxed) > 0);
+        assert_eq!(
+            tier.stats.engine_write_rate.load(Ordering::Relaxed),
+            (0.8 * (1 << 20) as f64) as u64
+        );
+        // Level 0 drained below the slowdown trigger: writers go at full speed again.
+        tier.pace_for_engine(EngineSignals {
+            l0_files: 4,
+            pending_bytes: 0,
+        });
+        assert_eq!(tier.rate_now(), None);
+        assert_eq!(tier.stats.engine_write_rate.load(Ordering::Relaxed), 0);
+        for i in 0..64 {
+            write(&tier, format!("j{i}").as_bytes(), &[b'v'; 1024])?;
+        }
+        assert_eq!(tier.stats.delayed_writes.load(Ordering::Relaxed), delayed);
+        Ok(())
+    }
+
+    #[test]
+    fn a_checkpoint_does_not_wait_on_a_family_it_only_moved_table_files_into() -> R {
+        use std::sync::atomic::AtomicBool;
+        let dir = tempfile::tempdir()?;
+        let mut opts = rocksdb::Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        // The `data` family: a compaction at two level-0 files, writes slowed at three, and a
+        // compaction that cannot end while `held` (its filter waits): level 0 stays at two
+        // files, so RocksDB's manual flush of `data` without `allow_write_stall` would wait
+        // for that compaction (one more file would reach the slowdown trigger) forever.
+        let held = Arc::new(AtomicBool::new(true));
+        let mut data_opts = rocksdb::Options::default();
+        data_opts.set_level_zero_file_num_compaction_trigger(2);
+        data_opts.set_level_zero_slowdown_writes_trigger(3);
+        data_opts.set_level_zero_stop_writes_trigger(100);
+        let hold = held.clone();
+        data_opts.set_compaction_filter("held", move |_, _: &[u8], _: &[u8]| {
+            while hold.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            rocksdb::CompactionDecision::Keep
+        });
+        let cfs = vec![
+            rocksdb::ColumnFamilyDescriptor::new("default", rocksdb::Options::default()),
+            rocksdb::ColumnFamilyDescriptor::new("data", data_opts),
+        ];
+        let db = Arc::new(DB::open_cf_descriptors(&opts, dir.path().join("db"), cfs)?);
+        let outcome = (|| -> R {
+            let data = db.cf_handle("data").ok_or("no data family")?;
+            // Two files over the same keys: their compaction must merge them (files that did
+            // not overlap would be moved down whole, without the filter).
+            for _ in 0..2 {
+                db.put_cf(data, b"a", b"old")?;
+                db.put_cf(data, b"z", b"old")?;
+                db.flush_cf(data)?;
+            }
+            let mut probe = crate::storage::new_batch();
+            probe.put_cf(data, b"", b"");
+            let id = match pending::decode_batch(probe.data())?.1.first() {
+                Some(pending::BatchOp::Put { cf, .. }) => *cf,
+                _ => return Err("no family id".into()),
+            };
+            let tier = Arc::new(Tier::open(dir.path(), false, 1 << 20, false)?);
+            tier.write_files_for(
+                vec![super::FileFamily {
+                    id,
+                    bottom: rocksdb::Options::default(),
+                    upper: rocksdb::Options::default(),
+                }],
+                super::FileCompression::Bottom,
+            );
+            let mut batch = crate::storage::new_batch();
+            batch.put_cf(data, b"c", b"new");
+            let (_, ops) = pending::decode_batch(batch.data())?;
+            tier.write(batch.data(), &ops, None)?;
+
+            // The checkpoint on another thread: a wait fails the test instead of hanging it.
+            let families: Families = vec![(0, "default".to_string()), (id, "data".to_string())];
+            let (tx, rx) = mpsc::channel();
+            let (t, d) = (tier.clone(), db.clone());
+            std::thread::spawn(move || {
+                let _ = tx.send(t.checkpoint(&d, &families, Ok).map_err(|e| e.to_string()));
+            });
+            let offset = rx
+                .recv_timeout(Duration::from_secs(60))
+                .map_err(|_| "the checkpoint waited 60 s for RocksDB's level 0")??;
+            assert!(offset > 0);
+            assert_eq!(db.get_cf(data, b"c")?.as_deref(), Some(&b"new"[..]));
+            assert_eq!(tier.dirty_bytes(), (0, 0));
+            Ok(())
+        })();
+        // Let the compaction end, or the database could not close.
+        held.store(false, Ordering::Release);
+        outcome
+    }
+
+    #[test]
+    fn a_checkpoint_file_name_left_linked_to_a_live_table_by_a_crash_does_not_overwrite_it() -> R {
+        let dir = tempfile::tempdir()?;
+        let mut opts = rocksdb::Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        let path = dir.path().join("db");
+        let db = DB::open_cf(&opts, &path, ["default", "data"])?;
+        let data = db.cf_handle("data").ok_or("no data family")?;
+        let mut probe = crate::storage::new_batch();
+        probe.put_cf(data, b"", b"");
+        let id = match pending::decode_batch(probe.data())?.1.first() {
+            Some(pending::BatchOp::Put { cf, .. }) => *cf,
+            _ => return Err("no family id".into()),
+        };
+        let tier = Tier::open(dir.path(), false, 1 << 20, false)?;
+        tier.write_files_for(
+            vec![super::FileFamily {
+                id,
+                bottom: rocksdb::Options::default(),
+                upper: rocksdb::Options::default(),
+            }],
+            super::FileCompression::Bottom,
+        );
+        let families: Families = vec![(0, "default".to_string()), (id, "data".to_string())];
+        let put = |k: &[u8], v: &[u8]| -> crate::error::Result<()> {
+            let mut batch = crate::storage::new_batch();
+            batch.put_cf(data, k, v);
+            let (_, ops) = pending::decode_batch(batch.data())?;
+            tier.write(batch.data(), &ops, None)
+        };
+        put(b"a", b"first")?;
+        tier.checkpoint(&db, &families, |_| Ok(()))?;
+        // As a crash after RocksDB linked the file in and before it removed the old name.
+        let live = db.live_files()?;
+        let table = live
+            .iter()
+            .find(|f| f.column_family_name == "data")
+            .ok_or("no table file in data")?;
+        let table = path.join(table.name.trim_start_matches('/'));
+        let left = dir.path().join(format!("tier-checkpoint-{id}.sst.tmp"));
+        std::fs::hard_link(&table, &left)?;
+        put(b"b", b"second")?;
+        tier.checkpoint(&db, &families, |_| Ok(()))?;
+        drop(db);
+        let db = DB::open_cf(&opts, &path, ["default", "data"])?;
+        let data = db.cf_handle("data").ok_or("no data family")?;
+        assert_eq!(db.get_cf(data, b"a")?.as_deref(), Some(&b"first"[..]));
+        assert_eq!(db.get_cf(data, b"b")?.as_deref(), Some(&b"second"[..]));
+        Ok(())
     }
 
     #[test]

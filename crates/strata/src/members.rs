@@ -33,12 +33,13 @@ impl Db {
         };
         let mut batch = crate::storage::new_batch();
         let cf = self.storage().cf(CF_DATA);
-        let existed = self.subs_exist(key, &c, subs)?;
+        let (sub_keys, existed) = self.sub_keys_existing(key, &c, subs)?;
+        // One sub-key (the usual HDEL or SREM) cannot repeat: no set of those seen.
         let mut gone: HashSet<&[u8]> = HashSet::new();
         let mut removed = 0;
-        for (sub, existed) in subs.iter().zip(existed) {
-            if existed && gone.insert(*sub) {
-                batch.delete_cf(cf, self.sub_key(key, &c, sub));
+        for ((sub, sub_key), existed) in subs.iter().zip(&sub_keys).zip(existed) {
+            if existed && (subs.len() == 1 || gone.insert(*sub)) {
+                batch.delete_cf(cf, sub_key);
                 removed += 1;
             }
         }
@@ -68,12 +69,24 @@ impl Db {
         c: &CollectionMeta,
         subs: &[&[u8]],
     ) -> Result<Vec<bool>> {
-        if c.len == 0 {
-            return Ok(vec![false; subs.len()]);
-        }
-        let s = self.storage();
+        Ok(self.sub_keys_existing(key, c, subs)?.1)
+    }
+
+    /// The `data` keys of `subs` in collection `c`, and which of them exist (as
+    /// [`Db::subs_exist`]), so that a writer puts or deletes the keys it looked up without
+    /// building them again.
+    pub(crate) fn sub_keys_existing(
+        &self,
+        key: &[u8],
+        c: &CollectionMeta,
+        subs: &[&[u8]],
+    ) -> Result<(Vec<Vec<u8>>, Vec<bool>)> {
         let sub_keys: Vec<Vec<u8>> = subs.iter().map(|m| self.sub_key(key, c, m)).collect();
-        s.multi_exists(CF_DATA, &sub_keys)
+        if c.len == 0 {
+            return Ok((sub_keys, vec![false; subs.len()]));
+        }
+        let existed = self.storage().multi_exists(CF_DATA, &sub_keys)?;
+        Ok((sub_keys, existed))
     }
 
     /// One page of a collection scan: visits up to `count` sub-keys after the position cursor

@@ -119,14 +119,15 @@ impl Db {
     pub fn sadd(&self, key: &[u8], members: &[&[u8]]) -> Result<u64> {
         let _g = self.inner.locks.lock_one(self.index, key);
         let mut c = self.load_or_new_collection(key, KeyType::Set)?;
-        let existed = self.subs_exist(key, &c, members)?;
+        let (sub_keys, existed) = self.sub_keys_existing(key, &c, members)?;
         let mut batch = crate::storage::new_batch();
         let cf = self.storage().cf(CF_DATA);
+        // One member (the usual SADD) cannot repeat: no set of those seen.
         let mut seen: HashSet<&[u8]> = HashSet::new();
         let mut added = 0;
-        for (m, existed) in members.iter().zip(existed) {
-            if !existed && seen.insert(*m) {
-                batch.put_cf(cf, self.sub_key(key, &c, m), []);
+        for ((m, sub_key), existed) in members.iter().zip(&sub_keys).zip(existed) {
+            if !existed && (members.len() == 1 || seen.insert(*m)) {
+                batch.put_cf(cf, sub_key, []);
                 added += 1;
             }
         }

@@ -8,6 +8,8 @@
 
 use std::collections::HashSet;
 
+use smallvec::SmallVec;
+
 use crate::collection::CollectionMeta;
 use crate::db::Db;
 use crate::error::Result;
@@ -22,6 +24,10 @@ const EXACT_SAMPLE_MAX: u64 = 1024;
 
 /// A sub-key (hash field, set member) with its value (empty for sets).
 pub(crate) type Entry = (Vec<u8>, Vec<u8>);
+
+/// The `data` keys of a command's sub-keys: most commands name one (SADD, HSET, SREM of one
+/// member), kept without a second allocation.
+pub(crate) type SubKeys = SmallVec<[Vec<u8>; 1]>;
 
 impl Db {
     /// HDEL / SREM: deletes the given members of the hash or set at `key` in one batch and returns
@@ -80,8 +86,8 @@ impl Db {
         key: &[u8],
         c: &CollectionMeta,
         subs: &[&[u8]],
-    ) -> Result<(Vec<Vec<u8>>, Vec<bool>)> {
-        let sub_keys: Vec<Vec<u8>> = subs.iter().map(|m| self.sub_key(key, c, m)).collect();
+    ) -> Result<(SubKeys, Vec<bool>)> {
+        let sub_keys: SubKeys = subs.iter().map(|m| self.sub_key(key, c, m)).collect();
         if c.len == 0 {
             return Ok((sub_keys, vec![false; subs.len()]));
         }

@@ -62,7 +62,9 @@ impl Db {
         key: &[u8],
         kind: KeyType,
     ) -> Result<Option<CollectionMeta>> {
-        match self.live_meta_of(key, kind)? {
+        // Decoded where the record lies (no copy of the raw record first).
+        match self.with_live_record(key, Meta::decode)?.transpose()? {
+            Some(m) if m.kind != kind => Err(Error::WrongType),
             Some(m) => Ok(Some(CollectionMeta::from_meta(m)?)),
             None => Ok(None),
         }

@@ -114,6 +114,7 @@ impl Order {
 type Take<'a> = dyn FnMut(&[u8], Option<&[u8]>) -> Option<bool> + 'a;
 
 /// Where a key of a [`Points`] would be.
+#[derive(Clone, Copy)]
 enum Side {
     /// At or after the tail's first key: in the tail or nowhere.
     Tail,
@@ -151,7 +152,12 @@ impl Points {
     }
 
     fn get_mut(&mut self, key: &[u8]) -> Option<&mut Point> {
-        match self.side(key) {
+        self.get_mut_at(self.side(key), key)
+    }
+
+    /// [`Points::get_mut`] of a key whose side is known.
+    fn get_mut_at(&mut self, side: Side, key: &[u8]) -> Option<&mut Point> {
+        match side {
             Side::Tail => self.tail_find(key).map(|i| &mut self.tail[i].1),
             Side::Above => None,
             Side::Map => self.map.get_mut(key),
@@ -159,8 +165,15 @@ impl Points {
     }
 
     /// Adds a write to `key`, which the points do not hold.
+    #[cfg(test)]
     fn insert(&mut self, key: &[u8], point: Point) {
-        match self.side(key) {
+        self.insert_at(self.side(key), key, point)
+    }
+
+    /// [`Points::insert`] of a key whose side is known (nothing changed the points since it
+    /// was found).
+    fn insert_at(&mut self, side: Side, key: &[u8], point: Point) {
+        match side {
             Side::Tail => {
                 if self.tail.back().is_some_and(|(b, _)| key > &**b) {
                     self.tail.push_back((key.into(), point));
@@ -551,7 +564,9 @@ impl Layer {
         f.changed();
         let added = charge(key, value);
         // Replacing keeps the map's key, and the old value's memory when the new one fits in it.
-        match f.points.get_mut(key) {
+        // Where the key would be is worked out once, for the lookup and for the insert.
+        let side = f.points.side(key);
+        match f.points.get_mut_at(side, key) {
             Some(old) => {
                 self.bytes = self.bytes.saturating_sub(charge(key, old.value.as_deref())) + added;
                 old.cold = cold;
@@ -565,7 +580,7 @@ impl Layer {
             }
             None => {
                 let value = value.map(<[u8]>::to_vec);
-                f.points.insert(key, Point { value, cold });
+                f.points.insert_at(side, key, Point { value, cold });
                 self.bytes += added;
             }
         }

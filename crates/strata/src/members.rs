@@ -8,6 +8,8 @@
 
 use std::collections::HashSet;
 
+use smallvec::SmallVec;
+
 use crate::collection::CollectionMeta;
 use crate::db::Db;
 use crate::error::Result;
@@ -23,6 +25,10 @@ const EXACT_SAMPLE_MAX: u64 = 1024;
 /// A sub-key (hash field, set member) with its value (empty for sets).
 pub(crate) type Entry = (Vec<u8>, Vec<u8>);
 
+/// The `data` keys of a command's sub-keys: most commands name one (SADD, HSET, SREM of one
+/// member), kept without a second allocation.
+pub(crate) type SubKeys = SmallVec<[Vec<u8>; 1]>;
+
 impl Db {
     /// HDEL / SREM: deletes the given members of the hash or set at `key` in one batch and returns
     /// how many existed (repeats count once); the key goes away with its last member.
@@ -33,12 +39,13 @@ impl Db {
         };
         let mut batch = crate::storage::new_batch();
         let cf = self.storage().cf(CF_DATA);
-        let existed = self.subs_exist(key, &c, subs)?;
+        let (sub_keys, existed) = self.sub_keys_existing(key, &c, subs)?;
+        // One sub-key (the usual HDEL or SREM) cannot repeat: no set of those seen.
         let mut gone: HashSet<&[u8]> = HashSet::new();
         let mut removed = 0;
-        for (sub, existed) in subs.iter().zip(existed) {
-            if existed && gone.insert(*sub) {
-                batch.delete_cf(cf, self.sub_key(key, &c, sub));
+        for ((sub, sub_key), existed) in subs.iter().zip(&sub_keys).zip(existed) {
+            if existed && (subs.len() == 1 || gone.insert(*sub)) {
+                batch.delete_cf(cf, sub_key);
                 removed += 1;
             }
         }
@@ -68,12 +75,24 @@ impl Db {
         c: &CollectionMeta,
         subs: &[&[u8]],
     ) -> Result<Vec<bool>> {
+        Ok(self.sub_keys_existing(key, c, subs)?.1)
+    }
+
+    /// The `data` keys of `subs` in collection `c`, and which of them exist (as
+    /// [`Db::subs_exist`]), so that a writer puts or deletes the keys it looked up without
+    /// building them again.
+    pub(crate) fn sub_keys_existing(
+        &self,
+        key: &[u8],
+        c: &CollectionMeta,
+        subs: &[&[u8]],
+    ) -> Result<(SubKeys, Vec<bool>)> {
+        let sub_keys: SubKeys = subs.iter().map(|m| self.sub_key(key, c, m)).collect();
         if c.len == 0 {
-            return Ok(vec![false; subs.len()]);
+            return Ok((sub_keys, vec![false; subs.len()]));
         }
-        let s = self.storage();
-        let sub_keys: Vec<Vec<u8>> = subs.iter().map(|m| self.sub_key(key, c, m)).collect();
-        s.multi_exists(CF_DATA, &sub_keys)
+        let existed = self.storage().multi_exists(CF_DATA, &sub_keys)?;
+        Ok((sub_keys, existed))
     }
 
     /// One page of a collection scan: visits up to `count` sub-keys after the position cursor

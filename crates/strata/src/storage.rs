@@ -1398,6 +1398,15 @@ impl Storage {
         if misses.is_empty() {
             return Ok(out);
         }
+        // One key (SADD's member, HSET's field): a plain point read, which skips the multi-get's
+        // setup (sorting, per-batch contexts); no snapshot is taken for one key.
+        if let [k] = keys {
+            out[0] = self
+                .db
+                .get_pinned_cf_opt(self.cf(cf), k, &moment.read_options())?
+                .is_some();
+            return Ok(out);
+        }
         let wanted: Vec<&Vec<u8>> = misses.iter().map(|&i| &keys[i]).collect();
         let found =
             self.db

@@ -31,6 +31,7 @@
 //! RocksDB.
 
 use parking_lot::{Mutex, MutexGuard};
+use std::collections::hash_map::Entry as Slot;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -48,6 +49,10 @@ const ENTRY_OVERHEAD: usize = 64;
 const RUNS: usize = 32;
 /// How many of a retiring layer's points forget their run slots per lock of the runs.
 const RUN_FORGET_CHUNK: usize = 256;
+/// How many of a retiring layer's points are grouped by shard at a time ([`HotCache::take_layer`]).
+const TAKE_WINDOW: usize = 16 * 1024;
+/// How many of a retiring layer's points are cached or forgotten per lock of their shard.
+const TAKE_CHUNK: usize = 64;
 
 /// One cached record: key and value in one allocation, so a write costs one allocation.
 struct Entry {
@@ -101,6 +106,70 @@ struct Shard {
     /// Insertion order (key hashes) for eviction; may hold hashes already removed or re-inserted.
     order: VecDeque<u64>,
     bytes: usize,
+}
+
+impl Shard {
+    /// Caches `key`'s record `value` (which [`HotFamily::fits`]) under its hash `h`, then evicts
+    /// the oldest entries while the shard holds more than `budget` bytes.
+    fn put(&mut self, h: u64, family: u8, epoch: u32, key: &[u8], value: &[u8], budget: usize) {
+        // A record rewritten (a collection's metadata, a counter) takes its entry's memory again.
+        let reused = match self.map.get_mut(&h) {
+            Some(old)
+                if old.is(family, epoch, key)
+                    && crate::layer::fits(old.bytes.capacity(), key.len() + value.len()) =>
+            {
+                let before = old.charge();
+                old.bytes.truncate(key.len());
+                old.bytes.extend_from_slice(value);
+                Some((before, old.charge()))
+            }
+            _ => None,
+        };
+        if let Some((before, after)) = reused {
+            self.bytes = self.bytes - before + after;
+            return;
+        }
+        let mut bytes = Vec::with_capacity(key.len() + value.len());
+        bytes.extend_from_slice(key);
+        bytes.extend_from_slice(value);
+        let entry = Entry {
+            bytes,
+            // `fits` bounds the key length.
+            key_len: key.len() as u32,
+            family,
+            epoch,
+        };
+        self.bytes += entry.charge();
+        if let Some(old) = self.map.insert(h, entry) {
+            self.bytes -= old.charge();
+        } else {
+            self.order.push_back(h);
+        }
+        while self.bytes > budget {
+            let Some(victim) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(old) = self.map.remove(&victim) {
+                self.bytes -= old.charge();
+            }
+        }
+        // Hashes removed by invalidation stay in `order`; rebuild it before it outgrows the map.
+        if self.order.len() > 2 * self.map.len() + 1024 {
+            let live: VecDeque<u64> = self.map.keys().copied().collect();
+            self.order = live;
+        }
+    }
+
+    /// Forgets the entry of `key` (hash `h`) in family `family`. The slot may hold another key
+    /// with the same hash: that one stays.
+    fn remove(&mut self, h: u64, family: u8, key: &[u8]) {
+        if let Slot::Occupied(e) = self.map.entry(h) {
+            if e.get().family == family && e.get().key() == key {
+                let old = e.remove();
+                self.bytes -= old.charge();
+            }
+        }
+    }
 }
 
 /// Records of consecutive keys `prefix ++ index` (big-endian `u64`), `first..first + len`,
@@ -292,10 +361,41 @@ impl HotCache {
                     }
                 }
             }
-            for (key, point) in fam.points.iter() {
-                match &point.value {
-                    Some(v) if !point.cold => cache.put_entry(key, v),
-                    _ => cache.remove_entry(key),
+            self.take_points(cache, fam.points.iter());
+        }
+    }
+
+    /// Caches or forgets each of a retiring layer's points in family `cache`, a window of
+    /// [`TAKE_WINDOW`] points at a time grouped by shard: each shard is locked once per
+    /// [`TAKE_CHUNK`] of its points instead of once per point, and the probes of one chunk do
+    /// not wait on each other's cache misses (a lock between them would).
+    fn take_points<'a>(
+        &self,
+        cache: HotFamily<'_>,
+        points: impl Iterator<Item = (&'a [u8], &'a crate::layer::Point)>,
+    ) {
+        let epoch = cache.epoch();
+        let mut window: Vec<(u64, &[u8], Option<&[u8]>)> = Vec::with_capacity(TAKE_WINDOW);
+        let mut points = points.peekable();
+        while points.peek().is_some() {
+            window.clear();
+            for (key, point) in points.by_ref().take(TAKE_WINDOW) {
+                let value = match &point.value {
+                    Some(v) if !point.cold && cache.fits(key, v) => Some(v.as_slice()),
+                    _ => None,
+                };
+                window.push((hash_key(cache.family, key), key, value));
+            }
+            window.sort_unstable_by_key(|&(h, _, _)| shard_of(h));
+            for same in window.chunk_by(|a, b| shard_of(a.0) == shard_of(b.0)) {
+                for chunk in same.chunks(TAKE_CHUNK) {
+                    let mut shard = self.shard(chunk[0].0);
+                    for &(h, key, value) in chunk {
+                        match value {
+                            Some(v) => shard.put(h, cache.family, epoch, key, v, self.shard_budget),
+                            None => shard.remove(h, cache.family, key),
+                        }
+                    }
                 }
             }
         }
@@ -423,66 +523,26 @@ impl HotFamily<'_> {
 
     /// [`HotFamily::put`] of the hashed entry alone (the caller forgot the runs' slot).
     fn put_entry(&self, key: &[u8], value: &[u8]) {
-        let cache = self.cache;
         if !self.enabled() {
             return;
         }
-        let Ok(key_len) = u32::try_from(key.len()) else {
-            self.remove(key);
-            return;
-        };
-        if key.len() + value.len() + ENTRY_OVERHEAD > cache.largest_entry() {
+        if !self.fits(key, value) {
             self.remove(key);
             return;
         }
         let h = hash_key(self.family, key);
         let epoch = self.epoch();
-        let mut shard = cache.shard(h);
-        // A record rewritten (a collection's metadata, a counter) takes its entry's memory again.
-        let reused = match shard.map.get_mut(&h) {
-            Some(old)
-                if old.is(self.family, epoch, key)
-                    && crate::layer::fits(old.bytes.capacity(), key.len() + value.len()) =>
-            {
-                let before = old.charge();
-                old.bytes.truncate(key.len());
-                old.bytes.extend_from_slice(value);
-                Some((before, old.charge()))
-            }
-            _ => None,
-        };
-        if let Some((before, after)) = reused {
-            shard.bytes = shard.bytes - before + after;
-            return;
-        }
-        let mut bytes = Vec::with_capacity(key.len() + value.len());
-        bytes.extend_from_slice(key);
-        bytes.extend_from_slice(value);
-        let entry = Entry {
-            bytes,
-            key_len,
-            family: self.family,
-            epoch,
-        };
-        shard.bytes += entry.charge();
-        if let Some(old) = shard.map.insert(h, entry) {
-            shard.bytes -= old.charge();
-        } else {
-            shard.order.push_back(h);
-        }
-        while shard.bytes > cache.shard_budget {
-            let Some(victim) = shard.order.pop_front() else {
-                break;
-            };
-            if let Some(old) = shard.map.remove(&victim) {
-                shard.bytes -= old.charge();
-            }
-        }
-        // Hashes removed by invalidation stay in `order`; rebuild it before it outgrows the map.
-        if shard.order.len() > 2 * shard.map.len() + 1024 {
-            let live: VecDeque<u64> = shard.map.keys().copied().collect();
-            shard.order = live;
-        }
+        let budget = self.cache.shard_budget;
+        self.cache
+            .shard(h)
+            .put(h, self.family, epoch, key, value, budget);
+    }
+
+    /// Whether a record may be cached: its key length fits an entry's `u32` and the whole
+    /// entry is at most [`HotCache::largest_entry`].
+    fn fits(&self, key: &[u8], value: &[u8]) -> bool {
+        u32::try_from(key.len()).is_ok()
+            && key.len() + value.len() + ENTRY_OVERHEAD <= self.cache.largest_entry()
     }
 
     /// Forgets a key (its record is about to change or has been deleted).
@@ -499,17 +559,7 @@ impl HotFamily<'_> {
             return;
         }
         let h = hash_key(self.family, key);
-        let mut shard = self.cache.shard(h);
-        // The slot may hold another key with the same hash: leave that one.
-        if shard
-            .map
-            .get(&h)
-            .is_some_and(|e| e.family == self.family && e.key() == key)
-        {
-            if let Some(old) = shard.map.remove(&h) {
-                shard.bytes -= old.charge();
-            }
-        }
+        self.cache.shard(h).remove(h, self.family, key);
     }
 
     /// Forgets every record of this family (a range deletion in it): O(1) for the entries, by a
@@ -822,6 +872,52 @@ mod tests {
         assert_eq!(c.get(&k2), Some(b"set".to_vec()));
         assert_eq!(c.get(&k6), None);
         assert_eq!(c.get(&item_key(1)), Some(b"v1".to_vec()));
+        Ok(())
+    }
+
+    #[test]
+    fn a_retired_layer_larger_than_a_window_caches_its_puts_and_forgets_the_rest(
+    ) -> crate::error::Result<()> {
+        use crate::pending::BatchOp;
+        let cache = HotCache::new(64 << 20);
+        let c = cache.family(0);
+        let n = TAKE_WINDOW * 2 + 77;
+        let key = |i: usize| format!("k{i}").into_bytes();
+        // Every key cached first, so that each kind of point has an entry to replace or forget.
+        for i in 0..n {
+            c.put(&key(i), b"old");
+        }
+        let big = vec![b'x'; cache.largest_entry()];
+        let mut layer = Layer::default();
+        for i in 0..n {
+            let k = key(i);
+            match i % 4 {
+                0 => layer.apply(&BatchOp::Put {
+                    cf: 5,
+                    key: &k,
+                    value: format!("v{i}").as_bytes(),
+                })?,
+                1 => layer.apply(&BatchOp::Delete { cf: 5, key: &k })?,
+                2 => layer.apply_marked(
+                    &BatchOp::Put {
+                        cf: 5,
+                        key: &k,
+                        value: b"cold",
+                    },
+                    true,
+                )?,
+                _ => layer.apply(&BatchOp::Put {
+                    cf: 5,
+                    key: &k,
+                    value: &big,
+                })?,
+            }
+        }
+        cache.take_layer(&layer, [5, 7]);
+        for i in 0..n {
+            let want = (i % 4 == 0).then(|| format!("v{i}").into_bytes());
+            assert_eq!(c.get(&key(i)), want, "key {i}");
+        }
         Ok(())
     }
 

@@ -113,21 +113,34 @@ pub static COMMANDS: &[CommandSpec] = &[
 fn pfadd(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
     let mut a = Args::new(argv);
     let key = a.key()?;
-    let elements = a.rest_slices();
-    let updated = ctx.session.db.pfadd(key, &elements)?;
+    // One element per call is the common case: the element list goes on the stack.
+    let rest = a.rest();
+    let mut few: [&[u8]; 4] = [&[]; 4];
+    let many: Vec<&[u8]>;
+    let elements: &[&[u8]] = if rest.len() <= few.len() {
+        for (slot, e) in few.iter_mut().zip(rest) {
+            *slot = e;
+        }
+        &few[..rest.len()]
+    } else {
+        many = rest.iter().map(|e| &e[..]).collect();
+        &many
+    };
+    let updated = ctx.session.db.pfadd(key, elements)?;
     if updated {
         ctx.notify(STRING, "pfadd", key);
     } else {
-        ctx.session.unchanged.push(key.clone());
+        // A copy of the key's bytes, not a handle on the request's: cloning the decoder's
+        // argument allocates its shared header and makes both handles' drops atomic.
+        ctx.session.unchanged.push(Bytes::copy_from_slice(key));
     }
     Ok(Frame::Integer(updated as i64))
 }
 
 fn pfcount(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
-    let keys = Args::new(argv).rest_slices();
     // Holding its key shared, a count that needs no write answers; one that must store the
     // cache asks to run again holding the key exclusively.
-    if let ([key], Hold::Shared) = (&keys[..], ctx.session.hold) {
+    if let ([_, key], Hold::Shared) = (argv, ctx.session.hold) {
         return match ctx.session.db.pfcount_without_writing(key)? {
             Some(card) => Ok(Frame::Integer(card as i64)),
             None => {
@@ -136,6 +149,7 @@ fn pfcount(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {
             }
         };
     }
+    let keys = Args::new(argv).rest_slices();
     let (card, refreshed) = ctx.session.db.pfcount_refreshing(&keys)?;
     if refreshed {
         // Redis signals the key modified when PFCOUNT rewrites its cache (a WATCH sees it).

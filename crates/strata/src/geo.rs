@@ -217,6 +217,13 @@ pub fn position(score: f64) -> (f64, f64) {
 
 /// The great-circle distance in metres between two positions, by Redis's haversine formula.
 pub fn distance(lon1: f64, lat1: f64, lon2: f64, lat2: f64) -> f64 {
+    distance_from(lon1, lat1, deg_rad(lat1).cos(), lon2, lat2)
+}
+
+/// [`distance`] with the cosine of the first latitude (in radians) worked out by the caller,
+/// once for a search's centre instead of once per candidate; the same operations in the same
+/// order, so the same bits.
+fn distance_from(lon1: f64, lat1: f64, cos_lat1: f64, lon2: f64, lat2: f64) -> f64 {
     let lon1r = deg_rad(lon1);
     let lon2r = deg_rad(lon2);
     let v = ((lon2r - lon1r) / 2.0).sin();
@@ -227,7 +234,7 @@ pub fn distance(lon1: f64, lat1: f64, lon2: f64, lat2: f64) -> f64 {
     let lat1r = deg_rad(lat1);
     let lat2r = deg_rad(lat2);
     let u = ((lat2r - lat1r) / 2.0).sin();
-    let a = u * u + lat1r.cos() * lat2r.cos() * v * v;
+    let a = u * u + cos_lat1 * lat2r.cos() * v * v;
     2.0 * EARTH_RADIUS_M * a.sqrt().asin()
 }
 
@@ -470,11 +477,16 @@ impl GeoQuery {
         out
     }
 
-    /// The position and distance (in metres) of a point with this score, if it is inside the
-    /// shape (`geoWithinShape`).
-    /// The point `member` at `score` when it lies inside the shape (its distance in metres).
-    fn point(&self, member: &[u8], score: f64) -> Option<GeoPoint> {
-        let (longitude, latitude, distance) = self.within(score)?;
+    /// The cosine of the centre's latitude, which every candidate's distance uses: worked out
+    /// once per search and passed to [`GeoQuery::point`].
+    fn cos_latitude(&self) -> f64 {
+        deg_rad(self.latitude).cos()
+    }
+
+    /// The point `member` at `score` when it lies inside the shape (its distance in metres);
+    /// `cos_lat` is [`GeoQuery::cos_latitude`].
+    fn point(&self, member: &[u8], score: f64, cos_lat: f64) -> Option<GeoPoint> {
+        let (longitude, latitude, distance) = self.within(score, cos_lat)?;
         Some(GeoPoint {
             member: member.to_vec(),
             score,
@@ -484,13 +496,24 @@ impl GeoQuery {
         })
     }
 
-    fn within(&self, score: f64) -> Option<(f64, f64, f64)> {
+    /// The position and distance (in metres) of a point with this score, if it is inside the
+    /// shape (`geoWithinShape`).
+    fn within(&self, score: f64, cos_lat: f64) -> Option<(f64, f64, f64)> {
         let (lon, lat) = position(score);
         let (x1, y1) = (self.longitude, self.latitude);
         let dist = match self.shape {
             Shape::Radius(r) => {
-                let d = distance(x1, y1, lon, lat);
-                if d > r * self.unit {
+                let limit = r * self.unit;
+                // The great-circle distance is never shorter than the distance along the
+                // meridian, so a point whose latitude alone puts it out of reach is left
+                // without the haversine's sines and arcsine (most of the cells' points outside
+                // the circle). The margin is far above either formula's rounding, so no point
+                // Redis keeps is left out here.
+                if lat_distance(y1, lat) > limit * (1.0 + 1e-9) + 1e-3 {
+                    return None;
+                }
+                let d = distance_from(x1, y1, cos_lat, lon, lat);
+                if d > limit {
                     return None;
                 }
                 d
@@ -503,7 +526,7 @@ impl GeoQuery {
                 if distance(lon, lat, x1, lat) > width_m / 2.0 {
                     return None;
                 }
-                distance(x1, y1, lon, lat)
+                distance_from(x1, y1, cos_lat, lon, lat)
             }
         };
         Some((lon, lat, dist))
@@ -767,6 +790,7 @@ impl Db {
         let limit = if q.any { q.count } else { 0 };
         let full = |found: &Vec<GeoPoint>| limit != 0 && found.len() as u64 >= limit;
         let mut found: Vec<GeoPoint> = Vec::new();
+        let cos_lat = q.cos_latitude();
         for &(min, max) in visit {
             if full(&found) {
                 break;
@@ -778,7 +802,7 @@ impl Db {
                 max_exclusive: true,
             };
             self.zset_visit(key, c, &ZRangeBy::Score(range), false, |m, s| {
-                if let Some(p) = q.point(m, s) {
+                if let Some(p) = q.point(m, s, cos_lat) {
                     found.push(p);
                 }
                 !full(&found)
@@ -820,6 +844,7 @@ impl Db {
         };
         let mut it = self.storage().iter(CF_ZSCORE, ro);
         let mut per_range: Vec<Vec<GeoPoint>> = vec![Vec::new(); visit.len()];
+        let cos_lat = q.cos_latitude();
         for (n, &(min, max)) in joined.iter().enumerate() {
             let start = at(min);
             // The previous walk stopped on the first sub-key at or past its end: at or past
@@ -838,7 +863,7 @@ impl Db {
                 if s >= max {
                     break;
                 }
-                if let Some(p) = q.point(m, s) {
+                if let Some(p) = q.point(m, s, cos_lat) {
                     let mut holders = visit
                         .iter()
                         .enumerate()
@@ -941,6 +966,45 @@ mod tests {
         // Same longitude: the meridian arc.
         let arc = distance(10.0, 0.0, 10.0, 1.0);
         assert_eq!(arc, EARTH_RADIUS_M * deg_rad(1.0));
+    }
+
+    #[test]
+    fn a_radius_search_keeps_exactly_the_points_the_haversine_keeps() {
+        // The latitude check that spares the haversine, and the centre's cosine worked out
+        // once, must keep and measure every point as Redis's formula alone does: points near
+        // the circle's edge (north, south, and in between), radius 0, the poles' limits.
+        let mut x: u64 = 7;
+        let mut rand = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let centres = [(13.36, 38.11), (0.0, 0.0), (-179.9, -84.9), (179.9, 84.9)];
+        for &(lon, lat) in &centres {
+            for radius_km in [0.0, 0.001, 1.0, 5.0, 300.0] {
+                let q = query(lon, lat, Shape::Radius(radius_km));
+                let cos_lat = q.cos_latitude();
+                let reach = (radius_km * 1000.0 / EARTH_RADIUS_M).to_degrees();
+                for _ in 0..3000 {
+                    let (dlon, dlat) = (rand() * 2.4 - 1.2, rand() * 2.4 - 1.2);
+                    let (plon, plat) = (lon + dlon * reach, lat + dlat * reach);
+                    let Some(s) = score(plon.clamp(-180.0, 180.0), plat.clamp(-85.0, 85.0)) else {
+                        continue;
+                    };
+                    let (px, py) = position(s);
+                    let d = distance(lon, lat, px, py);
+                    let want = (d <= radius_km * 1000.0).then_some((px, py, d));
+                    assert_eq!(q.within(s, cos_lat), want, "{lon} {lat} r={radius_km} {s}");
+                }
+                // The centre's own cell.
+                let s = score(lon, lat).expect("valid");
+                let (px, py) = position(s);
+                let d = distance(lon, lat, px, py);
+                let want = (d <= radius_km * 1000.0).then_some((px, py, d));
+                assert_eq!(q.within(s, cos_lat), want);
+            }
+        }
     }
 
     #[test]

@@ -1934,13 +1934,16 @@ mod tests {
             s.write(b)?;
         }
         s.checkpoint_tier()?;
-        let props = s
-            .db
-            .property_value_cf(s.cf(CF_DATA), "rocksdb.aggregated-table-properties")?
-            .ok_or("no table properties")?;
+        let props =
+            s.db.property_value_cf(s.cf(CF_DATA), "rocksdb.aggregated-table-properties")?
+                .ok_or("no table properties")?;
         let field = |name: &str| -> Option<u64> {
             let at = props.find(&format!("{name}="))? + name.len() + 1;
-            props[at..].split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+            props[at..]
+                .split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
         };
         let blocks = field("# data blocks").ok_or("no block count")?;
         let raw = field("raw key size").ok_or("no key size")?

@@ -306,6 +306,24 @@ fn checkpoint_file_compression() -> FileCompression {
     }
 }
 
+/// The options of the `data` family's checkpoint table files with another block size, for A/B
+/// runs only (issue 13): `STRATA_CHECKPOINT_BLOCK=<bytes>`, read at open; None (the family's
+/// own options, 4 KiB blocks) without it. Measured (docs/architecture.md, "Streams on the write
+/// path", seventh pass): 16 KiB blocks took about 30% off the checkpointer's CPU per XADD and
+/// 16.0 → 11.1 table bytes per stream entry (zstd's fixed cost per block), but HSET into one
+/// large hash cost ~35% more (its point reads of fields decompress 4× larger blocks from the
+/// level-0 files), so it is not the default.
+fn checkpoint_data_file_options(opts: &StorageOptions, cache: &Cache) -> Option<RocksOptions> {
+    let block = std::env::var("STRATA_CHECKPOINT_BLOCK")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&b| b > 0)?;
+    let (mut o, mut b) = cf_options(opts, cache, true);
+    b.set_block_size(block);
+    o.set_block_based_table_factory(&b);
+    Some(o)
+}
+
 fn cf_options(
     opts: &StorageOptions,
     cache: &Cache,
@@ -480,7 +498,14 @@ impl Storage {
 
         // A checkpoint of the write-back tier builds table files with each family's options,
         // and the same with the upper levels' compression for the last level too.
-        let file_options = [&meta_opts, &data_opts, &zscore_opts, &expire_opts].map(|o| {
+        let data_file_opts = checkpoint_data_file_options(opts, &cache);
+        let file_options = [
+            &meta_opts,
+            data_file_opts.as_ref().unwrap_or(&data_opts),
+            &zscore_opts,
+            &expire_opts,
+        ]
+        .map(|o| {
             let mut upper = o.clone();
             if opts.compression != Compression::None {
                 upper.set_bottommost_compression_type(rocks_compression(opts.compression));

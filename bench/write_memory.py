@@ -15,15 +15,22 @@ usage and page cache, and the server's own accounts from INFO (write-back tier l
 memtables, table readers, block cache usage and pinned part, mimalloc's committed bytes), then
 what is left (anonymous minus everything named). The run ends early if the server dies (the
 group's OOM killer: the kernel log's line is quoted).
+
+--trace MS starts the server with STRATA_TIER_TRACE=MS: its log then has a line, stamped with the
+time, for every checkpoint (with its phases), redo log sync, layer swap or write stopped at the
+memory bound that took MS or longer, and for every change of the engine's pace; after the run
+each interval with a stretch over 100 ms without a SET is printed with the lines of its time.
 """
 
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -171,6 +178,29 @@ def slow_checkpoints(path):
             f"{longest[0]} ms ({longest[1]})")
 
 
+def traced_stalls(rows, path, interval):
+    """Each interval with a stretch over 100 ms without a SET, with the server log's stamped
+    lines (--trace) from its time (and half a second either side)."""
+    stamped = []
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = re.match(r"strata: \[(\d+)\] (.*)", line.strip())
+                if m:
+                    stamped.append((int(m.group(1)) / 1000.0, m.group(2)))
+    except OSError:
+        pass
+    out = []
+    for r in rows:
+        if r["gap_ms"] <= 100:
+            continue
+        lo, hi = r["wall"] - interval - 0.5, r["wall"] + 0.5
+        out.append(f"  t={r['t']:.0f} s: stretch {r['gap_ms']:.0f} ms, pace {r['pace_mbps']:.1f} MB/s, "
+                   f"L0 {r['l0_files']:.0f}")
+        out += [f"      {w - r['wall']:+6.2f} s  {text}" for w, text in stamped if lo <= w <= hi]
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cgroup-mb", type=int, default=256)
@@ -184,7 +214,11 @@ def main():
     p.add_argument("--env", action="append", default=[], help="NAME=VALUE for the server (repeatable)")
     p.add_argument("--scratch", default="/work/scratch/write_memory")
     p.add_argument("--json", help="write every row here")
+    p.add_argument("--trace", type=int, default=None, metavar="MS",
+                   help="server log lines for tier events of MS or longer, matched to the stalls")
     args = p.parse_args()
+    if args.trace is not None:
+        args.env.append(f"STRATA_TIER_TRACE={args.trace}")
     if args.memory_args is None:
         mb = max(args.cgroup_mb, 128)
         args.memory_args = (f"--block-cache-size {mb // 8}mb --hot-cache-size {mb // 32}mb "
@@ -222,7 +256,7 @@ def main():
                 died = oom_line(pid) or f"exit status {srv.proc.returncode}"
                 break
             r = sample(srv, cg)
-            r["t"], r["sets"] = rec["t"], rec["set"]["ops_per_sec"]
+            r["t"], r["sets"], r["wall"] = rec["t"], rec["set"]["ops_per_sec"], time.time()
             # The longest stretch in the interval with no SET completed on any connection, and
             # the latency of the pipelined SETs (each SET counted with its batch's round trip).
             r["gap_ms"] = rec.get("set_gap_ms", 0.0)
@@ -262,6 +296,10 @@ def main():
               f"({last['stopped_s']:.1f} s in all); L0 files at most {peak.get('l0_files', 0):.0f}, pending compaction "
               f"at most {peak.get('pending_compaction_mb', 0):.0f} MB", flush=True)
         print(f"checkpoints: {slow_checkpoints(server_log)} (server log {server_log})", flush=True)
+        if args.trace is not None:
+            print("stretches over 100 ms without a SET, with the server's traced events:", flush=True)
+            for line in traced_stalls(rows, server_log, args.interval):
+                print(line, flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"argv": sys.argv, "rows": rows, "peak": peak, "died": died, "stat": st, "total": total},

@@ -157,24 +157,26 @@ def oom_line(pid):
     return lines[-1] if lines else None
 
 
-def slow_checkpoints(path):
-    """The server log's lines for checkpoints over 1 s (`write-back checkpoint of N MB took T ms:
-    <phase> T ms, ...`): how many, the median and the longest length (ms), and the longest
-    line's phases (where its time went)."""
+def slow_checkpoints(path, over_ms=1000):
+    """The server log's lines for checkpoints of `over_ms` or longer (the server logs those over
+    1 s, or over --trace's threshold: `write-back checkpoint of N MB took T ms: <phase> T ms,
+    ...`): how many, the median and the longest length (ms), and the longest line's phases
+    (where its time went)."""
     took = []
     try:
         with open(path, errors="replace") as f:
             for line in f:
                 if "write-back checkpoint of" in line and " took " in line:
                     ms = int(line.split(" took ")[1].split()[0])
-                    took.append((ms, line.split(": ", 2)[-1].strip()))
+                    if ms >= over_ms:
+                        took.append((ms, line.split(": ", 2)[-1].strip()))
     except (OSError, ValueError, IndexError):
         pass
     if not took:
-        return "no checkpoint over 1 s"
+        return f"no checkpoint of {over_ms} ms or more"
     took.sort()
     longest = took[-1]
-    return (f"{len(took)} checkpoints over 1 s, median {took[len(took) // 2][0]} ms, longest "
+    return (f"{len(took)} checkpoints of {over_ms} ms or more, median {took[len(took) // 2][0]} ms, longest "
             f"{longest[0]} ms ({longest[1]})")
 
 
@@ -296,6 +298,8 @@ def main():
               f"({last['stopped_s']:.1f} s in all); L0 files at most {peak.get('l0_files', 0):.0f}, pending compaction "
               f"at most {peak.get('pending_compaction_mb', 0):.0f} MB", flush=True)
         print(f"checkpoints: {slow_checkpoints(server_log)} (server log {server_log})", flush=True)
+        if args.trace is not None and args.trace < 1000:
+            print(f"checkpoints: {slow_checkpoints(server_log, args.trace)}", flush=True)
         if args.trace is not None:
             print("stretches over 100 ms without a SET, with the server's traced events:", flush=True)
             for line in traced_stalls(rows, server_log, args.interval):

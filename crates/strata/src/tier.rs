@@ -373,6 +373,10 @@ pub(crate) struct Tier {
     #[cfg(test)]
     slow_checkpoints_ms: AtomicU64,
     pub(crate) stats: TierStats,
+    /// When tracing ([`slow_threshold`]): microseconds from `opened` to the last write taken,
+    /// to log a stretch in which the tier took none.
+    last_write_us: AtomicU64,
+    opened: Instant,
     /// The last layer a checkpoint retired, emptied, to become the next active one.
     spare: Mutex<Option<Layer>>,
     /// Told of each layer a checkpoint wrote to RocksDB, before readers stop seeing it.
@@ -469,6 +473,8 @@ impl Tier {
             #[cfg(test)]
             slow_checkpoints_ms: AtomicU64::new(0),
             stats: TierStats::default(),
+            last_write_us: AtomicU64::new(0),
+            opened: Instant::now(),
             spare: Mutex::new(None),
             retire: OnceLock::new(),
             dir: dir.to_path_buf(),
@@ -572,6 +578,16 @@ impl Tier {
         if bytes >= self.dirty_limit {
             self.request_checkpoint();
         }
+        if slow_threshold().1 {
+            let now = self.opened.elapsed().as_micros() as u64;
+            let last = self.last_write_us.swap(now, Ordering::Relaxed);
+            if last > 0 {
+                trace_slow(
+                    "a stretch without a write taken",
+                    Duration::from_micros(now.saturating_sub(last)),
+                );
+            }
+        }
         Ok(())
     }
 
@@ -630,6 +646,12 @@ impl Tier {
                 pace.next_free = done;
                 drop(pace);
                 let due = done - PACE_SLACK / 2;
+                if slow_threshold().1 {
+                    trace_slow(
+                        &format!("a write's pace at {:.2} MB/s", rate / 1048576.0),
+                        due - now,
+                    );
+                }
                 OWED.with(|o| o.set(Some(o.get().map_or(due, |d| d.max(due)))));
                 self.stats.delayed_writes.fetch_add(1, Ordering::Relaxed);
                 self.stats

@@ -19,8 +19,9 @@
 //! since a checkpoint's table files go into RocksDB past its own write stall: so the engine's
 //! backpressure reaches writers as a rate, as RocksDB's would reach its own writers, and not as
 //! one long checkpoint. A connection's writes are paced after its command instead of inside it
-//! ([`defer_write_pace`]): the write is taken at once and the connection, not the worker thread,
-//! waits its turn before its next command, its replies so far sent first. Writers stop while `active` holds the dirty limit and a checkpoint is still
+//! ([`defer_write_pace`]): the write is taken at once and the connection, not the worker
+//! thread, waits its turn before its next command, its replies so far sent first. Writers stop
+//! while `active` holds the dirty limit and a checkpoint is still
 //! running (a checkpoint far slower than expected), or twice the limit before the
 //! checkpointer swaps it out (the two layers hold about twice the limit, three times at
 //! worst), and get an error instead while the last checkpoint failed (a full or failing disk:

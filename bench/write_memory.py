@@ -277,13 +277,18 @@ def main():
             lg.wait()
         if srv.proc.poll() is not None and died is None:
             died = oom_line(pid) or f"exit status {srv.proc.returncode}"
+        stopping = time.time()
         srv.stop()
+        # A clean shutdown checkpoints the tier and flushes RocksDB's memtables: with compaction
+        # behind, a flush that waits for write-stall conditions made it take seconds.
+        shutdown_s = time.time() - stopping
         cg.remove()
         shutil.rmtree(data, ignore_errors=True)
     st = cgroup_stat(cg) if cg.path else {}
     print(f"peaks: anon {peak.get('anon_mb', 0):.0f} MB, group {peak.get('group_mb', 0):.0f} MB, "
           f"rest {peak.get('rest_mb', 0):.0f} MB; "
-          + (f"SERVER DIED: {died}" if died else f"survived {rows[-1]['t'] if rows else 0:.0f} s"), flush=True)
+          + (f"SERVER DIED: {died}" if died else f"survived {rows[-1]['t'] if rows else 0:.0f} s; "
+                                                 f"shutdown (SIGTERM to exit) took {shutdown_s:.2f} s"), flush=True)
     if rows:
         sets = sorted(r["sets"] for r in rows)
         last = rows[-1]

@@ -145,19 +145,25 @@ thread_local! {
 /// expiry cycle, tests) wait inside, as before. The memory bound ([`Tier::is_full`]) is not
 /// deferred: a write that finds the tier full waits for room in any case.
 pub fn defer_write_pace<T>(f: impl FnOnce() -> T) -> (T, Option<Instant>) {
-    /// Ends the scope also when `f` unwinds.
-    struct Scope(bool);
+    /// Restores the outer scope's state also when `f` unwinds (a panicking command's debt is
+    /// dropped with it, not left to the thread's next command).
+    struct Scope {
+        deferred: bool,
+        owed: Option<Instant>,
+    }
     impl Drop for Scope {
         fn drop(&mut self) {
-            DEFERRED.with(|d| d.set(self.0));
+            DEFERRED.with(|d| d.set(self.deferred));
+            OWED.with(|o| o.set(self.owed));
         }
     }
-    let outer = DEFERRED.with(|d| d.replace(true));
-    let owed_before = OWED.with(Cell::take);
-    let scope = Scope(outer);
+    let scope = Scope {
+        deferred: DEFERRED.with(|d| d.replace(true)),
+        owed: OWED.with(Cell::take),
+    };
     let out = f();
+    let owed = OWED.with(Cell::get);
     drop(scope);
-    let owed = OWED.with(|o| o.replace(owed_before));
     (out, owed)
 }
 
@@ -1594,6 +1600,21 @@ mod tests {
             pending_bytes: 0,
         });
         assert_eq!(super::write_pace_nap(&tier, due), None);
+        // A command that paced a write and panicked leaves no debt to the thread's next one.
+        tier.pace_for_engine(EngineSignals {
+            l0_files: 20,
+            pending_bytes: 0,
+        });
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            super::defer_write_pace(|| {
+                let paced = tier.stats.delayed_writes.load(Ordering::Relaxed);
+                let _ = write(&tier, b"p", &[b'v'; 64 << 10]);
+                assert!(tier.stats.delayed_writes.load(Ordering::Relaxed) > paced);
+                panic!("the command failed");
+            })
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(super::defer_write_pace(|| ()).1, None);
         Ok(())
     }
 

@@ -15,15 +15,22 @@ usage and page cache, and the server's own accounts from INFO (write-back tier l
 memtables, table readers, block cache usage and pinned part, mimalloc's committed bytes), then
 what is left (anonymous minus everything named). The run ends early if the server dies (the
 group's OOM killer: the kernel log's line is quoted).
+
+--trace MS starts the server with STRATA_TIER_TRACE=MS: its log then has a line, stamped with the
+time, for every checkpoint (with its phases), redo log sync, layer swap or write stopped at the
+memory bound that took MS or longer, and for every change of the engine's pace; after the run
+each interval with a stretch over 100 ms without a SET is printed with the lines of its time.
 """
 
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -150,25 +157,50 @@ def oom_line(pid):
     return lines[-1] if lines else None
 
 
-def slow_checkpoints(path):
-    """The server log's lines for checkpoints over 1 s (`write-back checkpoint of N MB took T ms:
-    <phase> T ms, ...`): how many, the median and the longest length (ms), and the longest
-    line's phases (where its time went)."""
+def slow_checkpoints(path, over_ms=1000):
+    """The server log's lines for checkpoints of `over_ms` or longer (the server logs those over
+    1 s, or over --trace's threshold: `write-back checkpoint of N MB took T ms: <phase> T ms,
+    ...`): how many, the median and the longest length (ms), and the longest line's phases
+    (where its time went)."""
     took = []
     try:
         with open(path, errors="replace") as f:
             for line in f:
                 if "write-back checkpoint of" in line and " took " in line:
                     ms = int(line.split(" took ")[1].split()[0])
-                    took.append((ms, line.split(": ", 2)[-1].strip()))
+                    if ms >= over_ms:
+                        took.append((ms, line.split(": ", 2)[-1].strip()))
     except (OSError, ValueError, IndexError):
         pass
     if not took:
-        return "no checkpoint over 1 s"
+        return f"no checkpoint of {over_ms} ms or more"
     took.sort()
     longest = took[-1]
-    return (f"{len(took)} checkpoints over 1 s, median {took[len(took) // 2][0]} ms, longest "
+    return (f"{len(took)} checkpoints of {over_ms} ms or more, median {took[len(took) // 2][0]} ms, longest "
             f"{longest[0]} ms ({longest[1]})")
+
+
+def traced_stalls(rows, path, interval):
+    """Each interval with a stretch over 100 ms without a SET, with the server log's stamped
+    lines (--trace) from its time (and half a second either side)."""
+    stamped = []
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = re.match(r"strata: \[(\d+)\] (.*)", line.strip())
+                if m:
+                    stamped.append((int(m.group(1)) / 1000.0, m.group(2)))
+    except OSError:
+        pass
+    out = []
+    for r in rows:
+        if r["gap_ms"] <= 100:
+            continue
+        lo, hi = r["wall"] - interval - 0.5, r["wall"] + 0.5
+        out.append(f"  t={r['t']:.0f} s: stretch {r['gap_ms']:.0f} ms, pace {r['pace_mbps']:.1f} MB/s, "
+                   f"L0 {r['l0_files']:.0f}")
+        out += [f"      {w - r['wall']:+6.2f} s  {text}" for w, text in stamped if lo <= w <= hi]
+    return out
 
 
 def main():
@@ -184,7 +216,11 @@ def main():
     p.add_argument("--env", action="append", default=[], help="NAME=VALUE for the server (repeatable)")
     p.add_argument("--scratch", default="/work/scratch/write_memory")
     p.add_argument("--json", help="write every row here")
+    p.add_argument("--trace", type=int, default=None, metavar="MS",
+                   help="server log lines for tier events of MS or longer, matched to the stalls")
     args = p.parse_args()
+    if args.trace is not None:
+        args.env.append(f"STRATA_TIER_TRACE={args.trace}")
     if args.memory_args is None:
         mb = max(args.cgroup_mb, 128)
         args.memory_args = (f"--block-cache-size {mb // 8}mb --hot-cache-size {mb // 32}mb "
@@ -222,7 +258,7 @@ def main():
                 died = oom_line(pid) or f"exit status {srv.proc.returncode}"
                 break
             r = sample(srv, cg)
-            r["t"], r["sets"] = rec["t"], rec["set"]["ops_per_sec"]
+            r["t"], r["sets"], r["wall"] = rec["t"], rec["set"]["ops_per_sec"], time.time()
             # The longest stretch in the interval with no SET completed on any connection, and
             # the latency of the pipelined SETs (each SET counted with its batch's round trip).
             r["gap_ms"] = rec.get("set_gap_ms", 0.0)
@@ -241,13 +277,18 @@ def main():
             lg.wait()
         if srv.proc.poll() is not None and died is None:
             died = oom_line(pid) or f"exit status {srv.proc.returncode}"
+        stopping = time.time()
         srv.stop()
+        # A clean shutdown checkpoints the tier and flushes RocksDB's memtables: with compaction
+        # behind, a flush that waits for write-stall conditions made it take seconds.
+        shutdown_s = time.time() - stopping
         cg.remove()
         shutil.rmtree(data, ignore_errors=True)
     st = cgroup_stat(cg) if cg.path else {}
     print(f"peaks: anon {peak.get('anon_mb', 0):.0f} MB, group {peak.get('group_mb', 0):.0f} MB, "
           f"rest {peak.get('rest_mb', 0):.0f} MB; "
-          + (f"SERVER DIED: {died}" if died else f"survived {rows[-1]['t'] if rows else 0:.0f} s"), flush=True)
+          + (f"SERVER DIED: {died}" if died else f"survived {rows[-1]['t'] if rows else 0:.0f} s; "
+                                                 f"shutdown (SIGTERM to exit) took {shutdown_s:.2f} s"), flush=True)
     if rows:
         sets = sorted(r["sets"] for r in rows)
         last = rows[-1]
@@ -262,6 +303,12 @@ def main():
               f"({last['stopped_s']:.1f} s in all); L0 files at most {peak.get('l0_files', 0):.0f}, pending compaction "
               f"at most {peak.get('pending_compaction_mb', 0):.0f} MB", flush=True)
         print(f"checkpoints: {slow_checkpoints(server_log)} (server log {server_log})", flush=True)
+        if args.trace is not None and args.trace < 1000:
+            print(f"checkpoints: {slow_checkpoints(server_log, args.trace)}", flush=True)
+        if args.trace is not None:
+            print("stretches over 100 ms without a SET, with the server's traced events:", flush=True)
+            for line in traced_stalls(rows, server_log, args.interval):
+                print(line, flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"argv": sys.argv, "rows": rows, "peak": peak, "died": died, "stat": st, "total": total},

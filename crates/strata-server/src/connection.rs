@@ -454,15 +454,17 @@ impl<'a> Conn<'a> {
         };
         let session = &mut self.session;
         let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            execute(
-                &mut Ctx {
-                    session,
-                    server: &api,
-                },
-                argv,
-            )
+            strata::defer_write_pace(|| {
+                execute(
+                    &mut Ctx {
+                        session,
+                        server: &api,
+                    },
+                    argv,
+                )
+            })
         }));
-        let Ok(outcome) = ran else {
+        let Ok((outcome, paced_until)) = ran else {
             self.server.db.release_lingering();
             warning!(
                 "Internal error running '{}' for client id={}; closing the connection",
@@ -486,7 +488,28 @@ impl<'a> Conn<'a> {
             }
             outcome => outcome,
         };
-        Ok(self.after_command(outcome, before))
+        let flow = self.after_command(outcome, before);
+        if let Some(due) = paced_until {
+            if !self.wait_write_pace(due).await? {
+                return Ok(Flow::Close);
+            }
+        }
+        Ok(flow)
+    }
+
+    /// Waits out the write-back tier's pace the command's writes were taken at
+    /// (`strata::defer_write_pace`; issue 16), parked: the replies so far go out first, then
+    /// the connection sleeps while the worker serves its other connections, until its turn
+    /// comes or writers are no longer paced. False when the client was closed meanwhile.
+    async fn wait_write_pace(&mut self, due: std::time::Instant) -> io::Result<bool> {
+        self.server.db.release_lingering();
+        if !self.send().await? {
+            return Ok(false);
+        }
+        while let Some(nap) = self.server.db.write_pace_nap(due) {
+            tokio::time::sleep(nap).await;
+        }
+        Ok(true)
     }
 
     /// CLIENT PAUSE holds this request back (`strata_commands::pause::holds`): sends the

@@ -513,6 +513,13 @@ impl Db {
         self.inner.storage.write_count()
     }
 
+    /// How long a client that owes the write-back tier's pace until `due` (from
+    /// [`crate::defer_write_pace`] around its command) sleeps before its next command; `None`
+    /// once it may go on (its turn came, or writers are no longer paced). Sleep and ask again.
+    pub fn write_pace_nap(&self, due: std::time::Instant) -> Option<std::time::Duration> {
+        self.inner.storage.write_pace_nap(due)
+    }
+
     /// Whether writes are refused because free disk space is below `Options::min_free_disk`.
     pub fn disk_full(&self) -> bool {
         self.inner.storage.disk_full()

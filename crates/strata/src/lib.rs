@@ -129,6 +129,7 @@ pub use set::SetScanPage;
 pub use sort::SortOptions;
 pub use storage::{Compression, EngineTuning, SyncPolicy};
 pub use string::{lcs, Expiry, GetExpiry, Lcs, LcsMatch, SetCondition, SetOptions, SetOutcome};
+pub use tier::defer_write_pace;
 pub use zset::{
     Aggregate, LexBound, LexRange, ScoreRange, ScoredMember, SetOp, ZAddCompare, ZAddCondition,
     ZAddOptions, ZAddOutcome, ZRangeBy, ZRangeSpec, ZScanPage,

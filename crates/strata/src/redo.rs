@@ -17,6 +17,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -36,7 +37,8 @@ fn io(what: &str, e: std::io::Error) -> Error {
 /// The segment being appended to.
 struct Segment {
     number: u64,
-    file: File,
+    /// Shared with a sync running outside the segment's lock ([`RedoLog::sync`]).
+    file: Arc<File>,
 }
 
 /// An open redo log.
@@ -62,6 +64,9 @@ pub(crate) struct RedoLog {
     /// Whether [`RedoLog::drop_through`] keeps segments in `archive/` (the replication
     /// backlog) instead of deleting them.
     archive: bool,
+    /// Makes [`RedoLog::sync`] this many milliseconds slower (tests of who waits for a sync).
+    #[cfg(test)]
+    slow_sync_ms: AtomicU64,
 }
 
 /// What replaying the log found.
@@ -172,6 +177,8 @@ impl RedoLog {
             ended: Mutex::new(None),
             last: AtomicU64::new(found.last),
             archive,
+            #[cfg(test)]
+            slow_sync_ms: AtomicU64::new(0),
         };
         Ok((Some(log), found))
     }
@@ -223,8 +230,12 @@ impl RedoLog {
 
     /// Hands every record appended so far to the operating system (one write).
     pub(crate) fn write_out(&self) -> Result<()> {
+        let started = std::time::Instant::now();
         let seg = self.segment.lock();
-        self.write_out_locked(&seg)
+        let written = self.write_out_locked(&seg);
+        drop(seg);
+        crate::tier::trace_slow("redo log write-out", started.elapsed());
+        written
     }
 
     fn write_out_locked(&self, seg: &Segment) -> Result<()> {
@@ -236,7 +247,7 @@ impl RedoLog {
             let next = std::mem::take(&mut *self.spare.lock());
             std::mem::replace(&mut *buf, next)
         };
-        let written = (&seg.file)
+        let written = (&*seg.file)
             .write_all(&data)
             .map_err(|e| io("cannot write", e));
         // Kept for the next turn unless a burst made it much larger than usual.
@@ -248,12 +259,29 @@ impl RedoLog {
         written
     }
 
-    /// Writes out and syncs every record appended so far.
+    /// Writes out and syncs every record appended so far. The sync itself runs without the
+    /// segment's lock: writers handing their records to the operating system (before their
+    /// replies leave) do not wait for it. Under compaction's disk load one sync took 0.7 s, and
+    /// holding the lock through it held every connection's replies as long (issue 16: writes
+    /// that stopped for 100-700 ms with the tier neither full nor paced). A sync covers every
+    /// record written to the file before it starts, so what this call wrote out is durable
+    /// when it returns, whatever others write meanwhile; a rotation meanwhile leaves the
+    /// ended segment to the next [`RedoLog::sync_ended`] too.
     pub(crate) fn sync(&self) -> Result<()> {
         self.sync_ended()?;
-        let seg = self.segment.lock();
-        self.write_out_locked(&seg)?;
-        seg.file.sync_data().map_err(|e| io("cannot sync", e))
+        let file = {
+            let seg = self.segment.lock();
+            self.write_out_locked(&seg)?;
+            seg.file.clone()
+        };
+        #[cfg(test)]
+        std::thread::sleep(std::time::Duration::from_millis(
+            self.slow_sync_ms.load(Ordering::Relaxed),
+        ));
+        let started = std::time::Instant::now();
+        let synced = file.sync_data().map_err(|e| io("cannot sync", e));
+        crate::tier::trace_slow("redo log sync", started.elapsed());
+        synced
     }
 
     /// Syncs the segment the last [`RedoLog::rotate`] ended, if not done yet.
@@ -336,7 +364,10 @@ impl Segment {
         File::open(dir)
             .and_then(|d| d.sync_all())
             .map_err(|e| io("cannot sync the directory", e))?;
-        Ok(Segment { number, file })
+        Ok(Segment {
+            number,
+            file: Arc::new(file),
+        })
     }
 }
 
@@ -367,6 +398,9 @@ pub(crate) fn record_at(data: &[u8], at: usize) -> Option<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::RedoLog;
+    use std::sync::atomic::Ordering;
+    use std::sync::{mpsc, Arc};
+    use std::time::Duration;
 
     type R = std::result::Result<(), Box<dyn std::error::Error>>;
 
@@ -379,6 +413,32 @@ mod tests {
             Ok(())
         })?;
         Ok((log, seen, found.cut))
+    }
+
+    #[test]
+    fn a_slow_sync_does_not_hold_writers_handing_records_to_the_os() -> R {
+        let dir = tempfile::tempdir()?;
+        let (log, _, _) = replay(dir.path())?;
+        let log = Arc::new(log.ok_or("no log")?);
+        log.slow_sync_ms.store(3_000, Ordering::Relaxed);
+        log.append(b"synced");
+        let syncing = log.clone();
+        let sync = std::thread::spawn(move || syncing.sync());
+        // The sync has written its record out and is in its (slowed) sync.
+        while std::fs::metadata(crate::redo::segment_path(dir.path(), 1))?.len() == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let (tx, rx) = mpsc::channel();
+        let writer = log.clone();
+        std::thread::spawn(move || {
+            writer.append(b"later");
+            let _ = tx.send(writer.write_out().map_err(|e| e.to_string()));
+        });
+        rx.recv_timeout(Duration::from_millis(1_500))
+            .map_err(|_| "a write-out waited for another thread's sync")??;
+        sync.join().map_err(|_| "the sync panicked")??;
+        Ok(())
     }
 
     #[test]

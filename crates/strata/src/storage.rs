@@ -647,6 +647,14 @@ impl Storage {
         Ok(())
     }
 
+    /// How long a connection that owes the write-back tier's pace until `due`
+    /// ([`crate::defer_write_pace`]) sleeps next; `None`: it may go on.
+    pub fn write_pace_nap(&self, due: std::time::Instant) -> Option<Duration> {
+        self.tier
+            .as_ref()
+            .and_then(|t| crate::tier::write_pace_nap(t, due))
+    }
+
     /// Whether writes go through the write-back tier.
     pub fn write_back(&self) -> bool {
         self.tier.is_some()
@@ -1550,10 +1558,9 @@ impl Storage {
         self.db.flush_wal(true)?;
         // The default family too: it holds the database map (SWAPDB), the function libraries
         // and the other aux records, which a full copy or an RDB import writes without the log.
-        for (_, name) in &self.families {
-            self.db.flush_cf(self.cf(name))?;
-        }
-        Ok(())
+        // Only families whose memtables hold something, without waiting for RocksDB's
+        // write-stall conditions (`tier::flush_written`).
+        crate::tier::flush_written(&self.db, &self.families)
     }
 
     /// Writes a consistent checkpoint (hard links where possible) into `dest`, which must not exist.

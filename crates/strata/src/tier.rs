@@ -18,7 +18,10 @@
 //! files against the slowdown and stop triggers, the compaction backlog against its limits),
 //! since a checkpoint's table files go into RocksDB past its own write stall: so the engine's
 //! backpressure reaches writers as a rate, as RocksDB's would reach its own writers, and not as
-//! one long checkpoint. Writers stop while `active` holds the dirty limit and a checkpoint is still
+//! one long checkpoint. A connection's writes are paced after its command instead of inside it
+//! ([`defer_write_pace`]): the write is taken at once and the connection, not the worker
+//! thread, waits its turn before its next command, its replies so far sent first. Writers stop
+//! while `active` holds the dirty limit and a checkpoint is still
 //! running (a checkpoint far slower than expected), or twice the limit before the
 //! checkpointer swaps it out (the two layers hold about twice the limit, three times at
 //! worst), and get an error instead while the last checkpoint failed (a full or failing disk:
@@ -29,6 +32,7 @@
 //! of a known offset (a replica's full copy). Owns the layers and the checkpointer thread;
 //! `storage.rs` decides when a read or a write goes through here.
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -68,6 +72,11 @@ const ENGINE_NEAR_STOP: f64 = 0.6;
 const ENGINE_FASTER: f64 = 1.0 / ENGINE_SLOWER;
 /// The slowest the engine paces writers at (RocksDB's `kMinWriteRate`, 16 KB/s).
 const ENGINE_MIN_RATE: f64 = 16.0 * 1024.0;
+/// Events slower than this go to the server's log (a checkpoint and its phases, a sync of the
+/// redo log, a write stopped at the memory bound), unless `STRATA_TIER_TRACE=<ms>` sets
+/// another threshold ([`trace_slow`]).
+const SLOW: Duration = Duration::from_secs(1);
+
 /// The `default` family's record of the offset a checkpoint wrote RocksDB through (u64 LE;
 /// docs/format.md).
 pub(crate) const OFFSET_KEY: &[u8] = b"strata:redo-offset";
@@ -115,6 +124,91 @@ struct EnginePace {
     /// The fastest the engine lets writers go while it is behind: the rate writers filled the
     /// layers at when it fell behind.
     ceiling: f64,
+}
+
+thread_local! {
+    /// Whether this thread's writes leave their pace to be waited out after the command that
+    /// made them ([`defer_write_pace`]), and the moment the pace they were taken at ends.
+    static DEFERRED: Cell<bool> = const { Cell::new(false) };
+    static OWED: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// Runs `f` (a client's command) with the write-back tier's pace deferred: a write `f` makes
+/// while writers are paced is taken at once, its turn at the rate booked as if it had waited,
+/// and the moment that turn comes is returned (the latest of `f`'s writes; `None` when none had
+/// to wait). The caller waits until then ([`write_pace_nap`]) before it runs the client's next
+/// command, without holding its thread: a server connection sends its replies so far and
+/// parks, so the worker serves its other connections meanwhile, and a client pipelining 64
+/// SETs sees them answered at the pace one by one instead of all at once after the last.
+/// (A paced write used to sleep inside the command, holding the worker, the command's key
+/// locks and every reply of the batch.) Writes made outside such a scope (replication, the
+/// expiry cycle, tests) wait inside, as before. The memory bound ([`Tier::is_full`]) is not
+/// deferred: a write that finds the tier full waits for room in any case.
+pub fn defer_write_pace<T>(f: impl FnOnce() -> T) -> (T, Option<Instant>) {
+    /// Restores the outer scope's state also when `f` unwinds (a panicking command's debt is
+    /// dropped with it, not left to the thread's next command).
+    struct Scope {
+        deferred: bool,
+        owed: Option<Instant>,
+    }
+    impl Drop for Scope {
+        fn drop(&mut self) {
+            DEFERRED.with(|d| d.set(self.deferred));
+            OWED.with(|o| o.set(self.owed));
+        }
+    }
+    let scope = Scope {
+        deferred: DEFERRED.with(|d| d.replace(true)),
+        owed: OWED.with(Cell::take),
+    };
+    let out = f();
+    let owed = OWED.with(Cell::get);
+    drop(scope);
+    (out, owed)
+}
+
+/// How long a connection that owes the pace until `due` ([`defer_write_pace`]) sleeps next:
+/// `None` once `due` has come or writers are no longer paced (a checkpoint that ends, or
+/// RocksDB that caught up, lets every waiting connection go at once), else the time left, at
+/// most [`PACE_NAP`] so that the pace is looked at again.
+pub(crate) fn write_pace_nap(tier: &Tier, due: Instant) -> Option<Duration> {
+    let left = due.checked_duration_since(Instant::now())?;
+    if left.is_zero() || tier.rate_now().is_none() {
+        return None;
+    }
+    Some(left.min(PACE_NAP))
+}
+
+/// The threshold for the server log's lines on slow events, and whether lines carry the time
+/// (`STRATA_TIER_TRACE=<ms>`: lines from that many milliseconds up, each stamped with the Unix
+/// time in ms, to line up the stalls a client saw with what the tier did; bench/write_memory.py
+/// `--trace`).
+fn slow_threshold() -> (Duration, bool) {
+    static TRACE: OnceLock<Option<u64>> = OnceLock::new();
+    let trace = TRACE.get_or_init(|| {
+        std::env::var("STRATA_TIER_TRACE")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+    });
+    match trace {
+        Some(ms) => (Duration::from_millis(*ms), true),
+        None => (SLOW, false),
+    }
+}
+
+/// Writes `line` to the server's log (stamped with the time when tracing).
+fn log_line(line: &str) {
+    match slow_threshold().1 {
+        true => eprintln!("strata: [{}] {line}", crate::clock::now_ms()),
+        false => eprintln!("strata: {line}"),
+    }
+}
+
+/// Logs `what` if it `took` longer than the threshold ([`slow_threshold`]).
+pub(crate) fn trace_slow(what: &str, took: Duration) {
+    if took >= slow_threshold().0 {
+        log_line(&format!("{what} took {} ms", took.as_millis()));
+    }
 }
 
 /// The two layers.
@@ -170,9 +264,12 @@ struct Pace {
 /// write of `w` bytes waits about `w × elapsed² / (room × t0)`, `room` being what was left at
 /// age `t0`), where writers stopped at the limit waited for the rest of the checkpoint. Not
 /// paced (`None`) below [`PACE_FROM`] of the limit; at the limit writers stop
-/// ([`Tier::is_full`]), nor while no checkpoint has shown its pace yet (`expected` is `None`:
-/// pacing the first checkpoint from its own age alone slowed SETs to a crawl on a server whose
-/// first checkpoint took seconds).
+/// ([`Tier::is_full`]). While no checkpoint has shown its pace yet (`expected` is `None`: the
+/// first one), the checkpoint is assumed to need as long again as it has run, from the moment
+/// the layer passes [`PACE_FROM`]: writers that fill the layer fast enough to pass it are
+/// paced from its own age (the room halves each time the age doubles), where they used to go
+/// on to the limit and stop there for the rest of the first checkpoint (0.2-0.6 s without a
+/// SET in every 10-minute run of bench/write_memory.py).
 pub(crate) fn paced_rate(
     active: usize,
     limit: usize,
@@ -182,10 +279,11 @@ pub(crate) fn paced_rate(
     if (active as f64) < PACE_FROM * limit as f64 || active >= limit {
         return None;
     }
-    let left = expected?
-        .saturating_sub(elapsed)
-        .max(elapsed)
-        .max(MIN_HORIZON);
+    let left = match expected {
+        Some(expected) => expected.saturating_sub(elapsed).max(elapsed),
+        None => elapsed,
+    }
+    .max(MIN_HORIZON);
     Some((limit - active) as f64 / left.as_secs_f64())
 }
 
@@ -282,6 +380,10 @@ pub(crate) struct Tier {
     #[cfg(test)]
     slow_checkpoints_ms: AtomicU64,
     pub(crate) stats: TierStats,
+    /// When tracing ([`slow_threshold`]): microseconds from `opened` to the last write taken,
+    /// to log a stretch in which the tier took none.
+    last_write_us: AtomicU64,
+    opened: Instant,
     /// The last layer a checkpoint retired, emptied, to become the next active one.
     spare: Mutex<Option<Layer>>,
     /// Told of each layer a checkpoint wrote to RocksDB, before readers stop seeing it.
@@ -378,6 +480,8 @@ impl Tier {
             #[cfg(test)]
             slow_checkpoints_ms: AtomicU64::new(0),
             stats: TierStats::default(),
+            last_write_us: AtomicU64::new(0),
+            opened: Instant::now(),
             spare: Mutex::new(None),
             retire: OnceLock::new(),
             dir: dir.to_path_buf(),
@@ -481,6 +585,16 @@ impl Tier {
         if bytes >= self.dirty_limit {
             self.request_checkpoint();
         }
+        if slow_threshold().1 {
+            let now = self.opened.elapsed().as_micros() as u64;
+            let last = self.last_write_us.swap(now, Ordering::Relaxed);
+            if last > 0 {
+                trace_slow(
+                    "a stretch without a write taken",
+                    Duration::from_micros(now.saturating_sub(last)),
+                );
+            }
+        }
         Ok(())
     }
 
@@ -504,10 +618,15 @@ impl Tier {
             self.woken.wait_for(&mut wake, Duration::from_millis(10));
         };
         if let Some(since) = stopped {
+            let took = since.elapsed();
             self.stats.stopped_writes.fetch_add(1, Ordering::Relaxed);
             self.stats
                 .stopped_micros
-                .fetch_add(since.elapsed().as_micros() as u64, Ordering::Relaxed);
+                .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+            trace_slow(
+                "a write stopped at the write-back tier's memory bound",
+                took,
+            );
         }
         outcome
     }
@@ -520,6 +639,7 @@ impl Tier {
     /// write promises: it is logged and applied after the wait, as without one.
     fn pace(&self, bytes: usize) {
         let mut waited: Option<Instant> = None;
+        let deferred = DEFERRED.with(Cell::get);
         while let Some(rate) = self.rate_now() {
             let now = Instant::now();
             let mut pace = self.pace.lock();
@@ -527,6 +647,24 @@ impl Tier {
             if done <= now + PACE_SLACK {
                 pace.next_free = done;
                 break;
+            }
+            if deferred {
+                // Taken now; the caller waits its turn after the command ([`defer_write_pace`]).
+                pace.next_free = done;
+                drop(pace);
+                let due = done - PACE_SLACK / 2;
+                if slow_threshold().1 {
+                    trace_slow(
+                        &format!("a write's pace at {:.2} MB/s", rate / 1048576.0),
+                        due - now,
+                    );
+                }
+                OWED.with(|o| o.set(Some(o.get().map_or(due, |d| d.max(due)))));
+                self.stats.delayed_writes.fetch_add(1, Ordering::Relaxed);
+                self.stats
+                    .delayed_micros
+                    .fetch_add((due - now).as_micros() as u64, Ordering::Relaxed);
+                return;
             }
             drop(pace);
             waited.get_or_insert(now);
@@ -712,6 +850,7 @@ impl Tier {
     fn write_back_layers(&self, log: &RedoLog, db: &DB, families: &Families) -> Result<u64> {
         // The next segment is made before writers are held off.
         log.prepare_next()?;
+        let swap = Instant::now();
         let (frozen, ended) = {
             let mut layers = self.layers.write();
             // A checkpoint that failed left its frozen layer (and its log segments): write that
@@ -754,6 +893,7 @@ impl Tier {
                 (frozen, (ended, offset))
             }
         };
+        trace_slow("the write-back tier's layer swap", swap.elapsed());
         let (ended, offset) = ended;
         // Until this checkpoint ends, a retry must start from this frozen layer.
         *self.failed.lock() = Some((ended, offset));
@@ -888,6 +1028,14 @@ impl Tier {
             engine.ceiling = self.pace.lock().incoming.unwrap_or(self.dirty_limit as f64);
         }
         engine.rate = engine_rate(was, now, &limits, engine.ceiling);
+        if slow_threshold().1 && engine.rate != was.map(|(rate, _)| rate) {
+            log_line(&format!(
+                "engine pace {:.1} MB/s (level 0: {} files, compaction {} MB behind)",
+                engine.rate.unwrap_or(0.0) / 1048576.0,
+                now.l0_files,
+                now.pending_bytes >> 20
+            ));
+        }
         engine.last = now;
         self.engine_rate
             .store(engine.rate.map_or(0, f64::to_bits), Ordering::Relaxed);
@@ -971,9 +1119,6 @@ struct Phases {
 }
 
 impl Phases {
-    /// A checkpoint taking longer than this is reported.
-    const SLOW: Duration = Duration::from_secs(1);
-
     fn start() -> Phases {
         let now = Instant::now();
         Phases {
@@ -991,7 +1136,7 @@ impl Phases {
 
     fn report_if_slow(&self, bytes: usize) {
         let all = self.start.elapsed();
-        if all < Self::SLOW {
+        if all < slow_threshold().0 {
             return;
         }
         let parts: Vec<String> = self
@@ -999,12 +1144,12 @@ impl Phases {
             .iter()
             .map(|(name, d)| format!("{name} {} ms", d.as_millis()))
             .collect();
-        eprintln!(
-            "strata: write-back checkpoint of {} MB took {} ms: {}",
+        log_line(&format!(
+            "write-back checkpoint of {} MB took {} ms: {}",
             bytes >> 20,
             all.as_millis(),
             parts.join(", ")
-        );
+        ));
     }
 }
 
@@ -1195,6 +1340,37 @@ fn flush_memtables(db: &DB, families: &Families, ids: &[u32]) -> Result<()> {
     Ok(())
 }
 
+/// Flushes, for a clean shutdown, the memtables of `families` that hold anything, with
+/// `allow_write_stall` as a checkpoint's flush ([`flush_memtables`]), and leaves the others
+/// alone. RocksDB's default manual flush first waits until one more level-0 file would not
+/// stall writes, also for an empty memtable: at shutdown, with compaction behind, it waited
+/// for every family in turn (one shutdown took 8.6 s), though under the write-back tier a
+/// checkpoint has just flushed all that went through memtables and the other families hold
+/// nothing. What is flushed here is what RocksDB's own writers left there (with its log on:
+/// replayed at the next open anyway; or without it: a full copy, an RDB import), flushed so
+/// that the next open finds it in table files.
+pub(crate) fn flush_written(db: &DB, families: &Families) -> Result<()> {
+    let holds = |name: &str| {
+        let Some(cf) = db.cf_handle(name) else {
+            return false;
+        };
+        [
+            "rocksdb.num-entries-active-mem-table",
+            "rocksdb.num-entries-imm-mem-tables",
+            "rocksdb.num-immutable-mem-table",
+        ]
+        .iter()
+        // A property RocksDB cannot give counts as something to flush.
+        .any(|p| db.property_int_value_cf(cf, *p).ok().flatten() != Some(0))
+    };
+    let ids: Vec<u32> = families
+        .iter()
+        .filter(|(_, name)| holds(name))
+        .map(|(id, _)| *id)
+        .collect();
+    flush_memtables(db, families, &ids)
+}
+
 /// Whether a table file of family `name` among `live` overlaps the key range of `points` (in
 /// key order): RocksDB then places a file of `points` above that file's level, in level 0 if it
 /// overlaps one there; without any, in the last level. (An unknown family, or a file without
@@ -1364,8 +1540,144 @@ mod tests {
         assert_eq!(at(500, 3000), Some(500.0 / 3.0));
         assert_eq!(at(500, 8000), Some(500.0 / 8.0));
         assert_eq!(at(500, 60_000), Some(500.0 / 60.0));
-        // Nothing learned yet (the first checkpoint): not paced; writers stop at the limit.
-        assert_eq!(paced_rate(500, limit, None, Duration::from_secs(2)), None);
+    }
+
+    #[test]
+    fn the_first_checkpoint_paces_writers_from_its_own_age() {
+        let limit = 1000;
+        let at =
+            |active, elapsed_ms| paced_rate(active, limit, None, Duration::from_millis(elapsed_ms));
+        // Nothing learned yet: the checkpoint is assumed to need as long again as it has run,
+        // so writers are paced from the band on (they used to go on to the limit and stop).
+        assert_eq!(at(500, 1000), Some(500.0));
+        assert_eq!(at(750, 1000), Some(250.0));
+        // The room halves each time its age doubles; never nothing before the limit.
+        assert_eq!(at(500, 2000), Some(250.0));
+        assert_eq!(at(500, 4000), Some(125.0));
+        assert!(at(999, 60_000).is_some_and(|r| r > 0.0));
+        // Not paced below the band, nor at the limit (writers stop there).
+        assert_eq!(at(499, 1000), None);
+        assert_eq!(at(1000, 1000), None);
+        // A checkpoint that has just begun is given the shortest horizon, not none.
+        assert_eq!(at(500, 0), Some(500.0 / 0.010));
+    }
+
+    #[test]
+    fn a_deferred_write_is_taken_at_once_and_its_pace_waited_out_after() -> R {
+        let dir = tempfile::tempdir()?;
+        let tier = Tier::open(dir.path(), false, 1 << 20, false)?;
+        // RocksDB behind: writers paced at 0.8 MB/s (no layer timed yet).
+        tier.pace_for_engine(EngineSignals {
+            l0_files: 20,
+            pending_bytes: 0,
+        });
+        let before = std::time::Instant::now();
+        let (written, due) = super::defer_write_pace(|| -> crate::error::Result<()> {
+            for i in 0..64 {
+                write(&tier, format!("k{i}").as_bytes(), &[b'v'; 1024])?;
+            }
+            Ok(())
+        });
+        written?;
+        // Every write was taken (none waited inside the command) ...
+        assert!(tier.dirty_bytes().0 >= 64 * 1024);
+        assert!(tier.stats.delayed_writes.load(Ordering::Relaxed) > 0);
+        // ... and the pace is owed: 64 KB at 0.8 MB/s is 78 ms, less the burst allowed.
+        let due = due.ok_or("no pace owed for 64 KB at 0.8 MB/s")?;
+        assert!(
+            due >= before + Duration::from_millis(70),
+            "{:?}",
+            due - before
+        );
+        // The debt is the caller's: a scope afterwards owes nothing of it.
+        assert_eq!(super::defer_write_pace(|| ()).1, None);
+        // The caller sleeps in naps of at most 10 ms while writers are paced ...
+        let nap = super::write_pace_nap(&tier, due).ok_or("no nap while owing")?;
+        assert!(nap <= Duration::from_millis(10));
+        // ... and not at all once RocksDB has caught up (its turn has not come).
+        tier.pace_for_engine(EngineSignals {
+            l0_files: 2,
+            pending_bytes: 0,
+        });
+        assert_eq!(super::write_pace_nap(&tier, due), None);
+        // A command that paced a write and panicked leaves no debt to the thread's next one.
+        tier.pace_for_engine(EngineSignals {
+            l0_files: 20,
+            pending_bytes: 0,
+        });
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            super::defer_write_pace(|| {
+                let paced = tier.stats.delayed_writes.load(Ordering::Relaxed);
+                let _ = write(&tier, b"p", &[b'v'; 64 << 10]);
+                assert!(tier.stats.delayed_writes.load(Ordering::Relaxed) > paced);
+                panic!("the command failed");
+            })
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(super::defer_write_pace(|| ()).1, None);
+        Ok(())
+    }
+
+    #[test]
+    fn a_shutdown_flush_does_not_wait_on_a_family_it_did_not_write() -> R {
+        use std::sync::atomic::AtomicBool;
+        let dir = tempfile::tempdir()?;
+        let opts = creating();
+        // As in the checkpoint's test below: `data`'s level 0 held at two files by a compaction
+        // that cannot end, so RocksDB's default flush of `data` would wait forever.
+        let held = Arc::new(AtomicBool::new(true));
+        let mut data_opts = rocksdb::Options::default();
+        data_opts.set_level_zero_file_num_compaction_trigger(2);
+        data_opts.set_level_zero_slowdown_writes_trigger(3);
+        data_opts.set_level_zero_stop_writes_trigger(100);
+        let hold = held.clone();
+        data_opts.set_compaction_filter("held", move |_, _: &[u8], _: &[u8]| {
+            while hold.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            rocksdb::CompactionDecision::Keep
+        });
+        let cfs = vec![
+            rocksdb::ColumnFamilyDescriptor::new("default", rocksdb::Options::default()),
+            rocksdb::ColumnFamilyDescriptor::new("data", data_opts),
+        ];
+        let db = Arc::new(DB::open_cf_descriptors(&opts, dir.path().join("db"), cfs)?);
+        let outcome = (|| -> R {
+            let data = db.cf_handle("data").ok_or("no data family")?;
+            for _ in 0..2 {
+                db.put_cf(data, b"a", b"old")?;
+                db.put_cf(data, b"z", b"old")?;
+                db.flush_cf(data)?;
+            }
+            // The default family was written without RocksDB's log (as a full copy writes its
+            // aux records): the shutdown must flush it.
+            let mut wo = rocksdb::WriteOptions::default();
+            wo.disable_wal(true);
+            db.put_opt(b"aux", b"1", &wo)?;
+            let families: Families = vec![(0, "default".to_string()), (1, "data".to_string())];
+            let (tx, rx) = mpsc::channel();
+            let d = db.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(super::flush_written(&d, &families).map_err(|e| e.to_string()));
+            });
+            rx.recv_timeout(Duration::from_secs(60))
+                .map_err(|_| "the shutdown flush waited 60 s for a family it did not write")??;
+            let entries = |cf| {
+                db.property_int_value_cf(cf, "rocksdb.num-entries-active-mem-table")
+                    .ok()
+                    .flatten()
+            };
+            let default = db.cf_handle("default").ok_or("no default family")?;
+            assert_eq!(
+                entries(default),
+                Some(0),
+                "the written family was not flushed"
+            );
+            assert_eq!(db.get(b"aux")?.as_deref(), Some(&b"1"[..]));
+            Ok(())
+        })();
+        held.store(false, Ordering::Release);
+        outcome
     }
 
     #[test]
@@ -1603,8 +1915,9 @@ mod tests {
         tier.slow_checkpoints_ms.store(200, Ordering::Release);
         let checkpointer = Tier::spawn_checkpointer(tier.clone(), db.clone(), families)?;
 
-        // A writer at full speed through six checkpoints: the first (nothing learned yet) stops
-        // it at the limit; the next ones are expected to take as long, so it is paced instead.
+        // A writer at full speed through six checkpoints: the first (nothing learned yet) paces
+        // it from its own age; the next ones are expected to take as long as it, so it is paced
+        // to reach the limit about as they end.
         let mut i = 0usize;
         while tier.stats.checkpoints.load(Ordering::Relaxed) < 6 {
             write(&tier, format!("k{i}").as_bytes(), &[b'v'; 1024])?;

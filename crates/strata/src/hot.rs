@@ -53,6 +53,9 @@ const RUN_FORGET_CHUNK: usize = 256;
 const TAKE_WINDOW: usize = 16 * 1024;
 /// How many of a retiring layer's points are cached or forgotten per lock of their shard.
 const TAKE_CHUNK: usize = 64;
+/// A retiring layer's point as [`HotCache::take_layer`] applies it: key hash, key, and the value
+/// to cache (`None`: forget the key).
+type Taken<'a> = (u64, &'a [u8], Option<&'a [u8]>);
 
 /// One cached record: key and value in one allocation, so a write costs one allocation.
 struct Entry {
@@ -375,7 +378,7 @@ impl HotCache {
         points: impl Iterator<Item = (&'a [u8], &'a crate::layer::Point)>,
     ) {
         let epoch = cache.epoch();
-        let mut window: Vec<(u64, &[u8], Option<&[u8]>)> = Vec::with_capacity(TAKE_WINDOW);
+        let mut window: Vec<Taken<'_>> = Vec::with_capacity(TAKE_WINDOW);
         let mut points = points.peekable();
         while points.peek().is_some() {
             window.clear();

@@ -1620,35 +1620,8 @@ mod tests {
 
     #[test]
     fn a_shutdown_flush_does_not_wait_on_a_family_it_did_not_write() -> R {
-        use std::sync::atomic::AtomicBool;
         let dir = tempfile::tempdir()?;
-        let opts = creating();
-        // As in the checkpoint's test below: `data`'s level 0 held at two files by a compaction
-        // that cannot end, so RocksDB's default flush of `data` would wait forever.
-        let held = Arc::new(AtomicBool::new(true));
-        let mut data_opts = rocksdb::Options::default();
-        data_opts.set_level_zero_file_num_compaction_trigger(2);
-        data_opts.set_level_zero_slowdown_writes_trigger(3);
-        data_opts.set_level_zero_stop_writes_trigger(100);
-        let hold = held.clone();
-        data_opts.set_compaction_filter("held", move |_, _: &[u8], _: &[u8]| {
-            while hold.load(Ordering::Acquire) {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            rocksdb::CompactionDecision::Keep
-        });
-        let cfs = vec![
-            rocksdb::ColumnFamilyDescriptor::new("default", rocksdb::Options::default()),
-            rocksdb::ColumnFamilyDescriptor::new("data", data_opts),
-        ];
-        let db = Arc::new(DB::open_cf_descriptors(&opts, dir.path().join("db"), cfs)?);
-        let outcome = (|| -> R {
-            let data = db.cf_handle("data").ok_or("no data family")?;
-            for _ in 0..2 {
-                db.put_cf(data, b"a", b"old")?;
-                db.put_cf(data, b"z", b"old")?;
-                db.flush_cf(data)?;
-            }
+        with_level_zero_held(dir.path(), |db| {
             // The default family was written without RocksDB's log (as a full copy writes its
             // aux records): the shutdown must flush it.
             let mut wo = rocksdb::WriteOptions::default();
@@ -1675,9 +1648,7 @@ mod tests {
             );
             assert_eq!(db.get(b"aux")?.as_deref(), Some(&b"1"[..]));
             Ok(())
-        })();
-        held.store(false, Ordering::Release);
-        outcome
+        })
     }
 
     #[test]
@@ -1781,39 +1752,9 @@ mod tests {
 
     #[test]
     fn a_checkpoint_does_not_wait_on_a_family_it_only_moved_table_files_into() -> R {
-        use std::sync::atomic::AtomicBool;
         let dir = tempfile::tempdir()?;
-        let opts = creating();
-        // The `data` family: a compaction at two level-0 files, writes slowed at three, and a
-        // compaction that cannot end while `held` (its filter waits): level 0 stays at two
-        // files, so RocksDB's manual flush of `data` without `allow_write_stall` would wait
-        // for that compaction (one more file would reach the slowdown trigger) forever.
-        let held = Arc::new(AtomicBool::new(true));
-        let mut data_opts = rocksdb::Options::default();
-        data_opts.set_level_zero_file_num_compaction_trigger(2);
-        data_opts.set_level_zero_slowdown_writes_trigger(3);
-        data_opts.set_level_zero_stop_writes_trigger(100);
-        let hold = held.clone();
-        data_opts.set_compaction_filter("held", move |_, _: &[u8], _: &[u8]| {
-            while hold.load(Ordering::Acquire) {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            rocksdb::CompactionDecision::Keep
-        });
-        let cfs = vec![
-            rocksdb::ColumnFamilyDescriptor::new("default", rocksdb::Options::default()),
-            rocksdb::ColumnFamilyDescriptor::new("data", data_opts),
-        ];
-        let db = Arc::new(DB::open_cf_descriptors(&opts, dir.path().join("db"), cfs)?);
-        let outcome = (|| -> R {
+        with_level_zero_held(dir.path(), |db| {
             let data = db.cf_handle("data").ok_or("no data family")?;
-            // Two files over the same keys: their compaction must merge them (files that did
-            // not overlap would be moved down whole, without the filter).
-            for _ in 0..2 {
-                db.put_cf(data, b"a", b"old")?;
-                db.put_cf(data, b"z", b"old")?;
-                db.flush_cf(data)?;
-            }
             let mut probe = crate::storage::new_batch();
             probe.put_cf(data, b"", b"");
             let id = match pending::decode_batch(probe.data())?.1.first() {
@@ -1848,8 +1789,44 @@ mod tests {
             assert_eq!(db.get_cf(data, b"c")?.as_deref(), Some(&b"new"[..]));
             assert_eq!(tier.dirty_bytes(), (0, 0));
             Ok(())
+        })
+    }
+
+    /// Runs `body` on a database under `dir` whose `data` family has two level-0 files over the
+    /// same keys and a compaction of them that cannot end meanwhile (its filter waits): level 0
+    /// stays at two files with writes slowed at three, so RocksDB's manual flush of `data`
+    /// without `allow_write_stall` would wait for that compaction forever. The compaction is let
+    /// go when `body` returns, or the database could not close.
+    fn with_level_zero_held(dir: &std::path::Path, body: impl FnOnce(&Arc<DB>) -> R) -> R {
+        use std::sync::atomic::AtomicBool;
+        let opts = creating();
+        let held = Arc::new(AtomicBool::new(true));
+        let mut data_opts = rocksdb::Options::default();
+        data_opts.set_level_zero_file_num_compaction_trigger(2);
+        data_opts.set_level_zero_slowdown_writes_trigger(3);
+        data_opts.set_level_zero_stop_writes_trigger(100);
+        let hold = held.clone();
+        data_opts.set_compaction_filter("held", move |_, _: &[u8], _: &[u8]| {
+            while hold.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            rocksdb::CompactionDecision::Keep
+        });
+        let cfs = vec![
+            rocksdb::ColumnFamilyDescriptor::new("default", rocksdb::Options::default()),
+            rocksdb::ColumnFamilyDescriptor::new("data", data_opts),
+        ];
+        let db = Arc::new(DB::open_cf_descriptors(&opts, dir.join("db"), cfs)?);
+        let outcome = (|| -> R {
+            let data = db.cf_handle("data").ok_or("no data family")?;
+            // Files that did not overlap would be moved down whole, without the filter.
+            for _ in 0..2 {
+                db.put_cf(data, b"a", b"old")?;
+                db.put_cf(data, b"z", b"old")?;
+                db.flush_cf(data)?;
+            }
+            body(&db)
         })();
-        // Let the compaction end, or the database could not close.
         held.store(false, Ordering::Release);
         outcome
     }

@@ -306,18 +306,21 @@ fn checkpoint_file_compression() -> FileCompression {
     }
 }
 
-/// The options of the `data` family's checkpoint table files with another block size, for A/B
-/// runs only (issue 13): `STRATA_CHECKPOINT_BLOCK=<bytes>`, read at open; None (the family's
-/// own options, 4 KiB blocks) without it. Measured (docs/architecture.md, "Streams on the write
-/// path", seventh pass): 16 KiB blocks took about 30% off the checkpointer's CPU per XADD and
-/// 16.0 → 11.1 table bytes per stream entry (zstd's fixed cost per block), but HSET into one
-/// large hash cost ~35% more (its point reads of fields decompress 4× larger blocks from the
-/// level-0 files), so it is not the default.
-fn checkpoint_data_file_options(opts: &StorageOptions, cache: &Cache) -> Option<RocksOptions> {
-    let block = std::env::var("STRATA_CHECKPOINT_BLOCK")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .filter(|&b| b > 0)?;
+/// The options of a `data` family checkpoint table file that overlaps no table file of the
+/// family (`tier::FileFamily::alone`): 16 KiB blocks, or `STRATA_CHECKPOINT_BLOCK=<bytes>` read
+/// at open (0: the family's own 4 KiB, for A/B runs). Measured (docs/architecture.md, "Streams
+/// on the write path", seventh and eighth passes): 16 KiB blocks for every checkpoint file took
+/// about 30% off the checkpointer's CPU per XADD and 16.0 → 11.1 table bytes per stream entry
+/// (zstd's fixed cost per block), but HSET into one large hash cost ~35% more, its point reads
+/// of fields decompressing 4× larger blocks from level-0 files. A file that overlaps nothing
+/// goes to the last level instead (a stream's entries, whose IDs grow), so only such files
+/// get them.
+fn checkpoint_alone_file_options(opts: &StorageOptions, cache: &Cache) -> Option<RocksOptions> {
+    let block = match std::env::var("STRATA_CHECKPOINT_BLOCK") {
+        Ok(v) => v.parse::<usize>().ok(),
+        Err(_) => Some(16 << 10),
+    }
+    .filter(|&b| b > 0)?;
     let (mut o, mut b) = cf_options(opts, cache, true);
     b.set_block_size(block);
     o.set_block_based_table_factory(&b);
@@ -498,19 +501,18 @@ impl Storage {
 
         // A checkpoint of the write-back tier builds table files with each family's options,
         // and the same with the upper levels' compression for the last level too.
-        let data_file_opts = checkpoint_data_file_options(opts, &cache);
         let file_options = [
-            &meta_opts,
-            data_file_opts.as_ref().unwrap_or(&data_opts),
-            &zscore_opts,
-            &expire_opts,
+            (&meta_opts, None),
+            (&data_opts, checkpoint_alone_file_options(opts, &cache)),
+            (&zscore_opts, None),
+            (&expire_opts, None),
         ]
-        .map(|o| {
+        .map(|(o, alone)| {
             let mut upper = o.clone();
             if opts.compression != Compression::None {
                 upper.set_bottommost_compression_type(rocks_compression(opts.compression));
             }
-            (o.clone(), upper)
+            (o.clone(), upper, alone)
         });
         let cfs = vec![
             ColumnFamilyDescriptor::new(CF_META, meta_opts),
@@ -540,7 +542,12 @@ impl Storage {
             let archive = opts.wal_ttl_seconds > 0 || opts.wal_size_limit_mb > 0;
             let tier = Tier::open(path, opts.read_only, limit, archive)?;
             let files = cf_ids.iter().copied().zip(file_options);
-            let files = files.map(|(id, (bottom, upper))| FileFamily { id, bottom, upper });
+            let files = files.map(|(id, (bottom, upper, alone))| FileFamily {
+                id,
+                bottom,
+                upper,
+                alone,
+            });
             tier.write_files_for(files.collect(), checkpoint_file_compression());
             tier.pace_against(EngineLimits {
                 l0_slowdown: opts.tuning.l0_slowdown_writes_trigger.into(),

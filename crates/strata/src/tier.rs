@@ -411,6 +411,11 @@ pub(crate) struct FileFamily {
     pub bottom: Options,
     /// The same with the upper levels' compression (LZ4) for the last level too.
     pub upper: Options,
+    /// For a file that overlaps no table file of the family, if set: RocksDB moves such a
+    /// file to the last level, where nothing reads it as a level-0 file (a stream's entries,
+    /// whose keys grow), so larger blocks cost no point read more and save zstd's fixed cost
+    /// per block.
+    pub alone: Option<Options>,
 }
 
 /// Which compression a checkpoint's table files get ([`FileFamily`]).
@@ -1247,17 +1252,19 @@ fn write_layer(
             continue;
         }
         if let Some(file) = files.iter().find(|f| f.id == cf) {
-            let opts = match how {
-                FileCompression::Bottom => &file.bottom,
-                FileCompression::Upper => &file.upper,
-                FileCompression::ByLevel => {
-                    let name = families.iter().find(|(i, _)| *i == cf).map(|(_, n)| n);
-                    let live = live.get_or_insert_with(|| db.live_files().unwrap_or_default());
-                    match overlaps(live, name, &points) {
-                        true => &file.upper,
-                        false => &file.bottom,
-                    }
-                }
+            let name = families.iter().find(|(i, _)| *i == cf).map(|(_, n)| n);
+            let mut alone = || {
+                let live = live.get_or_insert_with(|| db.live_files().unwrap_or_default());
+                !overlaps(live, name, &points)
+            };
+            let opts = match (how, &file.alone) {
+                (FileCompression::Bottom | FileCompression::ByLevel, Some(o)) if alone() => o,
+                (FileCompression::Bottom, _) => &file.bottom,
+                (FileCompression::Upper, _) => &file.upper,
+                (FileCompression::ByLevel, _) => match alone() {
+                    true => &file.bottom,
+                    false => &file.upper,
+                },
             };
             let path = dir.join(format!("tier-checkpoint-{cf}.sst.tmp"));
             ingested += ingest(db, h, opts, &path, &points)?;
@@ -1767,6 +1774,7 @@ mod tests {
                     id,
                     bottom: rocksdb::Options::default(),
                     upper: rocksdb::Options::default(),
+                    alone: None,
                 }],
                 super::FileCompression::Bottom,
             );
@@ -1850,6 +1858,7 @@ mod tests {
                 id,
                 bottom: rocksdb::Options::default(),
                 upper: rocksdb::Options::default(),
+                alone: None,
             }],
             super::FileCompression::Bottom,
         );
@@ -1969,6 +1978,75 @@ mod tests {
     }
 
     #[test]
+    fn a_checkpoint_file_that_overlaps_no_table_file_is_built_with_the_alone_options() -> R {
+        let dir = tempfile::tempdir()?;
+        let opts = creating();
+        let db = DB::open_cf(&opts, dir.path().join("db"), ["default", "data"])?;
+        let data = db.cf_handle("data").ok_or("no data family")?;
+        let mut probe = crate::storage::new_batch();
+        probe.put_cf(data, b"", b"");
+        let id = match pending::decode_batch(probe.data())?.1.first() {
+            Some(pending::BatchOp::Put { cf, .. }) => *cf,
+            _ => return Err("no family id".into()),
+        };
+        // The family's own 4 KiB blocks, and 1 MiB blocks for a file that overlaps nothing.
+        let mut alone = rocksdb::Options::default();
+        let mut table = rocksdb::BlockBasedOptions::default();
+        table.set_block_size(1 << 20);
+        alone.set_block_based_table_factory(&table);
+        let tier = Tier::open(dir.path(), false, 64 << 20, false)?;
+        tier.write_files_for(
+            vec![super::FileFamily {
+                id,
+                bottom: rocksdb::Options::default(),
+                upper: rocksdb::Options::default(),
+                alone: Some(alone),
+            }],
+            super::FileCompression::Bottom,
+        );
+        let families: Families = vec![(0, "default".to_string()), (id, "data".to_string())];
+        let blocks = || -> std::result::Result<u64, Box<dyn std::error::Error>> {
+            let props = db
+                .property_value_cf(data, "rocksdb.aggregated-table-properties")?
+                .ok_or("no table properties")?;
+            let n = props
+                .split(';')
+                .find_map(|p| p.trim().strip_prefix("# data blocks="))
+                .ok_or("no block count")?;
+            Ok(n.trim().parse()?)
+        };
+        // 200 KB of values that do not compress: 50 blocks of 4 KiB, one of 1 MiB.
+        let checkpoint_keys = |from: usize, to: usize| -> R {
+            let mut batch = crate::storage::new_batch();
+            for i in from..to {
+                let value: Vec<u8> = (0..200)
+                    .map(|j| (i * 31 + j * 7) as u8 ^ (j as u8))
+                    .collect();
+                batch.put_cf(data, format!("k{i:04}"), value);
+            }
+            let (_, ops) = pending::decode_batch(batch.data())?;
+            tier.write(batch.data(), &ops, None)?;
+            tier.checkpoint(&db, &families, |_| Ok(()))?;
+            Ok(())
+        };
+        checkpoint_keys(0, 1000)?;
+        let first = blocks()?;
+        assert!(
+            first <= 2,
+            "a file over no other was built with {first} blocks"
+        );
+        // Over the same keys again: this file overlaps the first and keeps the family's blocks.
+        checkpoint_keys(0, 1000)?;
+        let second = blocks()? - first;
+        assert!(
+            second >= 20,
+            "a file over another was built with {second} blocks"
+        );
+        assert_eq!(db.get_cf(data, b"k0999")?.map(|v| v.len()), Some(200));
+        Ok(())
+    }
+
+    #[test]
     fn a_checkpoint_moves_sorted_table_files_in_after_the_ranges_it_deletes() -> R {
         let dir = tempfile::tempdir()?;
         let opts = creating();
@@ -1990,6 +2068,7 @@ mod tests {
                 id,
                 bottom: rocksdb::Options::default(),
                 upper: rocksdb::Options::default(),
+                alone: None,
             }],
             super::FileCompression::ByLevel,
         );

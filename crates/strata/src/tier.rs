@@ -1762,12 +1762,7 @@ mod tests {
         let dir = tempfile::tempdir()?;
         with_level_zero_held(dir.path(), |db| {
             let data = db.cf_handle("data").ok_or("no data family")?;
-            let mut probe = crate::storage::new_batch();
-            probe.put_cf(data, b"", b"");
-            let id = match pending::decode_batch(probe.data())?.1.first() {
-                Some(pending::BatchOp::Put { cf, .. }) => *cf,
-                _ => return Err("no family id".into()),
-            };
+            let id = family_id(data)?;
             let tier = Arc::new(Tier::open(dir.path(), false, 1 << 20, false)?);
             tier.write_files_for(
                 vec![super::FileFamily {
@@ -1798,6 +1793,16 @@ mod tests {
             assert_eq!(tier.dirty_bytes(), (0, 0));
             Ok(())
         })
+    }
+
+    /// The id write batches give family `cf` (as the tier sees it in a decoded batch).
+    fn family_id(cf: &impl rocksdb::AsColumnFamilyRef) -> Result<u32, Box<dyn std::error::Error>> {
+        let mut probe = crate::storage::new_batch();
+        probe.put_cf(cf, b"", b"");
+        match pending::decode_batch(probe.data())?.1.first() {
+            Some(pending::BatchOp::Put { cf, .. }) => Ok(*cf),
+            _ => Err("no family id".into()),
+        }
     }
 
     /// Runs `body` on a database under `dir` whose `data` family has two level-0 files over the
@@ -1846,12 +1851,7 @@ mod tests {
         let path = dir.path().join("db");
         let db = DB::open_cf(&opts, &path, ["default", "data"])?;
         let data = db.cf_handle("data").ok_or("no data family")?;
-        let mut probe = crate::storage::new_batch();
-        probe.put_cf(data, b"", b"");
-        let id = match pending::decode_batch(probe.data())?.1.first() {
-            Some(pending::BatchOp::Put { cf, .. }) => *cf,
-            _ => return Err("no family id".into()),
-        };
+        let id = family_id(data)?;
         let tier = Tier::open(dir.path(), false, 1 << 20, false)?;
         tier.write_files_for(
             vec![super::FileFamily {
@@ -1983,12 +1983,7 @@ mod tests {
         let opts = creating();
         let db = DB::open_cf(&opts, dir.path().join("db"), ["default", "data"])?;
         let data = db.cf_handle("data").ok_or("no data family")?;
-        let mut probe = crate::storage::new_batch();
-        probe.put_cf(data, b"", b"");
-        let id = match pending::decode_batch(probe.data())?.1.first() {
-            Some(pending::BatchOp::Put { cf, .. }) => *cf,
-            _ => return Err("no family id".into()),
-        };
+        let id = family_id(data)?;
         // The family's own 4 KiB blocks, and 1 MiB blocks for a file that overlaps nothing.
         let mut alone = rocksdb::Options::default();
         let mut table = rocksdb::BlockBasedOptions::default();
@@ -2052,12 +2047,7 @@ mod tests {
         let opts = creating();
         let db = DB::open_cf(&opts, dir.path().join("db"), ["default", "data"])?;
         let data = db.cf_handle("data").ok_or("no data family")?;
-        let mut probe = crate::storage::new_batch();
-        probe.put_cf(data, b"", b"");
-        let id = match pending::decode_batch(probe.data())?.1.first() {
-            Some(pending::BatchOp::Put { cf, .. }) => *cf,
-            _ => return Err("no family id".into()),
-        };
+        let id = family_id(data)?;
         // Records RocksDB already holds, some of which the layer deletes by range.
         for k in [&b"a1"[..], b"b1", b"b2", b"c1"] {
             db.put_cf(data, k, b"old")?;

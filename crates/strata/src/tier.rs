@@ -766,6 +766,21 @@ impl Tier {
         }
     }
 
+    /// Forgets the active layer's puts of `keys` in family `cf` (their writer says they are
+    /// garbage no reader asks for: [`crate::storage::Storage::drop_unread`]). Their redo
+    /// records stay: a replay brings them back as garbage, which a checkpoint then writes.
+    pub(crate) fn drop_puts(&self, cf: u32, keys: &[Vec<u8>]) {
+        let layers = self.layers.read();
+        let mut active = layers.active.write();
+        let mut dropped = false;
+        for key in keys {
+            dropped |= active.drop_put(cf, key);
+        }
+        if dropped {
+            self.active_bytes.store(active.bytes(), Ordering::Relaxed);
+        }
+    }
+
     /// What the tier holds at `key` of family `cf`, `f` seeing the value.
     pub(crate) fn lookup<T>(&self, cf: u32, key: &[u8], f: impl FnOnce(&[u8]) -> T) -> Found<T> {
         self.with_view(|view| match view.lookup(cf, key) {

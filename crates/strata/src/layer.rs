@@ -645,6 +645,14 @@ impl Layer {
         }
     }
 
+    /// Charges the layer for `count` records of `key_len`-byte keys that its writer made
+    /// garbage without writing them (a list pop, `list.rs`), as many bytes as deletes of them
+    /// would have been charged: the layer's size decides when a checkpoint runs, and so bounds
+    /// the redo log a restart replays, which holds the pops' records all the same.
+    pub(crate) fn charge_garbage(&mut self, count: usize, key_len: usize) {
+        self.bytes += count * (key_len + ENTRY_OVERHEAD);
+    }
+
     /// Whether the layer holds no write.
     pub(crate) fn is_empty(&self) -> bool {
         self.families.0.iter().all(|(_, f)| f.is_empty())

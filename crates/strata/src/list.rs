@@ -285,8 +285,9 @@ impl Db {
     /// After a commit that moved the bounds of `l`: the items at absolute indexes `from..to`
     /// that are now outside them are garbage, so the write-back tier's active layer may forget
     /// its puts of them (those pushed since the last checkpoint) instead of taking them to
-    /// RocksDB. Indexes back inside the bounds (LMOVE rotating a list onto the index it
-    /// popped) are kept. At most [`DROP_MAX`] of them.
+    /// RocksDB, and is charged for them as for their deletes (`Tier::drop_puts`). Indexes back
+    /// inside the bounds (LMOVE rotating a list onto the index it popped) are kept. At most
+    /// [`DROP_MAX`] of them.
     fn list_drop_garbage(&self, key: &[u8], l: &ListState, from: u64, to: u64) {
         if !self.write_back() || to <= from {
             return;

@@ -767,17 +767,25 @@ impl Tier {
     }
 
     /// Forgets the active layer's puts of `keys` in family `cf` (their writer says they are
-    /// garbage no reader asks for: [`crate::storage::Storage::drop_unread`]). Their redo
-    /// records stay: a replay brings them back as garbage, which a checkpoint then writes.
+    /// garbage no reader asks for: [`crate::storage::Storage::drop_unread`]), and charges the
+    /// layer for them as deletes of them would have been ([`Layer::charge_garbage`]): checkpoints
+    /// come as often as when their writer wrote those deletes, so the redo log stays bounded
+    /// by the dirty limit. The puts' redo records stay: a replay brings them back as garbage,
+    /// which a checkpoint then writes.
     pub(crate) fn drop_puts(&self, cf: u32, keys: &[Vec<u8>]) {
-        let layers = self.layers.read();
-        let mut active = layers.active.write();
-        let mut dropped = false;
-        for key in keys {
-            dropped |= active.drop_put(cf, key);
-        }
-        if dropped {
-            self.active_bytes.store(active.bytes(), Ordering::Relaxed);
+        let bytes = {
+            let layers = self.layers.read();
+            let mut active = layers.active.write();
+            for key in keys {
+                active.drop_put(cf, key);
+            }
+            active.charge_garbage(keys.len(), keys.first().map_or(0, Vec::len));
+            let bytes = active.bytes();
+            self.active_bytes.store(bytes, Ordering::Relaxed);
+            bytes
+        };
+        if bytes >= self.dirty_limit {
+            self.request_checkpoint();
         }
     }
 

@@ -632,7 +632,7 @@ impl Layer {
         let Some(f) = self.families.get_mut(cf) else {
             return false;
         };
-        if !f.points.get(key).is_some_and(|p| p.value.is_some()) {
+        if f.points.get(key).is_none_or(|p| p.value.is_none()) {
             return false;
         }
         f.changed();

@@ -1010,14 +1010,30 @@ mod tests {
         db.list_each(key, |v| each.push(v.to_vec()))?;
         assert_eq!(each, want, "{ctx}: list_each");
         for (i, v) in want.iter().enumerate() {
-            assert_eq!(db.lindex(key, i as i64)?.as_ref(), Some(v), "{ctx}: lindex {i}");
+            assert_eq!(
+                db.lindex(key, i as i64)?.as_ref(),
+                Some(v),
+                "{ctx}: lindex {i}"
+            );
         }
-        assert_eq!(db.lindex(key, want.len() as i64)?, None, "{ctx}: lindex past the tail");
-        assert_eq!(db.lindex(key, -(want.len() as i64) - 1)?, None, "{ctx}: lindex before the head");
+        assert_eq!(
+            db.lindex(key, want.len() as i64)?,
+            None,
+            "{ctx}: lindex past the tail"
+        );
+        assert_eq!(
+            db.lindex(key, -(want.len() as i64) - 1)?,
+            None,
+            "{ctx}: lindex before the head"
+        );
         for n in 0..ever {
             let v = item(n);
             let at = want.iter().position(|w| *w == v).map(|p| p as u64);
-            assert_eq!(db.lpos(key, &v, 1, 1, 0)?.first().copied(), at, "{ctx}: lpos {n}");
+            assert_eq!(
+                db.lpos(key, &v, 1, 1, 0)?.first().copied(),
+                at,
+                "{ctx}: lpos {n}"
+            );
         }
         let opts = crate::SortOptions {
             alpha: true,
@@ -1052,7 +1068,10 @@ mod tests {
                     checkpoint(&db)?;
                 }
                 for _ in 0..40 {
-                    assert_eq!(db.list_pop(b"q", ListEnd::Left, 1)?, Some(vec![model.pop_front().unwrap_or_default()]));
+                    assert_eq!(
+                        db.list_pop(b"q", ListEnd::Left, 1)?,
+                        Some(vec![model.pop_front().unwrap_or_default()])
+                    );
                 }
                 let got = db.list_pop(b"q", ListEnd::Right, 30)?.unwrap_or_default();
                 let want: Vec<Vec<u8>> = (0..30).filter_map(|_| model.pop_back()).collect();
@@ -1084,7 +1103,13 @@ mod tests {
                 reads_match(&db, b"q", &model, 300, &format!("{ctx}: after pushes"))?;
                 checkpoint(&db)?;
                 db.compact();
-                reads_match(&db, b"q", &model, 300, &format!("{ctx}: after a compaction"))?;
+                reads_match(
+                    &db,
+                    b"q",
+                    &model,
+                    300,
+                    &format!("{ctx}: after a compaction"),
+                )?;
                 drop(db);
                 let db = Db::open_with(dir.path(), opts())?;
                 reads_match(&db, b"q", &model, 300, &format!("{ctx}: after a reopen"))?;
@@ -1110,7 +1135,11 @@ mod tests {
             checkpoint(&db)?;
             db.compact();
             let version = version_of(&db, b"q")?;
-            assert_eq!(rocksdb_items(&db, b"q", version)?.len(), 1000, "tier {tier}");
+            assert_eq!(
+                rocksdb_items(&db, b"q", version)?.len(),
+                1000,
+                "tier {tier}"
+            );
             for _ in 0..300 {
                 db.list_pop(b"q", ListEnd::Left, 1)?;
                 model.pop_front();
@@ -1134,7 +1163,11 @@ mod tests {
             assert!(rocksdb_items(&db, b"gone", gone)?.is_empty(), "tier {tier}");
             assert_eq!(db.lrange(b"q", 0, -1)?, Vec::from(model), "tier {tier}");
             let report = db.check(false, |_| {})?;
-            assert!(report.problems.is_empty(), "tier {tier}: {:?}", report.problems);
+            assert!(
+                report.problems.is_empty(),
+                "tier {tier}: {:?}",
+                report.problems
+            );
             assert_eq!(report.orphan_records, 0, "tier {tier}");
         }
         Ok(())
@@ -1185,7 +1218,11 @@ mod tests {
                 assert_eq!(db.lmove(b"q", b"q", from, to)?, Some(b"only".to_vec()));
                 checkpoint(&db)?;
                 db.compact();
-                assert_eq!(db.lrange(b"q", 0, -1)?, vec![b"only".to_vec()], "tier {tier}");
+                assert_eq!(
+                    db.lrange(b"q", 0, -1)?,
+                    vec![b"only".to_vec()],
+                    "tier {tier}"
+                );
             }
         }
         Ok(())
@@ -1218,8 +1255,16 @@ mod tests {
             let usage = db.memory_usage(b"q", 5)?.ok_or("no list")?;
             assert!(usage < 5_000, "tier {tier}: {usage}");
             let report = db.check(false, |_| {})?;
-            assert!(report.problems.is_empty(), "tier {tier}: {:?}", report.problems);
-            assert_eq!((report.members, report.orphan_records), (50, 150), "tier {tier}");
+            assert!(
+                report.problems.is_empty(),
+                "tier {tier}: {:?}",
+                report.problems
+            );
+            assert_eq!(
+                (report.members, report.orphan_records),
+                (50, 150),
+                "tier {tier}"
+            );
             db.rename(b"q", b"r", false)?;
             assert!(db.copy(b"r", 0, b"c", false)?);
             checkpoint(&db)?;
@@ -1230,9 +1275,42 @@ mod tests {
                     .map(|(_, v)| v)
                     .collect();
                 assert_eq!(stored, Vec::from(model.clone()), "tier {tier}");
-                assert_eq!(db.lrange(key, 0, -1)?, Vec::from(model.clone()), "tier {tier}");
+                assert_eq!(
+                    db.lrange(key, 0, -1)?,
+                    Vec::from(model.clone()),
+                    "tier {tier}"
+                );
             }
         }
+        Ok(())
+    }
+
+    /// Pops that write only the metadata still charge the tier's active layer as their deletes
+    /// did, so checkpoints come as often and the redo log a restart replays stays bounded by
+    /// the dirty limit: popped items that RocksDB holds, and queue items dropped from the layer.
+    #[test]
+    fn pops_charge_the_active_layer_as_their_deletes_did() -> R {
+        let (_dir, db) = open(true)?;
+        let active = |db: &Db| db.storage().tier_figures().map_or(0, |f| f[0]);
+        pushed(&db, b"q", 1000)?;
+        checkpoint(&db)?;
+        let before = active(&db);
+        for _ in 0..500 {
+            db.list_pop(b"q", ListEnd::Left, 1)?;
+        }
+        let grown = active(&db) - before;
+        assert!(
+            grown >= 500 * 64,
+            "{grown} bytes for 500 pops of checkpointed items"
+        );
+        checkpoint(&db)?;
+        let before = active(&db);
+        for n in 0..500 {
+            db.lpush(b"r", &[&item(n)])?;
+            db.list_pop(b"r", ListEnd::Right, 1)?;
+        }
+        let grown = active(&db) - before;
+        assert!(grown >= 500 * 64, "{grown} bytes for 500 pushes and pops");
         Ok(())
     }
 }

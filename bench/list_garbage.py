@@ -6,7 +6,8 @@
 For each LABEL (a strata-server and the `strata` tool of the same build), on a fresh server in a
 temporary directory on a free loopback port (stopped by PID): RPUSH `--items` items of 128 B onto
 one list (redis-benchmark -c 50 -P 16), then LPOP them all (same), reading the server's CPU
-(/proc/<pid>/stat) around the pops; then the bytes of the directory's table files (*.sst):
+(/proc/<pid>/stat) around the pops; then the bytes of the directory's live table files (*.sst
+at its top; SAVE's copy under backup/ is left out):
 right after the pops, after SAVE (a checkpoint), after 70 s more (RocksDB's own compactions),
 and, once the server is stopped (SIGTERM: it checkpoints on the way out), after `strata compact`
 on the directory. Prints one line per label.
@@ -19,7 +20,8 @@ VALUE = 'x' * 128
 
 
 def sst_bytes(d):
-    return sum(os.path.getsize(f) for f in glob.glob(os.path.join(d, '**', '*.sst'), recursive=True))
+    # The live table files only: SAVE leaves its copy (hard links) under backup/.
+    return sum(os.path.getsize(f) for f in glob.glob(os.path.join(d, '*.sst')))
 
 
 def bench(port, n, *cmd):

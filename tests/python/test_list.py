@@ -335,6 +335,62 @@ def test_pops_of_long_lists_after_changes_near_their_ends_match_redis(both, seed
         both("LRANGE", k, "0", "-1")
 
 
+@pytest.mark.parametrize("save_between", [False, True])
+def test_popped_items_are_never_read_again_by_any_command_matches_redis(both, save_between):
+    """A pop writes only the list's metadata, leaving the popped item's record behind as
+    garbage: no command reads it again, before or after a checkpoint (SAVE), and pushes that
+    take a popped index back return their new items. Every reply compared with redis-server."""
+    for k in ("q", "r"):
+        both("RPUSH", k, *[f"{k}-{i}" for i in range(200)])
+    if save_between:
+        both.each("SAVE")
+    both("LPOP", "q", "30")
+    both("RPOP", "q", "20")
+    for _ in range(10):
+        both("LPOP", "q")
+        both("RPOP", "q")
+    both("LMPOP", "1", "q", "LEFT", "COUNT", "5")
+    both("BLPOP", "q", "0")
+    both("BRPOP", "q", "0")
+    both("LMOVE", "q", "r", "LEFT", "RIGHT")
+    both("RPOPLPUSH", "q", "r")
+    both("LTRIM", "q", "3", "-4")
+    both("LREM", "q", "-1", "q-150")
+    if save_between:
+        both.each("SAVE")
+    n = both("LLEN", "q")
+    both("LRANGE", "q", "0", "-1")
+    both("LRANGE", "q", "-1000", "1000")
+    for i in (0, n - 1, n, -n, -n - 1, 1000, -1000):
+        both("LINDEX", "q", str(i))
+    for i in (0, 10, 29, 45, 170, 199):
+        both("LPOS", "q", f"q-{i}")
+        both("LPOS", "q", f"q-{i}", "RANK", "-1")
+    both("SORT", "q", "ALPHA")
+    both("SORT", "q", "BY", "nosort")
+    both("LSET", "q", str(n), "x")
+    both("LINSERT", "q", "BEFORE", "q-0", "x")
+    both("LREM", "q", "0", "q-5")
+    # Pushes take popped indexes back.
+    both("LPUSH", "q", "new-left-1", "new-left-2")
+    both("RPUSH", "q", "new-right-1", "new-right-2")
+    both("LRANGE", "q", "0", "4")
+    both("LRANGE", "q", "-4", "-1")
+    both("RENAME", "q", "q2")
+    both("COPY", "q2", "q3")
+    if save_between:
+        both.each("SAVE")
+    for k in ("q2", "q3", "r"):
+        both("LRANGE", k, "0", "-1")
+        both("LLEN", k)
+    for side in (both.strata, both.redis):
+        side.call("RESTORE", "q4", "0", side.call("DUMP", "q2"))
+    both("LRANGE", "q4", "0", "-1")
+    while both("LPOP", "q2", "7") is not None:
+        pass
+    both("EXISTS", "q2")
+
+
 # --- big keys ---------------------------------------------------------------------------------
 
 

@@ -140,3 +140,53 @@ def test_a_replica_past_the_kept_backlog_gets_a_full_copy(start_strata):
     wait_for(lambda: caught_up(leader, replica), timeout=30, what="the replica's full copy")
     assert snapshot(replica) == snapshot(leader)
     assert info(leader, "stats")["sync_full"] == 2
+
+
+def queue_workload(c, prefix: str, rounds: int = 40):
+    """Pushes and pops at both ends of a few lists (LPOP, RPOP, LMPOP, LMOVE, RPOPLPUSH, LTRIM,
+    LREM at an end), with items big enough for 64kb checkpoints to fall among them."""
+    p = c.pipeline(transaction=False)
+    for r in range(rounds):
+        for i in range(4):
+            k = f"{prefix}:q{i}"
+            p.rpush(k, *[f"{r}:{j}:" + "x" * 100 for j in range(20)])
+            p.lpush(k, *[f"{r}:front{j}" for j in range(5)])
+            p.lpop(k, 7)
+            p.rpop(k, 3)
+            p.execute_command("LMPOP", 1, k, "RIGHT", "COUNT", 2)
+            p.lmove(k, f"{prefix}:moved", "LEFT", "RIGHT")
+            p.rpoplpush(k, k)
+            if r % 5 == 4:
+                p.ltrim(k, 2, -3)
+                p.lrem(k, -1, f"{r}:19:" + "x" * 100)
+    p.execute()
+
+
+@pytest.mark.parametrize("leader_tier,replica_tier",
+                         [(TIER, TIER), (TIER, NO_TIER), (NO_TIER, TIER)],
+                         ids=["tier-both", "tier-leader", "tier-replica"])
+def test_list_pops_replicate_and_no_popped_item_comes_back_on_either_side(start_strata,
+                                                                         leader_tier,
+                                                                         replica_tier):
+    """A pop writes only the list's metadata (the popped item's record is garbage): the replica
+    applies the leader's batches, full copy and stream, and both read the same lists, with no
+    popped item at any index."""
+    leader_server = start_strata(**leader_tier)
+    replica_server = start_strata(**replica_tier)
+    leader, replica = leader_server.client(), replica_server.client()
+    queue_workload(leader, "before")
+    follow(replica, leader_server)
+    wait_for(lambda: caught_up(leader, replica), what="the replica to load the copy")
+    queue_workload(leader, "after")
+    queue_workload(leader, "before", rounds=10)
+    assert leader.execute_command("WAIT", 1, 10000) == 1
+    assert snapshot(replica) == snapshot(leader)
+    for c in (leader, replica):
+        for prefix in ("before", "after"):
+            for i in range(4):
+                k = f"{prefix}:q{i}"
+                n = c.llen(k)
+                assert n > 0
+                assert c.lindex(k, n) is None and c.lindex(k, -n - 1) is None
+                assert len(c.lrange(k, 0, -1)) == n
+                assert c.lpos(k, "0:front0") is None, "popped by the first round's LPOP"

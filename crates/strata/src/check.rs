@@ -1,7 +1,8 @@
 //! Consistency check of a data directory (`strata check`): every metadata record must decode,
 //! every collection's member count must agree with its metadata, a sorted set's two indexes must
 //! agree, and every member record must belong to a live collection (those that do not are
-//! orphans, harmless, reclaimed by compaction). With `repair`, what can be fixed without guessing
+//! orphans, harmless, reclaimed by compaction; so are a list's item records outside its
+//! `head..tail`, which pops and trims leave behind). With `repair`, what can be fixed without guessing
 //! is fixed: undecodable records are deleted, counts are rewritten from what is stored, empty
 //! collections are deleted, a sorted set's score index is rebuilt from its members. A fragmented
 //! string's fragments must lie within its length (repair cuts or deletes those that do not).
@@ -41,7 +42,8 @@ pub struct CheckReport {
     pub members: u64,
     /// Keys expired but not yet deleted (they read as missing; not a problem).
     pub expired: u64,
-    /// Member records of deleted or replaced collections, waiting for compaction (not a problem).
+    /// Member records of deleted or replaced collections, and list items outside their list's
+    /// bounds (popped or trimmed), waiting for compaction (not a problem).
     pub orphan_records: u64,
     /// Inconsistencies found.
     pub problems: Vec<Problem>,
@@ -190,6 +192,7 @@ impl Db {
             return Ok(());
         }
         let mut found = 0u64;
+        let mut garbage = 0u64;
         let mut bad_members = Vec::new();
         let list_bounds = list_bounds(&c);
         let is_stream = c.kind == KeyType::Stream;
@@ -198,36 +201,35 @@ impl Db {
             if is_stream && sub.first() != Some(&1) {
                 return true;
             }
+            // A list's records outside its bounds are popped or trimmed items: garbage that
+            // no read sees and compaction removes (`list.rs`), counted with the orphans.
+            if c.kind == KeyType::List
+                && !matches!((list_bounds, <[u8; 8]>::try_from(sub)),
+                    (Some((h, t)), Ok(b)) if (h..t).contains(&u64::from_be_bytes(b)))
+            {
+                garbage += 1;
+                return true;
+            }
             found += 1;
-            let ok = match c.kind {
-                KeyType::ZSet => v.len() == 8,
-                KeyType::List => {
-                    matches!((list_bounds, <[u8; 8]>::try_from(sub)),
-                        (Some((h, t)), Ok(b)) if (h..t).contains(&u64::from_be_bytes(b)))
-                }
-                _ => true,
-            };
-            if !ok {
+            if c.kind == KeyType::ZSet && v.len() != 8 {
                 bad_members.push(sub.to_vec());
             }
             true
         })?;
         report.members += found;
+        report.orphan_records += garbage;
         if c.kind == KeyType::List && list_bounds.is_none() {
             return problem("list metadata without valid bounds".into(), None);
         }
         if !bad_members.is_empty() {
-            let what = match c.kind {
-                KeyType::List => "list items outside the list's bounds",
-                _ => "sorted-set members whose score is not 8 bytes",
-            };
+            let what = "sorted-set members whose score is not 8 bytes";
             let mut b = crate::storage::new_batch();
             for sub in &bad_members {
                 b.delete_cf(self.storage().cf(CF_DATA), self.sub_key(key, &c, sub));
             }
             found -= bad_members.len() as u64;
-            // List items outside the bounds are invisible and a score that is not 8 bytes cannot
-            // be read: dropping either changes nothing a reader could see.
+            // A score that is not 8 bytes cannot be read: dropping it changes nothing a reader
+            // could see.
             problem(format!("{} {what}", bad_members.len()), Some(b))?;
         }
         if c.kind == KeyType::ZSet {

@@ -29,6 +29,18 @@
 //! family drops the family's runs, and clearing the cache drops them all, so a slot that is
 //! still there equals the committed record whenever no layer names its key. Knows nothing of
 //! RocksDB.
+//!
+//! **Garbage keys.** A list pop writes only the list's metadata (`list.rs`): the popped item's
+//! record stays in RocksDB as garbage until compaction removes it, and so may its entry or run
+//! slot here; nothing forgets them one by one any more (a checkpoint's `take_layer` no longer
+//! meets a delete per popped item), and eviction reclaims their memory. The rule above then
+//! holds for every key a reader may ask for: no reader asks for an item outside its list's
+//! `head..tail` (every list read is bounded by them), and an index that comes back inside the
+//! bounds is written anew in a layer, which readers consult first and whose retirement replaces
+//! the entry and forgets the run slot as for any put. For garbage keys an entry may outlive
+//! the record it copied (compaction removed it), or hold an older version than RocksDB's
+//! (the tier's active layer dropped a popped item's put, `Storage::drop_unread`): both are
+//! garbage, never read.
 
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::hash_map::Entry as Slot;

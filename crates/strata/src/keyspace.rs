@@ -330,12 +330,16 @@ impl Db {
         let s = self.storage();
         for cf in [CF_DATA, CF_ZSCORE] {
             let prefix = keys::data_prefix(src_phys, src_key, old_version);
+            let (from, upper) = list_span(&prefix, m).unwrap_or_else(|| {
+                let upper = prefix_successor(&prefix);
+                (prefix.clone(), upper)
+            });
             let ro = IterOptions {
-                upper: Some(prefix_successor(&prefix)),
+                upper: Some(upper),
                 ..IterOptions::default()
             };
             let mut it = s.iter(cf, ro);
-            it.seek(&prefix);
+            it.seek(&from);
             while it.valid() {
                 let (Some(k), Some(v)) = (it.key(), it.value()) else {
                     break;
@@ -445,12 +449,16 @@ impl Db {
         };
         let limit = if samples == 0 { u64::MAX } else { samples };
         let prefix = keys::data_prefix(self.phys(), key, version);
+        let (from, upper) = list_span(&prefix, &m).unwrap_or_else(|| {
+            let upper = prefix_successor(&prefix);
+            (prefix.clone(), upper)
+        });
         let ro = IterOptions {
-            upper: Some(prefix_successor(&prefix)),
+            upper: Some(upper),
             ..IterOptions::default()
         };
         let mut it = self.storage().iter(CF_DATA, ro);
-        it.seek(&prefix);
+        it.seek(&from);
         let (mut seen, mut bytes) = (0u64, 0u64);
         while seen < limit && it.valid() {
             let (Some(k), Some(v)) = (it.key(), it.value()) else {
@@ -686,6 +694,18 @@ impl Db {
             KeyType::Stream => "stream",
         }))
     }
+}
+
+/// For a list's metadata `m` whose sub-keys start with `prefix`: the keys from its first item
+/// to past its last (`prefix ++ head`, `prefix ++ tail`), so that a walk over its records reads
+/// its items only and never the garbage outside its bounds (`list.rs`). `None` for other types.
+fn list_span(prefix: &[u8], m: &Meta) -> Option<(Vec<u8>, Vec<u8>)> {
+    if m.kind != KeyType::List {
+        return None;
+    }
+    let (head, tail) = crate::list::bounds_of(&m.body)?;
+    let at = |i: u64| [prefix, &i.to_be_bytes()[..]].concat();
+    Some((at(head), at(tail)))
 }
 
 /// The smallest key greater than every key starting with `prefix`.

@@ -210,6 +210,43 @@ impl Points {
         }
     }
 
+    /// Removes the write to `key` (held) unless it lies more than [`TAIL_SHIFT`] entries inside
+    /// the tail; returns the bytes it frees. A map key leaves the key order too when it is
+    /// among the last few queued for it or already sorted; otherwise it stays queued, walks
+    /// pass over it (the map no longer holds it) until the order is next cleared, and its
+    /// bytes stay charged.
+    fn remove_put(&mut self, key: &[u8]) -> Option<usize> {
+        match self.side(key) {
+            Side::Tail => {
+                let at = self.tail_find(key)?;
+                if at.min(self.tail.len() - 1 - at) > TAIL_SHIFT {
+                    return None;
+                }
+                let (k, p) = self.tail.remove(at)?;
+                Some(charge(&k, p.value.as_deref()))
+            }
+            Side::Above => None,
+            Side::Map => {
+                let (k, p) = self.map.remove_entry(key)?;
+                let order = self.order.get_mut();
+                let queued = order.added.len();
+                let recent = queued.saturating_sub(8);
+                let left_order = match order.added[recent..].iter().rposition(|a| **a == *key) {
+                    Some(at) => {
+                        order.added.swap_remove(recent + at);
+                        true
+                    }
+                    None => order.sorted.remove(key),
+                };
+                let freed = charge(&k, p.value.as_deref());
+                Some(match left_order {
+                    true => freed,
+                    false => freed - k.len(),
+                })
+            }
+        }
+    }
+
     fn contains_key(&self, key: &[u8]) -> bool {
         self.get(key).is_some()
     }
@@ -584,6 +621,36 @@ impl Layer {
                 self.bytes += added;
             }
         }
+    }
+
+    /// Forgets the put of `key` in family `cf`, as if the layer had never written it (a
+    /// delete stays); returns whether it did. For records their writer says are garbage no
+    /// reader asks for (a popped list item, `list.rs`): a reader asking all the same would get
+    /// the record below the layer. A put deep inside the tail stays (moving the tail's
+    /// entries would cost more than the put's trip to RocksDB).
+    pub(crate) fn drop_put(&mut self, cf: u32, key: &[u8]) -> bool {
+        let Some(f) = self.families.get_mut(cf) else {
+            return false;
+        };
+        if f.points.get(key).is_none_or(|p| p.value.is_none()) {
+            return false;
+        }
+        f.changed();
+        match f.points.remove_put(key) {
+            Some(freed) => {
+                self.bytes = self.bytes.saturating_sub(freed);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Charges the layer for `count` records of `key_len`-byte keys that its writer made
+    /// garbage without writing them (a list pop, `list.rs`), as many bytes as deletes of them
+    /// would have been charged: the layer's size decides when a checkpoint runs, and so bounds
+    /// the redo log a restart replays, which holds the pops' records all the same.
+    pub(crate) fn charge_garbage(&mut self, count: usize, key_len: usize) {
+        self.bytes += count * (key_len + ENTRY_OVERHEAD);
     }
 
     /// Whether the layer holds no write.

@@ -7,6 +7,16 @@
 //! (O(1)), LRANGE streams from an iterator. Changes in the middle (LINSERT, LREM) shift the items
 //! on the shorter side, O(N). Every write holds the key's lock and commits one batch. This module
 //! knows nothing of RESP.
+//!
+//! **The items are exactly `head..tail`.** Every reader is bounded by the metadata's bounds, so
+//! an item leaving them (LPOP, RPOP, their blocking and LMPOP forms, LMOVE's source, LTRIM, the
+//! end LREM closes) is not deleted: its record stays where it is as garbage, never read again,
+//! and the write is the metadata alone. An index that comes back inside the bounds (a push
+//! after a pop) is always written anew in the same batch as the metadata that takes it in. The
+//! compaction filter (`storage.rs`, `OrphanFilter`) removes a list's records outside its
+//! committed bounds; a popped item still in the write-back tier's active layer (pushed since
+//! the last checkpoint: a queue's) is dropped from it at once (`Storage::drop_unread`), so it
+//! never reaches RocksDB. See docs/format.md (list records) and docs/architecture.md.
 
 use rocksdb::WriteBatch;
 
@@ -32,8 +42,10 @@ type KeyedItems = (Vec<u8>, Vec<Vec<u8>>);
 /// Absolute index of the first item of a new list.
 pub(crate) const LIST_START: u64 = 1 << 63;
 
-/// Spans longer than this are deleted with one range tombstone instead of point deletes.
-const RANGE_DELETE_MIN: u64 = 64;
+/// At most this many items that left a list's bounds in one command are dropped from the
+/// write-back tier's active layer (`Storage::drop_unread`); the rest of a larger span (a big
+/// LTRIM) stays there as garbage and goes to RocksDB with the next checkpoint, for compaction.
+const DROP_MAX: u64 = 64;
 
 /// Pops of at most this many items read them by point lookups (see [`Db::list_points`]).
 const POINT_READ_MAX: u64 = 16;
@@ -53,6 +65,19 @@ fn idx(i: u64) -> [u8; 8] {
 pub(crate) fn idx_of(sub: &[u8]) -> Option<u64> {
     let b: [u8; 8] = sub.try_into().ok()?;
     Some(u64::from_be_bytes(b))
+}
+
+/// A list's `(head, tail)` from its metadata's body (`[version][len][head][tail]`), if it
+/// carries them and they agree with its length.
+pub(crate) fn bounds_of(body: &[u8]) -> Option<(u64, u64)> {
+    let word = |at: usize| -> Option<u64> {
+        Some(u64::from_be_bytes(body.get(at..at + 8)?.try_into().ok()?))
+    };
+    if body.len() != 32 {
+        return None;
+    }
+    let (len, head, tail) = (word(8)?, word(16)?, word(24)?);
+    (head <= tail && tail - head == len).then_some((head, tail))
 }
 
 /// A loaded list: its metadata and absolute bounds.
@@ -135,32 +160,6 @@ impl Db {
         );
     }
 
-    /// Deletes the items at absolute indexes `from..to`.
-    fn list_delete_span(
-        &self,
-        batch: &mut WriteBatch,
-        key: &[u8],
-        l: &ListState,
-        from: u64,
-        to: u64,
-    ) {
-        if to <= from {
-            return;
-        }
-        let cf = self.storage().cf(CF_DATA);
-        if to - from > RANGE_DELETE_MIN {
-            batch.delete_range_cf(
-                cf,
-                self.sub_key(key, &l.c, &idx(from)),
-                self.sub_key(key, &l.c, &idx(to)),
-            );
-        } else {
-            for i in from..to {
-                batch.delete_cf(cf, self.sub_key(key, &l.c, &idx(i)));
-            }
-        }
-    }
-
     /// Streams the items at absolute indexes `from..to` forward (or backward with `rev`), calling
     /// `f(absolute index, item)` until it returns false.
     fn list_span(
@@ -186,8 +185,9 @@ impl Db {
             }
             f(i, v)
         };
-        // Bounded at both ends of the span: past the list's ends lie the tombstones of popped
-        // items, which an iterator bounded only by the collection's prefix would step over.
+        // Bounded at both ends of the span: past the list's ends lie the records of popped
+        // items (garbage, see the module doc), which an iterator bounded only by the
+        // collection's prefix would step over and return.
         self.for_each_sub_between(
             CF_DATA,
             key,
@@ -205,7 +205,7 @@ impl Db {
     /// Reads the `n` items at `end` (all inside the list's bounds, in pop order) by point
     /// lookups. A pop of a few items reads them this way rather than with an iterator: a point
     /// lookup costs a fraction of an iterator's creation and seek, and never steps over the
-    /// tombstones earlier pops left at the list's ends.
+    /// garbage earlier pops left at the list's ends.
     ///
     /// The pops of a long list walk through it in order; so when RocksDB had to answer, or when
     /// hashed entries of the hot-record cache did (`hot::hashed_hits`), at least [`READ_AHEAD`]
@@ -280,6 +280,24 @@ impl Db {
         l.sync();
         self.put_collection(&mut batch, key, &l.c);
         self.write(batch)
+    }
+
+    /// After a commit that moved the bounds of `l`: the items at absolute indexes `from..to`
+    /// that are now outside them are garbage, so the write-back tier's active layer may forget
+    /// its puts of them (those pushed since the last checkpoint) instead of taking them to
+    /// RocksDB, and is charged for them as for their deletes (`Tier::drop_puts`). Indexes back
+    /// inside the bounds (LMOVE rotating a list onto the index it popped) are kept. At most
+    /// [`DROP_MAX`] of them.
+    fn list_drop_garbage(&self, key: &[u8], l: &ListState, from: u64, to: u64) {
+        if !self.write_back() || to <= from {
+            return;
+        }
+        let to = to.min(from.saturating_add(DROP_MAX));
+        let subs: Vec<Vec<u8>> = (from..to)
+            .filter(|i| !(l.head..l.tail).contains(i))
+            .map(|i| self.sub_key(key, &l.c, &idx(i)))
+            .collect();
+        self.storage().drop_unread(CF_DATA, &subs);
     }
 
     /// LPUSH / RPUSH / LPUSHX / RPUSHX: pushes `values` one by one at `end` and returns the new
@@ -386,7 +404,12 @@ impl Db {
             return Ok(Some(Vec::new()));
         }
         let n = count.min(l.len());
-        let mut batch = crate::storage::new_batch();
+        let batch = crate::storage::new_batch();
+        let popped = match end {
+            ListEnd::Left => (l.head, l.head + n),
+            ListEnd::Right => (l.tail - n, l.tail),
+        };
+        // Only the metadata is written: the popped items' records become garbage (module doc).
         let items = match end {
             ListEnd::Left => {
                 let items = if n <= POINT_READ_MAX {
@@ -394,7 +417,6 @@ impl Db {
                 } else {
                     self.list_read(key, &l, l.head, l.head + n)?
                 };
-                self.list_delete_span(&mut batch, key, &l, l.head, l.head + n);
                 l.head += n;
                 items
             }
@@ -409,12 +431,12 @@ impl Db {
                     })?;
                     items
                 };
-                self.list_delete_span(&mut batch, key, &l, l.tail - n, l.tail);
                 l.tail -= n;
                 items
             }
         };
         self.list_commit(batch, key, &mut l)?;
+        self.list_drop_garbage(key, &l, popped.0, popped.1);
         Ok(Some(items))
     }
 
@@ -540,7 +562,8 @@ impl Db {
         let k = hits.len() as u64;
         let (first, last) = (hits[0], hits[hits.len() - 1]);
         let mut batch = crate::storage::new_batch();
-        if l.tail - first <= last - l.head + 1 {
+        let tail_side = l.tail - first <= last - l.head + 1;
+        if tail_side {
             // Close the gaps by moving later items towards the head.
             let mut moves = Vec::new();
             let mut removed = 0usize;
@@ -555,7 +578,6 @@ impl Db {
             for (i, v) in &moves {
                 self.list_put(&mut batch, key, &l, *i, v);
             }
-            self.list_delete_span(&mut batch, key, &l, l.tail - k, l.tail);
             l.tail -= k;
         } else {
             // Close the gaps by moving earlier items towards the tail.
@@ -572,10 +594,17 @@ impl Db {
             for (i, v) in &moves {
                 self.list_put(&mut batch, key, &l, *i, v);
             }
-            self.list_delete_span(&mut batch, key, &l, l.head, l.head + k);
             l.head += k;
         }
+        // The `k` indexes the list's end moved past are garbage (module doc): only the moved
+        // items and the metadata are written.
+        let (from, to) = (l.head, l.tail);
         self.list_commit(batch, key, &mut l)?;
+        if tail_side {
+            self.list_drop_garbage(key, &l, to, to.saturating_add(k));
+        } else {
+            self.list_drop_garbage(key, &l, from.saturating_sub(k), from);
+        }
         Ok(k)
     }
 
@@ -586,15 +615,15 @@ impl Db {
         let Some(mut l) = self.list_load(key)? else {
             return Ok(());
         };
-        let mut batch = crate::storage::new_batch();
+        let batch = crate::storage::new_batch();
+        let (head, tail) = (l.head, l.tail);
         match normalize_rank(start, stop, l.len()) {
             Some((a, b)) => {
                 let (new_head, new_tail) = (l.head + a, l.head + b + 1);
                 if new_head == l.head && new_tail == l.tail {
                     return Ok(());
                 }
-                self.list_delete_span(&mut batch, key, &l, l.head, new_head);
-                self.list_delete_span(&mut batch, key, &l, new_tail, l.tail);
+                // The trimmed items become garbage (module doc): only the metadata is written.
                 l.head = new_head;
                 l.tail = new_tail;
             }
@@ -603,7 +632,10 @@ impl Db {
                 l.tail = l.head;
             }
         }
-        self.list_commit(batch, key, &mut l)
+        self.list_commit(batch, key, &mut l)?;
+        self.list_drop_garbage(key, &l, head, l.head.min(tail));
+        self.list_drop_garbage(key, &l, l.tail.max(head), tail);
+        Ok(())
     }
 
     /// LPOS: the 0-based positions of items equal to `value`. `rank` (non-zero) picks the first
@@ -682,7 +714,8 @@ impl Db {
             return Err(Error::Corrupt("list item missing inside its bounds".into()));
         };
         let mut batch = crate::storage::new_batch();
-        self.list_delete_span(&mut batch, src, &s, at, at + 1);
+        // The popped item's record becomes garbage (module doc), unless the push below takes
+        // its index back (a one-item list rotated onto itself), which rewrites it.
         match from {
             ListEnd::Left => s.head += 1,
             ListEnd::Right => s.tail -= 1,
@@ -698,6 +731,7 @@ impl Db {
             }
         }
         self.list_commit(batch, src, &mut s)?;
+        self.list_drop_garbage(src, &s, at, at + 1);
         Ok(Some(item))
     }
 
@@ -929,6 +963,403 @@ mod tests {
                 }
             }
             assert_eq!(db.llen(b"q")?, 0);
+        }
+        Ok(())
+    }
+
+    /// The records of the list at `key` (version `version`) in RocksDB itself, below the
+    /// tier: `(index, item)` in index order.
+    fn rocksdb_items(db: &Db, key: &[u8], version: u64) -> Result<Vec<(u64, Vec<u8>)>> {
+        let s = db.storage();
+        let prefix = crate::keys::data_prefix(db.phys(), key, version);
+        let mut it = s.raw().raw_iterator_cf(s.cf(CF_DATA));
+        it.seek(&prefix);
+        let mut out = Vec::new();
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            if !k.starts_with(&prefix) {
+                break;
+            }
+            let i = idx_of(&k[prefix.len()..])
+                .ok_or_else(|| Error::Corrupt("list sub-key is not 8 bytes".into()))?;
+            out.push((i, v.to_vec()));
+            it.next();
+        }
+        Ok(out)
+    }
+
+    fn version_of(db: &Db, key: &[u8]) -> Result<u64> {
+        db.list_load(key)?
+            .map(|l| l.c.version)
+            .ok_or_else(|| Error::Corrupt("no such list".into()))
+    }
+
+    fn pushed(db: &Db, key: &[u8], n: usize) -> Result<VecDeque<Vec<u8>>> {
+        let items: Vec<Vec<u8>> = (0..n).map(item).collect();
+        let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+        db.rpush(key, &refs)?;
+        Ok(items.into())
+    }
+
+    /// Every read of a list (LRANGE, LINDEX at each index and out of range, LPOS of each item
+    /// ever pushed, LLEN, `list_each`, SORT) agrees with `model`.
+    fn reads_match(db: &Db, key: &[u8], model: &VecDeque<Vec<u8>>, ever: usize, ctx: &str) -> R {
+        let want: Vec<Vec<u8>> = model.iter().cloned().collect();
+        assert_eq!(db.lrange(key, 0, -1)?, want, "{ctx}: lrange");
+        assert_eq!(db.llen(key)?, want.len() as u64, "{ctx}: llen");
+        let mut each = Vec::new();
+        db.list_each(key, |v| each.push(v.to_vec()))?;
+        assert_eq!(each, want, "{ctx}: list_each");
+        for (i, v) in want.iter().enumerate() {
+            assert_eq!(
+                db.lindex(key, i as i64)?.as_ref(),
+                Some(v),
+                "{ctx}: lindex {i}"
+            );
+        }
+        assert_eq!(
+            db.lindex(key, want.len() as i64)?,
+            None,
+            "{ctx}: lindex past the tail"
+        );
+        assert_eq!(
+            db.lindex(key, -(want.len() as i64) - 1)?,
+            None,
+            "{ctx}: lindex before the head"
+        );
+        for n in 0..ever {
+            let v = item(n);
+            let at = want.iter().position(|w| *w == v).map(|p| p as u64);
+            assert_eq!(
+                db.lpos(key, &v, 1, 1, 0)?.first().copied(),
+                at,
+                "{ctx}: lpos {n}"
+            );
+        }
+        let opts = crate::SortOptions {
+            alpha: true,
+            ..Default::default()
+        };
+        let mut sorted = want.clone();
+        sorted.sort();
+        let got: Vec<Vec<u8>> = db.sort(key, &opts)?.into_iter().flatten().collect();
+        assert_eq!(got, sorted, "{ctx}: sort");
+        Ok(())
+    }
+
+    /// Pops from both ends, LTRIM and LREM at the ends leave the items' records behind as
+    /// garbage: no read returns them, with or without the tier, before and after a checkpoint,
+    /// a compaction and a reopen; and a push that takes a popped index back returns the new
+    /// item.
+    #[test]
+    fn a_popped_item_is_never_read_again() -> R {
+        for tier in [true, false] {
+            for checkpoint_between in [false, true] {
+                let ctx = format!("tier {tier}, checkpoint {checkpoint_between}");
+                let dir = tempfile::tempdir()?;
+                let opts = || crate::db::Options {
+                    hot_cache_size: 16 << 20,
+                    write_back: tier.then_some(4 << 20),
+                    sync: crate::storage::SyncPolicy::No,
+                    ..Default::default()
+                };
+                let db = Db::open_with(dir.path(), opts())?;
+                let mut model = pushed(&db, b"q", 300)?;
+                if checkpoint_between {
+                    checkpoint(&db)?;
+                }
+                for _ in 0..40 {
+                    assert_eq!(
+                        db.list_pop(b"q", ListEnd::Left, 1)?,
+                        Some(vec![model.pop_front().unwrap_or_default()])
+                    );
+                }
+                let got = db.list_pop(b"q", ListEnd::Right, 30)?.unwrap_or_default();
+                let want: Vec<Vec<u8>> = (0..30).filter_map(|_| model.pop_back()).collect();
+                assert_eq!(got, want, "{ctx}: rpop 30");
+                let moved = db.lmove(b"q", b"other", ListEnd::Left, ListEnd::Right)?;
+                assert_eq!(moved, model.pop_front(), "{ctx}: lmove");
+                let got = db.lmpop(&[&b"none"[..], &b"q"[..]], ListEnd::Left, 20)?;
+                let want: Vec<Vec<u8>> = model.drain(..20).collect();
+                assert_eq!(got, Some((b"q".to_vec(), want)), "{ctx}: lmpop");
+                db.ltrim(b"q", 5, -6)?;
+                model.drain(..5);
+                model.truncate(model.len() - 5);
+                let last = model.back().cloned().unwrap_or_default();
+                assert_eq!(db.lrem(b"q", -1, &last)?, 1);
+                model.pop_back();
+                if checkpoint_between {
+                    checkpoint(&db)?;
+                }
+                reads_match(&db, b"q", &model, 300, &format!("{ctx}: after pops"))?;
+                // Pushes at both ends take popped indexes back.
+                for n in 0..10 {
+                    let v = format!("new-left-{n}").into_bytes();
+                    db.lpush(b"q", &[&v])?;
+                    model.push_front(v);
+                    let v = format!("new-right-{n}").into_bytes();
+                    db.rpush(b"q", &[&v])?;
+                    model.push_back(v);
+                }
+                reads_match(&db, b"q", &model, 300, &format!("{ctx}: after pushes"))?;
+                checkpoint(&db)?;
+                db.compact();
+                reads_match(
+                    &db,
+                    b"q",
+                    &model,
+                    300,
+                    &format!("{ctx}: after a compaction"),
+                )?;
+                drop(db);
+                let db = Db::open_with(dir.path(), opts())?;
+                reads_match(&db, b"q", &model, 300, &format!("{ctx}: after a reopen"))?;
+                let all = pop_all(&db, b"q", ListEnd::Right)?;
+                let mut want: Vec<Vec<u8>> = model.into_iter().collect();
+                want.reverse();
+                assert_eq!(all, want, "{ctx}: popping the rest");
+            }
+        }
+        Ok(())
+    }
+
+    /// A compaction removes the records of a list's items outside its bounds (the head and the
+    /// tail moved, the garbage of an LTRIM) and keeps every item inside them; a deleted list's
+    /// records all go.
+    #[test]
+    fn compaction_removes_the_items_outside_a_list_and_keeps_the_rest() -> R {
+        for tier in [true, false] {
+            let (_dir, db) = open(tier)?;
+            let mut model = pushed(&db, b"q", 1000)?;
+            pushed(&db, b"gone", 100)?;
+            let gone = version_of(&db, b"gone")?;
+            checkpoint(&db)?;
+            db.compact();
+            let version = version_of(&db, b"q")?;
+            assert_eq!(
+                rocksdb_items(&db, b"q", version)?.len(),
+                1000,
+                "tier {tier}"
+            );
+            for _ in 0..300 {
+                db.list_pop(b"q", ListEnd::Left, 1)?;
+                model.pop_front();
+            }
+            db.list_pop(b"q", ListEnd::Right, 200)?;
+            model.truncate(model.len() - 200);
+            db.ltrim(b"q", 10, -1)?;
+            model.drain(..10);
+            db.del(&[b"gone"])?;
+            checkpoint(&db)?;
+            assert_eq!(
+                rocksdb_items(&db, b"q", version)?.len(),
+                1000,
+                "tier {tier}: the garbage stays until a compaction"
+            );
+            db.compact();
+            let l = db.list_load(b"q")?.ok_or("no list")?;
+            let left = rocksdb_items(&db, b"q", version)?;
+            let want: Vec<(u64, Vec<u8>)> = (l.head..l.tail).zip(model.iter().cloned()).collect();
+            assert_eq!(left, want, "tier {tier}");
+            assert!(rocksdb_items(&db, b"gone", gone)?.is_empty(), "tier {tier}");
+            assert_eq!(db.lrange(b"q", 0, -1)?, Vec::from(model), "tier {tier}");
+            let report = db.check(false, |_| {})?;
+            assert!(
+                report.problems.is_empty(),
+                "tier {tier}: {:?}",
+                report.problems
+            );
+            assert_eq!(report.orphan_records, 0, "tier {tier}");
+        }
+        Ok(())
+    }
+
+    /// With the tier, an item pushed and popped between two checkpoints (a queue's) is dropped
+    /// from the active layer and never written to RocksDB: neither as an item nor as a
+    /// tombstone, so RocksDB holds only the items the checkpoint found inside the bounds.
+    #[test]
+    fn a_queue_item_pushed_and_popped_between_checkpoints_never_reaches_rocksdb() -> R {
+        let (_dir, db) = open(true)?;
+        let mut model = VecDeque::new();
+        for n in 0..500 {
+            let v = item(n);
+            db.lpush(b"q", &[&v])?;
+            model.push_front(v);
+            if n % 3 != 0 {
+                let got = db.list_pop(b"q", ListEnd::Right, 1)?;
+                assert_eq!(got, model.pop_back().map(|v| vec![v]));
+            }
+            if n % 5 == 0 {
+                let got = db.list_pop(b"q", ListEnd::Left, 1)?;
+                assert_eq!(got, model.pop_front().map(|v| vec![v]));
+            }
+        }
+        let version = version_of(&db, b"q")?;
+        checkpoint(&db)?;
+        let l = db.list_load(b"q")?.ok_or("no list")?;
+        let stored = rocksdb_items(&db, b"q", version)?;
+        let want: Vec<(u64, Vec<u8>)> = (l.head..l.tail).zip(model.iter().cloned()).collect();
+        assert_eq!(stored, want);
+        assert_eq!(db.lrange(b"q", 0, -1)?, Vec::from(model));
+        Ok(())
+    }
+
+    /// LMOVE of a one-item list onto itself pops the item's index and pushes it back at the
+    /// same index: the item stays, before and after a checkpoint and a compaction.
+    #[test]
+    fn lmove_of_a_one_item_list_onto_itself_keeps_its_item() -> R {
+        for tier in [true, false] {
+            let (_dir, db) = open(tier)?;
+            db.rpush(b"q", &[b"only"])?;
+            for (from, to) in [
+                (ListEnd::Left, ListEnd::Left),
+                (ListEnd::Right, ListEnd::Right),
+                (ListEnd::Left, ListEnd::Right),
+            ] {
+                assert_eq!(db.lmove(b"q", b"q", from, to)?, Some(b"only".to_vec()));
+                checkpoint(&db)?;
+                db.compact();
+                assert_eq!(
+                    db.lrange(b"q", 0, -1)?,
+                    vec![b"only".to_vec()],
+                    "tier {tier}"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// RENAME and COPY of a list with garbage at both ends copy its items only; MEMORY USAGE
+    /// and `check` do not count the garbage (check counts it with the orphan records).
+    #[test]
+    fn rename_copy_memory_usage_and_check_see_only_the_items_inside_the_bounds() -> R {
+        for tier in [true, false] {
+            let (_dir, db) = open(tier)?;
+            // 100 big items, 50 small ones, 50 big ones; the big ones are then popped.
+            let big = vec![b'x'; 1000];
+            let mut model = VecDeque::new();
+            for n in 0..200 {
+                let v = match n {
+                    100..150 => item(n),
+                    _ => big.clone(),
+                };
+                db.rpush(b"q", &[&v])?;
+                model.push_back(v);
+            }
+            checkpoint(&db)?;
+            db.list_pop(b"q", ListEnd::Left, 100)?;
+            model.drain(..100);
+            db.list_pop(b"q", ListEnd::Right, 50)?;
+            model.truncate(50);
+            checkpoint(&db)?;
+            // 50 items of 10 bytes: a few KB, where sampling the garbage would say 50 KB.
+            let usage = db.memory_usage(b"q", 5)?.ok_or("no list")?;
+            assert!(usage < 5_000, "tier {tier}: {usage}");
+            let report = db.check(false, |_| {})?;
+            assert!(
+                report.problems.is_empty(),
+                "tier {tier}: {:?}",
+                report.problems
+            );
+            assert_eq!(
+                (report.members, report.orphan_records),
+                (50, 150),
+                "tier {tier}"
+            );
+            db.rename(b"q", b"r", false)?;
+            assert!(db.copy(b"r", 0, b"c", false)?);
+            checkpoint(&db)?;
+            for key in [&b"r"[..], &b"c"[..]] {
+                let version = version_of(&db, key)?;
+                let stored: Vec<Vec<u8>> = rocksdb_items(&db, key, version)?
+                    .into_iter()
+                    .map(|(_, v)| v)
+                    .collect();
+                assert_eq!(stored, Vec::from(model.clone()), "tier {tier}");
+                assert_eq!(
+                    db.lrange(key, 0, -1)?,
+                    Vec::from(model.clone()),
+                    "tier {tier}"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Pops that write only the metadata still charge the tier's active layer as their deletes
+    /// did, so checkpoints come as often and the redo log a restart replays stays bounded by
+    /// the dirty limit: popped items that RocksDB holds, and queue items dropped from the layer.
+    #[test]
+    fn pops_charge_the_active_layer_as_their_deletes_did() -> R {
+        let (_dir, db) = open(true)?;
+        let active = |db: &Db| db.storage().tier_figures().map_or(0, |f| f[0]);
+        pushed(&db, b"q", 1000)?;
+        checkpoint(&db)?;
+        let before = active(&db);
+        for _ in 0..500 {
+            db.list_pop(b"q", ListEnd::Left, 1)?;
+        }
+        let grown = active(&db) - before;
+        assert!(
+            grown >= 500 * 64,
+            "{grown} bytes for 500 pops of checkpointed items"
+        );
+        checkpoint(&db)?;
+        let before = active(&db);
+        for n in 0..500 {
+            db.lpush(b"r", &[&item(n)])?;
+            db.list_pop(b"r", ListEnd::Right, 1)?;
+        }
+        let grown = active(&db) - before;
+        assert!(grown >= 500 * 64, "{grown} bytes for 500 pushes and pops");
+        Ok(())
+    }
+
+    /// Several queues pushed and popped in turn between two checkpoints, with walks (LRANGE)
+    /// between the pops so the tier's layer keeps its keys in order: items the layer holds in
+    /// its hash map and in its ordered tail are both dropped, walks never return a dropped
+    /// item, and RocksDB ends up with each list's items inside its bounds only.
+    #[test]
+    fn queue_items_of_several_lists_are_dropped_from_the_layer_and_never_walked() -> R {
+        let (_dir, db) = open(true)?;
+        let keys: [&[u8]; 3] = [b"a", b"b", b"c"];
+        let mut models = vec![VecDeque::new(); keys.len()];
+        for n in 0..600 {
+            let k = n % keys.len();
+            let v = item(n);
+            if n % 2 == 0 {
+                db.lpush(keys[k], &[&v])?;
+                models[k].push_front(v);
+            } else {
+                db.rpush(keys[k], &[&v])?;
+                models[k].push_back(v);
+            }
+            if n % 4 == 3 {
+                let j = (n / 4) % keys.len();
+                let end = if n % 8 == 3 {
+                    ListEnd::Left
+                } else {
+                    ListEnd::Right
+                };
+                let want = match end {
+                    ListEnd::Left => models[j].pop_front(),
+                    ListEnd::Right => models[j].pop_back(),
+                };
+                assert_eq!(db.list_pop(keys[j], end, 1)?, want.map(|v| vec![v]));
+                for (key, model) in keys.iter().zip(&models) {
+                    assert_eq!(db.lrange(key, 0, -1)?, Vec::from(model.clone()));
+                }
+            }
+        }
+        let versions = keys
+            .iter()
+            .map(|k| version_of(&db, k))
+            .collect::<Result<Vec<_>>>()?;
+        checkpoint(&db)?;
+        for ((key, model), version) in keys.iter().zip(&models).zip(versions) {
+            let l = db.list_load(key)?.ok_or("no list")?;
+            let want: Vec<(u64, Vec<u8>)> = (l.head..l.tail).zip(model.iter().cloned()).collect();
+            assert_eq!(rocksdb_items(&db, key, version)?, want);
+            assert_eq!(db.lrange(key, 0, -1)?, Vec::from(model.clone()));
         }
         Ok(())
     }

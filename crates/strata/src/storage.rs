@@ -667,6 +667,21 @@ impl Storage {
         self.tier.is_some()
     }
 
+    /// Tells the write-back tier that the records at `keys` of family `cf` are garbage that no
+    /// reader asks for again (a list's items outside its bounds, `list.rs`): its active layer
+    /// forgets its puts of them, so they never reach RocksDB or the hot-record cache. Any older
+    /// record of such a key (in the frozen layer, the cache or RocksDB) is garbage as well, so
+    /// exposing it is harmless. Nothing inside an atomic scope (the scope's batch commits as a
+    /// whole) or without the tier.
+    pub(crate) fn drop_unread(&self, cf: &str, keys: &[Vec<u8>]) {
+        if keys.is_empty() || self.pending().is_some() {
+            return;
+        }
+        if let Some(tier) = &self.tier {
+            tier.drop_puts(self.cf_id(cf), keys);
+        }
+    }
+
     /// The replication offset of the last write: the write-back tier's (`redo.rs`), or
     /// RocksDB's sequence number without it.
     pub(crate) fn last_seq(&self) -> u64 {
@@ -1720,19 +1735,53 @@ fn free_bytes(path: &Path) -> Option<u64> {
 
 /// The compaction filter of the `data` and `zscore` families: drops a record when the metadata
 /// it belongs to is gone, expired, an inline string (not a collection or a fragmented string),
-/// or of another version. One is made per compaction ([`OrphanFilters`]), and a compaction
-/// meets a collection's records one after another, so it keeps its decision for the last
-/// collection met (key and version) for that collection's next records instead of reading
-/// the metadata again for each: a metadata read per record was a quarter of the server's CPU
-/// while a million small hashes compacted. A reused `Remove` is final (a version is never
-/// made again); a reused `Keep` at worst leaves an orphan to a later compaction, and reads
-/// never see one (they check the version).
+/// or of another version, and a list's item whose index lies outside the list's `head..tail`
+/// (an item popped or trimmed: `list.rs` writes only the metadata, see below). One is made per
+/// compaction ([`OrphanFilters`]), and a compaction meets a collection's records one after
+/// another, so it keeps its decision for the last collection met (key and version) for that
+/// collection's next records instead of reading the metadata again for each: a metadata read
+/// per record was a quarter of the server's CPU while a million small hashes compacted. A
+/// reused `Remove` is final (a version is never made again); a reused `Keep` at worst leaves an
+/// orphan to a later compaction, and reads never see one (they check the version).
+///
+/// Why dropping a list's records outside the bounds it reads is safe: the bounds are read from
+/// RocksDB after the compaction's input files were fixed, and an index only comes back inside a
+/// list's bounds in a batch that writes its item too (a push, LINSERT or LREM moving items,
+/// LSET inside the bounds): without the write-back tier that batch is one RocksDB write, and a
+/// checkpoint writes a layer's metadata before its other records. So an item record in the
+/// input whose index the bounds read leave out was garbage when they were read, and if the
+/// index has come back since, its new record is newer than the input (a later write or an
+/// ingested file): dropping the old one hides nothing. A dropped record becomes a deletion
+/// below which older versions of its key stay hidden, and those are garbage too. A reused
+/// decision is bounds read during this compaction, so the same holds for it.
 struct OrphanFilter {
     handle: Arc<OnceLock<Weak<DB>>>,
     name: &'static CStr,
-    /// The last collection decided for (its data key up to the version) and whether its
-    /// records go.
-    last: Option<(Vec<u8>, bool)>,
+    /// The last collection decided for (its data key up to the version) and what goes.
+    last: Option<(Vec<u8>, Owner)>,
+}
+
+/// What [`OrphanFilter`] decided for one collection's records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    /// Gone, expired or of another version: every record goes.
+    Gone,
+    /// Live: every record stays.
+    Live,
+    /// A live list: the records of the items at indexes `head..tail` stay, the rest go.
+    List(u64, u64),
+}
+
+impl Owner {
+    fn removes(self, sub: &[u8]) -> bool {
+        match self {
+            Owner::Gone => true,
+            Owner::Live => false,
+            Owner::List(head, tail) => {
+                crate::list::idx_of(sub).is_some_and(|i| !(head..tail).contains(&i))
+            }
+        }
+    }
 }
 
 impl CompactionFilter for OrphanFilter {
@@ -1741,21 +1790,18 @@ impl CompactionFilter for OrphanFilter {
             return Decision::Keep;
         };
         let collection = &key[..key.len() - sub.len()];
-        let remove = match &mut self.last {
-            Some((c, remove)) if c == collection => *remove,
+        let owner = match &mut self.last {
+            Some((c, owner)) if c == collection => *owner,
             last => {
-                let remove = matches!(
-                    orphan_decision_read(&self.handle, dbi, user_key, version),
-                    Decision::Remove
-                );
-                let (c, r) = last.get_or_insert_with(|| (Vec::new(), false));
+                let owner = orphan_decision_read(&self.handle, dbi, user_key, version);
+                let (c, o) = last.get_or_insert_with(|| (Vec::new(), Owner::Live));
                 c.clear();
                 c.extend_from_slice(collection);
-                *r = remove;
-                remove
+                *o = owner;
+                owner
             }
         };
-        match remove {
+        match owner.removes(sub) {
             true => Decision::Remove,
             false => Decision::Keep,
         }
@@ -1794,21 +1840,25 @@ fn orphan_decision_read(
     dbi: u8,
     user_key: &[u8],
     version: u64,
-) -> Decision {
+) -> Owner {
     let Some(db) = handle.get().and_then(Weak::upgrade) else {
-        return Decision::Keep;
+        return Owner::Live;
     };
     let Some(cf) = db.cf_handle(CF_META) else {
-        return Decision::Keep;
+        return Owner::Live;
     };
     let decision = match db.get_pinned_cf(cf, keys::meta_key(dbi, user_key)) {
-        Ok(None) => Decision::Remove,
+        Ok(None) => Owner::Gone,
         Ok(Some(raw)) => match meta::Meta::decode(&raw) {
-            Ok(m) if m.is_expired(now_ms()) => Decision::Remove,
-            Ok(m) if m.version() != Some(version) || !m.owns_sub_keys() => Decision::Remove,
-            _ => Decision::Keep,
+            Ok(m) if m.is_expired(now_ms()) => Owner::Gone,
+            Ok(m) if m.version() != Some(version) || !m.owns_sub_keys() => Owner::Gone,
+            Ok(m) if m.kind == meta::KeyType::List => match crate::list::bounds_of(&m.body) {
+                Some((head, tail)) => Owner::List(head, tail),
+                None => Owner::Live,
+            },
+            _ => Owner::Live,
         },
-        Err(_) => Decision::Keep,
+        Err(_) => Owner::Live,
     };
     decision
 }
@@ -1854,6 +1904,24 @@ mod tests {
     use std::sync::Arc;
 
     type R = std::result::Result<(), Box<dyn std::error::Error>>;
+
+    /// A list's records outside `head..tail` go and those inside stay; records that are not
+    /// 8-byte indexes stay; a gone collection's records all go and a live one's all stay.
+    #[test]
+    fn the_orphan_filter_drops_a_lists_records_outside_its_bounds_only() {
+        use super::Owner;
+        let at = |i: u64| i.to_be_bytes();
+        let list = Owner::List(10, 20);
+        assert!(list.removes(&at(9)));
+        assert!(!list.removes(&at(10)));
+        assert!(!list.removes(&at(19)));
+        assert!(list.removes(&at(20)));
+        assert!(list.removes(&at(u64::MAX)));
+        assert!(!list.removes(b"short"));
+        assert!(Owner::List(5, 5).removes(&at(5)));
+        assert!(Owner::Gone.removes(&at(15)));
+        assert!(!Owner::Live.removes(&at(9)));
+    }
 
     /// What the hot-record cache holds at `key` of family `cf`.
     fn cached(s: &Storage, cf: &str, key: &[u8]) -> Option<Vec<u8>> {

@@ -766,6 +766,29 @@ impl Tier {
         }
     }
 
+    /// Forgets the active layer's puts of `keys` in family `cf` (their writer says they are
+    /// garbage no reader asks for: [`crate::storage::Storage::drop_unread`]), and charges the
+    /// layer for them as deletes of them would have been ([`Layer::charge_garbage`]): checkpoints
+    /// come as often as when their writer wrote those deletes, so the redo log stays bounded
+    /// by the dirty limit. The puts' redo records stay: a replay brings them back as garbage,
+    /// which a checkpoint then writes.
+    pub(crate) fn drop_puts(&self, cf: u32, keys: &[Vec<u8>]) {
+        let bytes = {
+            let layers = self.layers.read();
+            let mut active = layers.active.write();
+            for key in keys {
+                active.drop_put(cf, key);
+            }
+            active.charge_garbage(keys.len(), keys.first().map_or(0, Vec::len));
+            let bytes = active.bytes();
+            self.active_bytes.store(bytes, Ordering::Relaxed);
+            bytes
+        };
+        if bytes >= self.dirty_limit {
+            self.request_checkpoint();
+        }
+    }
+
     /// What the tier holds at `key` of family `cf`, `f` seeing the value.
     pub(crate) fn lookup<T>(&self, cf: u32, key: &[u8], f: impl FnOnce(&[u8]) -> T) -> Found<T> {
         self.with_view(|view| match view.lookup(cf, key) {

@@ -392,7 +392,11 @@ impl HotCache {
             if !fam.ranges.is_empty() {
                 // FLUSHALL leaves nothing behind: the family stays complete (empty, then the
                 // layer's later points). Any other range may leave records the clear hides.
-                if !fam.ranges.iter().all(|(from, to)| crate::keys::spans_every_key(from, to)) {
+                if !fam
+                    .ranges
+                    .iter()
+                    .all(|(from, to)| crate::keys::spans_every_key(from, to))
+                {
                     self.lose(cache.family);
                 }
                 cache.forget_family();
@@ -816,8 +820,14 @@ mod tests {
             data.put(&i.to_be_bytes(), &[0u8; 100]);
             i += 1;
         }
-        assert!(!meta.complete() && !data.complete(), "an eviction ends both");
-        assert!(i > 10, "evicted only once the budget was reached ({i} puts)");
+        assert!(
+            !meta.complete() && !data.complete(),
+            "an eviction ends both"
+        );
+        assert!(
+            i > 10,
+            "evicted only once the budget was reached ({i} puts)"
+        );
 
         let cache = HotCache::new(64 * 1024);
         let meta = cache.family(0);
@@ -830,13 +840,19 @@ mod tests {
         meta.declare_complete();
         data.declare_complete();
         data.clear();
-        assert!(meta.complete() && !data.complete(), "a family's clear ends its own");
+        assert!(
+            meta.complete() && !data.complete(),
+            "a family's clear ends its own"
+        );
         cache.clear();
         assert!(!meta.complete(), "the cache's clear ends all");
 
         let disabled = HotCache::new(0);
         disabled.family(0).declare_complete();
-        assert!(!disabled.family(0).complete(), "a disabled cache is never complete");
+        assert!(
+            !disabled.family(0).complete(),
+            "a disabled cache is never complete"
+        );
     }
 
     #[test]

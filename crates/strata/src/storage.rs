@@ -603,6 +603,11 @@ impl Storage {
         Ok(storage)
     }
 
+    /// Whether the hot-record cache's `meta` and `data` families are complete (`hot.rs`).
+    pub(crate) fn hot_cache_complete(&self) -> [bool; 2] {
+        [self.hot.family(0).complete(), self.hot.family(1).complete()]
+    }
+
     /// Declares each family of the hot-record cache complete (`hot.rs`) when the write-back tier
     /// is on and RocksDB holds no record of the family: every record it gains from then on comes
     /// through a checkpoint, which hands it to the cache (or ends the completeness). A fresh
@@ -616,7 +621,11 @@ impl Storage {
             let Some(family) = self.hot(id) else {
                 continue;
             };
-            let name = if id == self.cf_ids[0] { CF_META } else { CF_DATA };
+            let name = if id == self.cf_ids[0] {
+                CF_META
+            } else {
+                CF_DATA
+            };
             let mut ro = ReadOptions::default();
             ro.set_total_order_seek(true);
             let mut it = self.db.raw_iterator_cf_opt(self.cf(name), ro);
@@ -1930,7 +1939,10 @@ mod tests {
         put_meta(&s, b"a", b"1")?;
         assert_eq!(s.get(CF_META, b"a")?, Some(b"1".to_vec()), "from the layer");
         s.checkpoint_tier()?;
-        assert!(complete(&s, CF_META), "a checkpoint hands its records to the cache");
+        assert!(
+            complete(&s, CF_META),
+            "a checkpoint hands its records to the cache"
+        );
         assert_eq!(s.get(CF_META, b"a")?, Some(b"1".to_vec()), "from the cache");
         assert_eq!(s.multi_exists(CF_META, &keys)?, vec![false, true]);
 
@@ -1990,7 +2002,11 @@ mod tests {
         s.write(b)?;
         s.checkpoint_tier()?;
         assert!(!complete(&s, CF_META));
-        assert_eq!(s.get(CF_META, b"\x01c")?, Some(b"3".to_vec()), "read from RocksDB");
+        assert_eq!(
+            s.get(CF_META, b"\x01c")?,
+            Some(b"3".to_vec()),
+            "read from RocksDB"
+        );
         Ok(())
     }
 

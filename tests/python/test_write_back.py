@@ -151,3 +151,41 @@ def test_info_shows_how_the_tier_paces_and_stops_writers(start_strata):
 def test_the_tier_is_off_shows_no_pacing_fields(start_strata):
     server = start_strata(memory_tier="write-through")
     assert "strata_tier_delayed_writes" not in persistence(server.client())
+
+
+def hot_complete(c) -> dict:
+    return c.info("stats")["strata_hot_cache_complete"]
+
+
+def test_a_fresh_server_answers_misses_from_memory_until_its_cache_lets_a_record_go(start_strata):
+    # A fresh directory: every record passes through a checkpoint into the hot-record cache, so
+    # a key neither the tier nor the cache holds does not exist, and RocksDB is not asked.
+    server = start_strata(appendfsync="everysec", **TIER)
+    c = server.client()
+    assert hot_complete(c) == {"meta": 1, "data": 1}
+    fill(c, 3000)
+    assert persistence(c)["strata_tier_checkpoints"] >= 1
+    assert hot_complete(c) == {"meta": 1, "data": 1}
+    check(c, 3000)
+    assert c.get("missing") is None and c.exists("missing", "s:1") == 1
+    assert c.hget("h:1", "missing") is None and c.sismember("set:1", "missing") == 0
+    assert c.incr("s:new") == 1 and c.hset("h:1", "f1", "x") == 0 and c.sadd("set:1", "1") == 0
+    c.delete("s:new")
+    c.hset("h:1", "f1", 1)
+    check(c, 3000)
+
+    # A directory that already holds records opens with misses read from RocksDB.
+    server.restart(kill=True)
+    c = server.client()
+    assert hot_complete(c) == {"meta": 0, "data": 0}
+    check(c, 3000)
+
+    # A cache too small for the records lets some go: from then on misses go to RocksDB, and
+    # every record is still read back.
+    c.flushall()
+    server.restart(hot_cache_size="64kb")
+    c = server.client()
+    assert hot_complete(c) == {"meta": 1, "data": 1}, "FLUSHALL left the directory empty"
+    fill(c, 3000)
+    assert hot_complete(c) == {"meta": 0, "data": 0}
+    check(c, 3000)

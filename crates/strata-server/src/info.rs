@@ -482,6 +482,10 @@ fn engine_fields(g: &strata::EngineGauges, out: &mut String) {
         "{}",
         g.compaction_written_bytes
     );
+    // Whether a miss of each hot-record cache family is answered from memory (1) or read from
+    // RocksDB (0): docs/architecture.md, "Misses answered from memory".
+    let [meta, data] = g.hot_cache_complete.map(u8::from);
+    field!(out, "strata_hot_cache_complete", "meta={meta},data={data}");
 }
 
 fn commandstats_section(server: &Server, out: &mut String) {

@@ -41,12 +41,22 @@
 //! the record it copied (compaction removed it), or hold an older version than RocksDB's
 //! (the tier's active layer dropped a popped item's put, `Storage::drop_unread`): both are
 //! garbage, never read.
+//!
+//! A family may also be **complete**: its entries then hold every record the family has
+//! outside the tier's layers, so a key that no layer names and no entry holds has no record, and
+//! a read answers "absent" without asking RocksDB ([`HotFamily::complete`]). `storage.rs`
+//! declares it when the tier is on and the family opened empty; it ends for good (until the
+//! next open) as soon as a record may be left out: an eviction, a slot taken by a colliding key,
+//! a put too large or marked cold, a forgotten key that still has a record, a range deletion
+//! short of every key, a clear. Each of these clears the flag before the record leaves (under
+//! the same shard lock a reader takes), so a reader that missed and then saw the flag set knows
+//! the record was never there. Garbage keys (above) change nothing: their records are never read.
 
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::hash_map::Entry as Slot;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use crate::layer::Layer;
 
@@ -125,8 +135,19 @@ struct Shard {
 
 impl Shard {
     /// Caches `key`'s record `value` (which [`HotFamily::fits`]) under its hash `h`, then evicts
-    /// the oldest entries while the shard holds more than `budget` bytes.
-    fn put(&mut self, h: u64, family: u8, epoch: u32, key: &[u8], value: &[u8], budget: usize) {
+    /// the oldest entries while the shard holds more than `budget` bytes. True when that left
+    /// out another key's record (evicted, or its slot taken by this colliding key): the caller,
+    /// still holding the shard, ends the completeness of the families (see the module docs).
+    #[must_use]
+    fn put(
+        &mut self,
+        h: u64,
+        family: u8,
+        epoch: u32,
+        key: &[u8],
+        value: &[u8],
+        budget: usize,
+    ) -> bool {
         // A record rewritten (a collection's metadata, a counter) takes its entry's memory again.
         let reused = match self.map.get_mut(&h) {
             Some(old)
@@ -142,8 +163,9 @@ impl Shard {
         };
         if let Some((before, after)) = reused {
             self.bytes = self.bytes - before + after;
-            return;
+            return false;
         }
+        let mut lost = false;
         let mut bytes = Vec::with_capacity(key.len() + value.len());
         bytes.extend_from_slice(key);
         bytes.extend_from_slice(value);
@@ -157,6 +179,7 @@ impl Shard {
         self.bytes += entry.charge();
         if let Some(old) = self.map.insert(h, entry) {
             self.bytes -= old.charge();
+            lost |= old.family != family || old.key() != key;
         } else {
             self.order.push_back(h);
         }
@@ -166,6 +189,7 @@ impl Shard {
             };
             if let Some(old) = self.map.remove(&victim) {
                 self.bytes -= old.charge();
+                lost = true;
             }
         }
         // Hashes removed by invalidation stay in `order`; rebuild it before it outgrows the map.
@@ -173,6 +197,7 @@ impl Shard {
             let live: VecDeque<u64> = self.map.keys().copied().collect();
             self.order = live;
         }
+        lost
     }
 
     /// Forgets the entry of `key` (hash `h`) in family `family`. The slot may hold another key
@@ -266,6 +291,8 @@ pub(crate) struct HotCache {
     shard_budget: usize,
     /// Each family's current epoch.
     epochs: [AtomicU32; FAMILIES],
+    /// Whether each family is complete (see the module docs).
+    complete: [AtomicBool; FAMILIES],
     runs: Mutex<Runs>,
     /// How many runs there are: every lookup, put and remove of a cache without runs skips
     /// their lock.
@@ -306,6 +333,7 @@ impl HotCache {
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
             shard_budget: budget / SHARDS,
             epochs: std::array::from_fn(|_| AtomicU32::new(0)),
+            complete: std::array::from_fn(|_| AtomicBool::new(false)),
             runs: Mutex::new(Runs::default()),
             run_count: AtomicUsize::new(0),
         }
@@ -345,6 +373,18 @@ impl HotCache {
         self.shards[shard_of(hash)].lock()
     }
 
+    /// Ends the completeness of family `family`: called before a record of it may leave.
+    fn lose(&self, family: u8) {
+        self.complete[usize::from(family)].store(false, Ordering::SeqCst);
+    }
+
+    /// Ends the completeness of every family (an entry of any family was evicted).
+    fn lose_all(&self) {
+        for c in &self.complete {
+            c.store(false, Ordering::SeqCst);
+        }
+    }
+
     /// Takes the records of a layer the write-back tier has just written to RocksDB, while
     /// readers still see the layer (`tier.rs`, [`crate::tier::Retire`]): for each family of
     /// `families` (its column family id at the family's index), a deleted range forgets the
@@ -362,7 +402,16 @@ impl HotCache {
             };
             let cache = self.family(index);
             if !fam.ranges.is_empty() {
-                cache.clear();
+                // FLUSHALL leaves nothing behind: the family stays complete (empty, then the
+                // layer's later points). Any other range may leave records the clear hides.
+                if !fam
+                    .ranges
+                    .iter()
+                    .all(|(from, to)| crate::keys::spans_every_key(from, to))
+                {
+                    self.lose(cache.family);
+                }
+                cache.forget_family();
             }
             // Every point of the layer forgets its slot in the runs (a put is cached as an
             // entry instead), under the runs' lock once per chunk of points, so that readers
@@ -397,7 +446,12 @@ impl HotCache {
             for (key, point) in points.by_ref().take(TAKE_WINDOW) {
                 let value = match &point.value {
                     Some(v) if !point.cold && cache.fits(key, v) => Some(v.as_slice()),
-                    _ => None,
+                    // A record RocksDB now holds and the cache will not.
+                    Some(_) => {
+                        self.lose(cache.family);
+                        None
+                    }
+                    None => None,
                 };
                 window.push((hash_key(cache.family, key), key, value));
             }
@@ -407,7 +461,11 @@ impl HotCache {
                     let mut shard = self.shard(chunk[0].0);
                     for &(h, key, value) in chunk {
                         match value {
-                            Some(v) => shard.put(h, cache.family, epoch, key, v, self.shard_budget),
+                            Some(v) => {
+                                if shard.put(h, cache.family, epoch, key, v, self.shard_budget) {
+                                    self.lose_all();
+                                }
+                            }
                             None => shard.remove(h, cache.family, key),
                         }
                     }
@@ -418,6 +476,7 @@ impl HotCache {
 
     /// Forgets everything (FLUSHDB, FLUSHALL, a replica's full copy).
     pub(crate) fn clear(&self) {
+        self.lose_all();
         self.retain_runs(|_| false);
         for s in &self.shards {
             let mut shard = s.lock();
@@ -429,6 +488,21 @@ impl HotCache {
 impl HotFamily<'_> {
     pub(crate) fn enabled(&self) -> bool {
         self.cache.enabled()
+    }
+
+    /// Whether the family is complete: a key that no layer names and no entry holds has no
+    /// record (see the module docs). Read after the miss it judges.
+    pub(crate) fn complete(&self) -> bool {
+        self.cache.complete[usize::from(self.family)].load(Ordering::SeqCst)
+    }
+
+    /// Declares the family complete: the caller knows it has no record outside the tier's
+    /// layers (it opened empty) and that every record it gains will pass through
+    /// [`HotCache::take_layer`].
+    pub(crate) fn declare_complete(&self) {
+        if self.enabled() {
+            self.cache.complete[usize::from(self.family)].store(true, Ordering::SeqCst);
+        }
     }
 
     fn epoch(&self) -> u32 {
@@ -548,9 +622,10 @@ impl HotFamily<'_> {
         let h = hash_key(self.family, key);
         let epoch = self.epoch();
         let budget = self.cache.shard_budget;
-        self.cache
-            .shard(h)
-            .put(h, self.family, epoch, key, value, budget);
+        let mut shard = self.cache.shard(h);
+        if shard.put(h, self.family, epoch, key, value, budget) {
+            self.cache.lose_all();
+        }
     }
 
     /// Whether a record may be cached: its key length fits an entry's `u32` and the whole
@@ -560,8 +635,10 @@ impl HotFamily<'_> {
             && key.len() + value.len() + ENTRY_OVERHEAD <= self.cache.largest_entry()
     }
 
-    /// Forgets a key (its record is about to change or has been deleted).
+    /// Forgets a key (its record is about to change or has been deleted). The family is no
+    /// longer complete: the key may still have a record.
     pub(crate) fn remove(&self, key: &[u8]) {
+        self.cache.lose(self.family);
         if let Some(mut runs) = self.cache.runs() {
             runs.forget(self.family, key);
         }
@@ -578,8 +655,15 @@ impl HotFamily<'_> {
     }
 
     /// Forgets every record of this family (a range deletion in it): O(1) for the entries, by a
-    /// new epoch; the family's runs are dropped.
+    /// new epoch; the family's runs are dropped. The family is no longer complete.
     pub(crate) fn clear(&self) {
+        self.cache.lose(self.family);
+        self.forget_family();
+    }
+
+    /// [`HotFamily::clear`] keeping the family's completeness: for a range deletion of every
+    /// key, which leaves no record behind.
+    fn forget_family(&self) {
         self.cache.epochs[self.family as usize].fetch_add(1, Ordering::AcqRel);
         if self.cache.runs().is_some() {
             self.cache.retain_runs(|r| r.family != self.family);
@@ -730,6 +814,57 @@ mod tests {
         data.remove(b"k");
         assert_eq!(meta.get(b"k"), Some(b"meta".to_vec()));
         assert_eq!(data.get(b"k"), None);
+    }
+
+    /// Completeness ends with the first record the cache lets go: an eviction (of any
+    /// family), a forgotten key, a put too large to take, a clear. Puts that fit keep it.
+    #[test]
+    fn a_complete_family_stays_complete_until_a_record_is_let_go() {
+        let cache = HotCache::new(64 * 1024);
+        let (meta, data) = (cache.family(0), cache.family(1));
+        meta.declare_complete();
+        data.declare_complete();
+        meta.put(b"a", b"1");
+        meta.put(b"a", b"2");
+        assert!(meta.complete() && data.complete(), "puts that fit keep it");
+        let mut i = 0u32;
+        while meta.complete() && i < 100_000 {
+            data.put(&i.to_be_bytes(), &[0u8; 100]);
+            i += 1;
+        }
+        assert!(
+            !meta.complete() && !data.complete(),
+            "an eviction ends both"
+        );
+        assert!(
+            i > 10,
+            "evicted only once the budget was reached ({i} puts)"
+        );
+
+        let cache = HotCache::new(64 * 1024);
+        let meta = cache.family(0);
+        meta.declare_complete();
+        meta.put(b"big", &vec![0u8; cache.largest_entry()]);
+        assert!(!meta.complete(), "a put too large to take");
+
+        let cache = HotCache::new(64 * 1024);
+        let (meta, data) = (cache.family(0), cache.family(1));
+        meta.declare_complete();
+        data.declare_complete();
+        data.clear();
+        assert!(
+            meta.complete() && !data.complete(),
+            "a family's clear ends its own"
+        );
+        cache.clear();
+        assert!(!meta.complete(), "the cache's clear ends all");
+
+        let disabled = HotCache::new(0);
+        disabled.family(0).declare_complete();
+        assert!(
+            !disabled.family(0).complete(),
+            "a disabled cache is never complete"
+        );
     }
 
     #[test]

@@ -69,6 +69,9 @@ pub struct EngineGauges {
     pub compaction_read_bytes: u64,
     /// Bytes compactions wrote to table files since the directory was opened.
     pub compaction_written_bytes: u64,
+    /// Whether the hot-record cache's `meta` and `data` families are complete: a miss of the
+    /// tier's layers and the cache is then answered without RocksDB (`hot.rs`).
+    pub hot_cache_complete: [bool; 2],
 }
 
 const FAMILIES: [&str; 4] = [CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE];
@@ -144,6 +147,7 @@ impl Db {
             running_flushes: one("rocksdb.num-running-flushes"),
             compaction_read_bytes: ticker("rocksdb.compact.read.bytes"),
             compaction_written_bytes: ticker("rocksdb.compact.write.bytes"),
+            hot_cache_complete: s.hot_cache_complete(),
         }
     }
 

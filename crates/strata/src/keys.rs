@@ -68,6 +68,18 @@ pub fn db_start(db: u8) -> Vec<u8> {
     vec![db]
 }
 
+/// The range FLUSHALL deletes from every family, `from..to`: every key there is (each begins
+/// with its physical database's byte, and no key reaches twelve `0xFF` bytes).
+pub fn every_key() -> (Vec<u8>, Vec<u8>) {
+    (vec![0u8], vec![0xFFu8; 12])
+}
+
+/// Whether the range `from..to` holds every key of a family (see [`every_key`]).
+pub(crate) fn spans_every_key(from: &[u8], to: &[u8]) -> bool {
+    let (first, end) = every_key();
+    from <= first.as_slice() && to >= end.as_slice()
+}
+
 /// The first key after database `db` in the `meta`, `data` and `zscore` families.
 pub fn db_end(db: u8) -> Vec<u8> {
     if db == u8::MAX {

@@ -653,7 +653,8 @@ impl Db {
         let s = self.storage();
         let mut batch = crate::storage::new_batch();
         for cf in [CF_META, CF_DATA, CF_ZSCORE, CF_EXPIRE] {
-            batch.delete_range_cf(s.cf(cf), vec![0u8], vec![0xFFu8; 12]);
+            let (from, to) = keys::every_key();
+            batch.delete_range_cf(s.cf(cf), from, to);
         }
         self.write(batch)
     }

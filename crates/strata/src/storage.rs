@@ -603,6 +603,39 @@ impl Storage {
         Ok(storage)
     }
 
+    /// Whether the hot-record cache's `meta` and `data` families are complete (`hot.rs`).
+    pub(crate) fn hot_cache_complete(&self) -> [bool; 2] {
+        [self.hot.family(0).complete(), self.hot.family(1).complete()]
+    }
+
+    /// Declares each family of the hot-record cache complete (`hot.rs`) when the write-back tier
+    /// is on and RocksDB holds no record of the family: every record it gains from then on comes
+    /// through a checkpoint, which hands it to the cache (or ends the completeness). A fresh
+    /// directory, or one emptied by FLUSHALL, reads its misses from memory. Called once the
+    /// checkpoints' retirement hands layers to the cache, before the first checkpoint.
+    fn declare_empty_families_complete(&self) {
+        if self.tier.is_none() || self.read_only || !self.hot.enabled() {
+            return;
+        }
+        for id in [self.cf_ids[0], self.cf_ids[1]] {
+            let Some(family) = self.hot(id) else {
+                continue;
+            };
+            let name = if id == self.cf_ids[0] {
+                CF_META
+            } else {
+                CF_DATA
+            };
+            let mut ro = ReadOptions::default();
+            ro.set_total_order_seek(true);
+            let mut it = self.db.raw_iterator_cf_opt(self.cf(name), ro);
+            it.seek_to_first();
+            if !it.valid() && it.status().is_ok() {
+                family.declare_complete();
+            }
+        }
+    }
+
     fn check_format(&self, path: &Path, may_create: bool) -> Result<()> {
         match self.db.get(FORMAT_KEY)? {
             None if !may_create => Err(Error::NotStrata(format!(
@@ -649,6 +682,8 @@ impl Storage {
             changes.fetch_add(1, Ordering::SeqCst);
             hot.take_layer(layer, cached)
         }));
+        // Before the checkpointer starts: a checkpoint's retirement may end it at once.
+        self.declare_empty_families_complete();
         let handle = Tier::spawn_checkpointer(tier, self.db.clone(), self.families.clone())?;
         *self.checkpointer.lock() = Some(handle);
         Ok(())
@@ -1321,6 +1356,8 @@ impl Storage {
         let f = match hot {
             Some(c) => match c.with_or_back(key, f) {
                 Ok(v) => return Ok(Some(v)),
+                // No layer names the key and the complete family has no entry: no record.
+                Err(_) if c.complete() => return Ok(None),
                 Err(f) => f,
             },
             None => f,
@@ -1520,6 +1557,11 @@ impl Storage {
                         }
                     }
                 }
+            }
+            // Judged after the misses: a complete family has no record where it has no entry
+            // and no layer names the key (`hot.rs`).
+            if hot.is_some_and(|c| c.complete()) {
+                misses.clear();
             }
             misses
         };
@@ -1926,6 +1968,136 @@ mod tests {
     /// What the hot-record cache holds at `key` of family `cf`.
     fn cached(s: &Storage, cf: &str, key: &[u8]) -> Option<Vec<u8>> {
         s.hot(s.cf_id(cf))?.with(key, <[u8]>::to_vec)
+    }
+
+    /// Opens `dir` with the write-back tier, as the server does by default.
+    fn open_tiered(dir: &std::path::Path) -> crate::error::Result<Storage> {
+        let opts = StorageOptions {
+            write_back: Some(1 << 20),
+            ..test_options()
+        };
+        Storage::open(dir, &opts)
+    }
+
+    fn put_meta(s: &Storage, key: &[u8], value: &[u8]) -> crate::error::Result<()> {
+        let mut b = new_batch();
+        b.put_cf(s.cf(CF_META), key, value);
+        s.write(b)
+    }
+
+    fn complete(s: &Storage, cf: &str) -> bool {
+        s.hot(s.cf_id(cf)).is_some_and(|c| c.complete())
+    }
+
+    /// A fresh directory under the tier: every record the families gain passes through a
+    /// checkpoint into the cache, so a miss of the layers and the cache is a miss, answered
+    /// without RocksDB (a record put behind the cache's back, which only a test can do, is
+    /// not seen), until a record is left out of the cache; then RocksDB is read again.
+    #[test]
+    fn a_fresh_directory_answers_misses_without_rocksdb_until_a_record_is_left_out() -> R {
+        let dir = tempfile::tempdir()?;
+        let s = open_tiered(dir.path())?;
+        assert!(complete(&s, CF_META) && complete(&s, CF_DATA));
+        s.raw().put_cf(s.cf(CF_META), b"behind", b"x")?;
+        assert_eq!(s.get(CF_META, b"behind")?, None);
+        let keys = [b"behind".to_vec(), b"a".to_vec()];
+        assert_eq!(s.multi_get(CF_META, &keys)?, vec![None, None]);
+        assert_eq!(s.multi_exists(CF_META, &keys)?, vec![false, false]);
+
+        put_meta(&s, b"a", b"1")?;
+        assert_eq!(s.get(CF_META, b"a")?, Some(b"1".to_vec()), "from the layer");
+        s.checkpoint_tier()?;
+        assert!(
+            complete(&s, CF_META),
+            "a checkpoint hands its records to the cache"
+        );
+        assert_eq!(s.get(CF_META, b"a")?, Some(b"1".to_vec()), "from the cache");
+        assert_eq!(s.multi_exists(CF_META, &keys)?, vec![false, true]);
+
+        // Forgetting a key that still has a record ends it: RocksDB answers again.
+        s.hot(s.cf_id(CF_META)).ok_or("no cache")?.remove(b"a");
+        assert!(!complete(&s, CF_META));
+        assert!(complete(&s, CF_DATA), "per family");
+        assert_eq!(s.get(CF_META, b"a")?, Some(b"1".to_vec()));
+        assert_eq!(s.get(CF_META, b"behind")?, Some(b"x".to_vec()));
+        assert_eq!(s.multi_exists(CF_META, &keys)?, vec![true, true]);
+        Ok(())
+    }
+
+    /// A directory whose families hold records opens incomplete: its records were never
+    /// handed to this process's cache.
+    #[test]
+    fn a_directory_holding_records_opens_incomplete_and_reads_them_from_rocksdb() -> R {
+        let dir = tempfile::tempdir()?;
+        {
+            let s = open_tiered(dir.path())?;
+            put_meta(&s, b"a", b"1")?;
+            s.checkpoint_tier()?;
+        }
+        let s = open_tiered(dir.path())?;
+        assert!(!complete(&s, CF_META));
+        assert!(complete(&s, CF_DATA), "the data family is still empty");
+        assert_eq!(s.get(CF_META, b"a")?, Some(b"1".to_vec()));
+        Ok(())
+    }
+
+    /// A deleted range of every key (FLUSHALL) leaves nothing behind, so the family stays
+    /// complete; a smaller one (FLUSHDB) hides records the cache may have held for others' keys
+    /// of the family, so it ends completeness.
+    #[test]
+    fn flushall_keeps_a_family_complete_and_a_smaller_deleted_range_ends_it() -> R {
+        let dir = tempfile::tempdir()?;
+        let s = open_tiered(dir.path())?;
+        put_meta(&s, b"\x00a", b"1")?;
+        put_meta(&s, b"\x01b", b"2")?;
+        s.checkpoint_tier()?;
+        let (from, to) = crate::keys::every_key();
+        let mut b = new_batch();
+        b.delete_range_cf(s.cf(CF_META), from, to);
+        s.write(b)?;
+        put_meta(&s, b"\x01c", b"3")?;
+        s.checkpoint_tier()?;
+        assert!(complete(&s, CF_META));
+        assert_eq!(s.get(CF_META, b"\x00a")?, None);
+        assert_eq!(s.get(CF_META, b"\x01c")?, Some(b"3".to_vec()));
+
+        let mut b = new_batch();
+        b.delete_range_cf(
+            s.cf(CF_META),
+            crate::keys::db_start(0),
+            crate::keys::db_end(0),
+        );
+        s.write(b)?;
+        s.checkpoint_tier()?;
+        assert!(!complete(&s, CF_META));
+        assert_eq!(
+            s.get(CF_META, b"\x01c")?,
+            Some(b"3".to_vec()),
+            "read from RocksDB"
+        );
+        Ok(())
+    }
+
+    /// A checkpointed record the cache cannot take (too large, or a stream entry marked cold)
+    /// ends its family's completeness, and is then read from RocksDB.
+    #[test]
+    fn a_record_the_cache_does_not_take_ends_completeness_and_is_read_from_rocksdb() -> R {
+        let dir = tempfile::tempdir()?;
+        let s = open_tiered(dir.path())?;
+        let big = vec![7u8; 64 << 10];
+        put_meta(&s, b"big", &big)?;
+        s.checkpoint_tier()?;
+        assert!(!complete(&s, CF_META));
+        assert_eq!(s.get(CF_META, b"big")?, Some(big));
+
+        assert!(complete(&s, CF_DATA));
+        let mut b = new_batch();
+        b.put_cf(s.cf(CF_DATA), b"entry", b"v");
+        s.write_cold(b)?;
+        s.checkpoint_tier()?;
+        assert!(!complete(&s, CF_DATA));
+        assert_eq!(s.get(CF_DATA, b"entry")?, Some(b"v".to_vec()));
+        Ok(())
     }
 
     /// With the write-back tier, writers leave the hot-record cache alone and readers consult

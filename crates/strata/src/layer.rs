@@ -640,7 +640,7 @@ impl Layer {
         self.families.get(cf).is_some_and(|f| !f.ranges.is_empty())
     }
 
-    /// Copies into `run` the puts of family `cf` from `start` in the walk's direction
+    /// Copies into `run` the points of family `cf` from `start` in the walk's direction
     /// ([`Points::take_run`]); returns whether nothing the walk may read follows them.
     #[allow(clippy::too_many_arguments)]
     fn take_run(
@@ -917,8 +917,8 @@ struct Cursor {
     counter: Option<Arc<AtomicU64>>,
     changes: u64,
     forward: bool,
-    /// Where the run starts: it holds every put this bound admits (that the walk's `ok`
-    /// accepts, before its `stop`), up to its last one.
+    /// Where the run starts: it holds every point (put or delete) this bound admits (that the
+    /// walk's `ok` accepts, before its `stop`), up to its last one.
     from: Bound<Vec<u8>>,
     /// Whether nothing the walk may read follows the run's last point.
     complete: bool,

@@ -276,6 +276,55 @@ fn align52(h: Hash) -> u64 {
     h.bits << (52 - h.step as u32 * 2)
 }
 
+/// The scores of a cell's points: `[min, max)`, as Redis reads the cell.
+fn score_range(cell: Hash) -> (f64, f64) {
+    let next = Hash {
+        bits: cell.bits.wrapping_add(1),
+        step: cell.step,
+    };
+    (align52(cell) as f64, align52(next) as f64)
+}
+
+/// How many steps finer than its cells a search looks for the parts of each cell its shape
+/// can reach ([`GeoQuery::reach`], [`cover`]): a cell is cut into up to 4^`SUB_STEPS` parts.
+const SUB_STEPS: u8 = 3;
+
+/// Appends to `out` the score ranges (`[from, to)`, as 52-bit hashes) of the parts of `cell`,
+/// down to `depth` steps finer, whose area meets the box `reach` (`[min lon, min lat, max lon,
+/// max lat]`), in score order, joining ranges that touch. A part wholly inside the box is taken
+/// whole. Every point of the cell whose position (the centre of its 52-bit cell, which lies in
+/// every coarser cell holding it, bounds included, as [`decode`] rounds) is in the box is in
+/// one of the ranges.
+fn cover(cell: Hash, depth: u8, reach: &[f64; 4], out: &mut Vec<(u64, u64)>) {
+    let area = decode(LONG_SPAN, LAT_SPAN, cell);
+    let [min_lon, min_lat, max_lon, max_lat] = *reach;
+    let (lon, lat) = (area.longitude, area.latitude);
+    if lon.max < min_lon || lon.min > max_lon || lat.max < min_lat || lat.min > max_lat {
+        return;
+    }
+    let inside =
+        lon.min >= min_lon && lon.max <= max_lon && lat.min >= min_lat && lat.max <= max_lat;
+    if depth == 0 || inside || cell.step >= STEP_MAX {
+        let from = align52(cell);
+        let to = align52(Hash {
+            bits: cell.bits + 1,
+            step: cell.step,
+        });
+        match out.last_mut() {
+            Some(last) if last.1 == from => last.1 = to,
+            _ => out.push((from, to)),
+        }
+        return;
+    }
+    for part in 0..4 {
+        let sub = Hash {
+            bits: cell.bits << 2 | part,
+            step: cell.step + 1,
+        };
+        cover(sub, depth - 1, reach, out);
+    }
+}
+
 fn move_x(h: &mut Hash, d: i8) {
     if d == 0 {
         return;
@@ -475,6 +524,47 @@ impl GeoQuery {
             }
         }
         out
+    }
+
+    /// A box, `[min lon, min lat, max lon, max lat]`, holding the position of every point the
+    /// shape keeps ([`GeoQuery::within`]) with a margin far above the formulas' rounding; `None`
+    /// when the shape is large (over about 1,000 km) or its box would reach the antimeridian,
+    /// where a search reads its cells whole. Along a meridian a point's distance is at least
+    /// its latitude's distance from the centre's. Across: the haversine's `a` is at least
+    /// `cos φ1 · cos φ2 · sin²(Δλ/2)`, so a point at most `d` away has
+    /// `|sin(Δλ/2)| ≤ sin(d/2R) / √(cos φ1 · cos φ2)`, and `cos φ2` is least at the box's
+    /// latitude farthest from the equator; a box's width is measured along the point's own
+    /// latitude (`a = cos² φ · sin²(Δλ/2)`).
+    fn reach(&self) -> Option<[f64; 4]> {
+        const SLACK: f64 = 1e-6;
+        let (x1, y1) = (self.longitude, self.latitude);
+        let (half_height, across) = match self.shape {
+            Shape::Radius(r) => (r * self.unit, r * self.unit),
+            Shape::Box { width, height } => (height / 2.0 * self.unit, width / 2.0 * self.unit),
+        };
+        // Far below a quarter of the globe, so the sines below grow with their angles and no
+        // point of the cells is near the centre's antipode.
+        if !(0.0..=1.0e6).contains(&half_height) || !(0.0..=1.0e6).contains(&across) {
+            return None;
+        }
+        let dlat = rad_deg(half_height * (1.0 + SLACK) / EARTH_RADIUS_M) + SLACK;
+        let (min_lat, max_lat) = (y1 - dlat, y1 + dlat);
+        let far = min_lat.abs().max(max_lat.abs()).min(LAT_MAX);
+        let cos_far = deg_rad(far).cos();
+        let sin_half = (across / (2.0 * EARTH_RADIUS_M)).sin();
+        let s = match self.shape {
+            Shape::Radius(_) => sin_half / (deg_rad(y1).cos() * cos_far).sqrt(),
+            Shape::Box { .. } => sin_half / cos_far,
+        };
+        if !(0.0..0.5).contains(&s) {
+            return None;
+        }
+        let dlon = rad_deg(2.0 * s.asin()) * (1.0 + SLACK) + SLACK;
+        let (min_lon, max_lon) = (x1 - dlon, x1 + dlon);
+        if min_lon <= LONG_MIN + SLACK || max_lon >= LONG_MAX - SLACK {
+            return None;
+        }
+        Some([min_lon, min_lat, max_lon, max_lat])
     }
 
     /// The cosine of the centre's latitude, which every candidate's distance uses: worked out
@@ -722,8 +812,8 @@ impl Db {
             return Ok(Vec::new());
         };
         let cells = q.cells();
-        // The score ranges to read, in Redis's order.
-        let mut visit: Vec<(f64, f64)> = Vec::with_capacity(cells.len());
+        // The cells to read, in Redis's order.
+        let mut visit: Vec<Hash> = Vec::with_capacity(cells.len());
         let mut last: Option<usize> = None;
         for (i, cell) in cells.iter().enumerate() {
             let Some(cell) = *cell else {
@@ -736,12 +826,7 @@ impl Db {
                     continue;
                 }
             }
-            let min = align52(cell) as f64;
-            let max = align52(Hash {
-                bits: cell.bits.wrapping_add(1),
-                step: cell.step,
-            }) as f64;
-            visit.push((min, max));
+            visit.push(cell);
             last = Some(i);
         }
         let mut found = if q.any {
@@ -778,20 +863,20 @@ impl Db {
         Ok(found)
     }
 
-    /// The points of `visit`'s score ranges inside the query's shape, range after range as
-    /// Redis reads them, stopping once ANY's COUNT is reached.
+    /// The points of `visit`'s cells inside the query's shape, cell after cell as Redis reads
+    /// them (each cell's whole score range), stopping once ANY's COUNT is reached.
     fn geo_read_cells_in_turn(
         &self,
         key: &[u8],
         c: &CollectionMeta,
         q: &GeoQuery,
-        visit: &[(f64, f64)],
+        visit: &[Hash],
     ) -> Result<Vec<GeoPoint>> {
         let limit = if q.any { q.count } else { 0 };
         let full = |found: &Vec<GeoPoint>| limit != 0 && found.len() as u64 >= limit;
         let mut found: Vec<GeoPoint> = Vec::new();
         let cos_lat = q.cos_latitude();
-        for &(min, max) in visit {
+        for (min, max) in visit.iter().map(|&cell| score_range(cell)) {
             if full(&found) {
                 break;
             }
@@ -812,21 +897,36 @@ impl Db {
     }
 
     /// What [`Db::geo_read_cells_in_turn`] finds without a limit, read with one iterator in
-    /// score order: the ranges sorted, those that touch joined into one walk (neighbouring
-    /// cells often do), a seek only where a walk's end is short of the next one's start. Each
-    /// point goes to the range (or ranges: Redis reads a repeated cell twice) holding its
-    /// score, and the ranges' points are put back in Redis's order.
+    /// score order, and only the parts of the cells the shape can reach: each cell cut down to
+    /// [`SUB_STEPS`] steps finer where its parts meet the box around the shape
+    /// ([`GeoQuery::reach`], [`cover`]; a 1 km circle's nine cells hold about four times the
+    /// points of the parts it reaches). The parts' ranges are sorted, those that touch joined
+    /// into one walk, and the iterator seeks to each walk's start unless it already stands
+    /// there. Each point goes to the cell (or cells: Redis reads a repeated cell
+    /// twice) holding its score, and the cells' points are put back in Redis's order; within a
+    /// cell they come in score order, as Redis reads them.
     fn geo_read_cells_at_once(
         &self,
         key: &[u8],
         c: &CollectionMeta,
         q: &GeoQuery,
-        visit: &[(f64, f64)],
+        visit: &[Hash],
     ) -> Result<Vec<GeoPoint>> {
-        let mut walks: Vec<(f64, f64)> = visit.to_vec();
-        walks.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let reach = q.reach();
+        let mut walks: Vec<(u64, u64)> = Vec::new();
+        for &cell in visit {
+            match &reach {
+                Some(reach) => {
+                    let depth = SUB_STEPS.min(STEP_MAX.saturating_sub(cell.step));
+                    cover(cell, depth, reach, &mut walks);
+                }
+                None => cover(cell, 0, &[LONG_MIN, LAT_MIN, LONG_MAX, LAT_MAX], &mut walks),
+            }
+        }
+        walks.sort_unstable();
         let mut joined: Vec<(f64, f64)> = Vec::with_capacity(walks.len());
         for (min, max) in walks {
+            let (min, max) = (min as f64, max as f64);
             match joined.last_mut() {
                 Some(last) if min <= last.1 => last.1 = last.1.max(max),
                 _ => joined.push((min, max)),
@@ -835,6 +935,7 @@ impl Db {
         let (Some(first), Some(end)) = (joined.first(), joined.last()) else {
             return Ok(Vec::new());
         };
+        let ranges: Vec<(f64, f64)> = visit.iter().map(|&cell| score_range(cell)).collect();
         let prefix = keys::data_prefix(self.phys(), key, c.version);
         let at = |score: f64| [&prefix[..], &keys::encode_score(score)[..]].concat();
         let ro = IterOptions {
@@ -848,7 +949,9 @@ impl Db {
         for (n, &(min, max)) in joined.iter().enumerate() {
             let start = at(min);
             // The previous walk stopped on the first sub-key at or past its end: at or past
-            // this walk's start too when nothing lies between them.
+            // this walk's start too when nothing lies between them. Otherwise a seek: stepping
+            // over the keys between (up to 4 or 16, then seeking) cost more CPU per search in
+            // measurements (docs/architecture.md, "GEOSEARCH reads the parts of its cells").
             if n == 0 || it.key().is_some_and(|k| k < &start[..]) {
                 it.seek(&start);
             }
@@ -864,7 +967,7 @@ impl Db {
                     break;
                 }
                 if let Some(p) = q.point(m, s, cos_lat) {
-                    let mut holders = visit
+                    let mut holders = ranges
                         .iter()
                         .enumerate()
                         .filter(|(_, r)| r.0 <= s && s < r.1);
@@ -1105,14 +1208,7 @@ mod tests {
                     if last.is_some_and(|l| l != 0 && cells[l] == Some(cell)) {
                         continue;
                     }
-                    let range = (
-                        align52(cell) as f64,
-                        align52(Hash {
-                            bits: cell.bits.wrapping_add(1),
-                            step: cell.step,
-                        }) as f64,
-                    );
-                    visit.push(range);
+                    visit.push(cell);
                     last = Some(i);
                 }
                 let one_by_one = db
@@ -1132,18 +1228,7 @@ mod tests {
         // A range read twice (Redis reads a repeated cell again unless it follows itself):
         // its points come twice, in their places.
         let q = query(14.0, 38.0, Shape::Radius(60.0));
-        let cells: Vec<(f64, f64)> = q
-            .cells()
-            .iter()
-            .flatten()
-            .map(|cell| {
-                let next = Hash {
-                    bits: cell.bits.wrapping_add(1),
-                    step: cell.step,
-                };
-                (align52(*cell) as f64, align52(next) as f64)
-            })
-            .collect();
+        let cells: Vec<Hash> = q.cells().iter().flatten().copied().collect();
         let visit = [cells[0], cells[1], cells[0], cells[2], cells[1]];
         let one_by_one = db
             .geo_read_cells_in_turn(b"g", &c, &q, &visit)
@@ -1154,6 +1239,167 @@ mod tests {
                 .expect("once"),
             one_by_one
         );
+    }
+
+    /// xorshift64: deterministic test randomness in `[0, 1)`.
+    fn unit_rng(seed: u64) -> impl FnMut() -> f64 {
+        let mut x = seed;
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        }
+    }
+
+    /// The parts of its cells a search reads ([`cover`] of [`GeoQuery::reach`]) hold every
+    /// point of the cells the shape keeps, wherever the centre (near the antimeridian, the
+    /// poles, the equator) and whatever the shape (radius 0, tiny, large; boxes), and they are
+    /// a small part of the cells for a 1 km circle.
+    #[test]
+    fn the_parts_of_the_cells_a_search_reads_hold_every_point_the_shape_keeps() {
+        let mut rand = unit_rng(7);
+        let centres = [
+            (13.36, 38.11),
+            (179.995, 10.0),
+            (-179.995, -10.0),
+            (0.0, 85.05),
+            (45.0, -85.0),
+            (0.0, 0.0),
+            (-73.98, 40.75),
+        ];
+        let shapes = [
+            Shape::Radius(0.0),
+            Shape::Radius(0.001),
+            Shape::Radius(0.2),
+            Shape::Radius(1.0),
+            Shape::Radius(25.0),
+            Shape::Radius(900.0),
+            Shape::Radius(5000.0),
+            Shape::Box {
+                width: 0.5,
+                height: 3.0,
+            },
+            Shape::Box {
+                width: 40.0,
+                height: 2.0,
+            },
+            Shape::Box {
+                width: 1500.0,
+                height: 1900.0,
+            },
+        ];
+        for &(lon, lat) in &centres {
+            for &shape in &shapes {
+                let q = query(lon, lat, shape);
+                let cells: Vec<Hash> = q.cells().iter().flatten().copied().collect();
+                let mut parts = Vec::new();
+                if let Some(reach) = q.reach() {
+                    for &cell in &cells {
+                        let depth = SUB_STEPS.min(STEP_MAX - cell.step);
+                        cover(cell, depth, &reach, &mut parts);
+                    }
+                } else {
+                    continue;
+                }
+                let covered = |s: u64| parts.iter().any(|&(a, b)| a <= s && s < b);
+                let in_cells = |s: f64| {
+                    cells.iter().any(|&c| {
+                        let (a, b) = score_range(c);
+                        a <= s && s < b
+                    })
+                };
+                let cos_lat = q.cos_latitude();
+                let (extent_m, _) = match shape {
+                    Shape::Radius(r) => (r * 1000.0, ()),
+                    Shape::Box { width, height } => (width.max(height) * 1000.0, ()),
+                };
+                let spread = rad_deg(2.0 * extent_m.max(1.0) / EARTH_RADIUS_M);
+                let mut kept = 0;
+                for i in 0..20_000 {
+                    // Points around the centre out to twice the shape, some on its very edge
+                    // (the centre's own position, for radius 0).
+                    let (plon, plat) = if i % 1000 == 0 {
+                        (lon, lat)
+                    } else {
+                        (
+                            lon + (rand() * 2.0 - 1.0) * spread / deg_rad(lat).cos().max(0.05),
+                            lat + (rand() * 2.0 - 1.0) * spread,
+                        )
+                    };
+                    let plon = if plon > 180.0 { plon - 360.0 } else { plon };
+                    let plon = if plon < -180.0 { plon + 360.0 } else { plon };
+                    let Some(s) = score(plon, plat.clamp(LAT_MIN, LAT_MAX)) else {
+                        continue;
+                    };
+                    if q.within(s, cos_lat).is_some() && in_cells(s) {
+                        kept += 1;
+                        assert!(
+                            covered(s as u64),
+                            "centre {lon},{lat} {shape:?}: point {plon},{plat} is kept but not read"
+                        );
+                    }
+                }
+                assert!(kept > 0 || matches!(shape, Shape::Radius(r) if r < 0.01));
+            }
+        }
+        // A 1 km circle: the parts read are well under half of the nine cells.
+        let q = query(13.36, 38.11, Shape::Radius(1.0));
+        let reach = q.reach().expect("a small circle is bounded");
+        let (mut whole, mut read) = (0u64, 0u64);
+        for cell in q.cells().iter().flatten() {
+            let (a, b) = score_range(*cell);
+            whole += (b - a) as u64;
+            let mut parts = Vec::new();
+            cover(*cell, SUB_STEPS, &reach, &mut parts);
+            read += parts.iter().map(|(a, b)| b - a).sum::<u64>();
+        }
+        assert!(read * 2 < whole, "read {read} of {whole}");
+    }
+
+    /// Reading the parts of the cells the shape reaches finds what reading the whole cells
+    /// finds, in the same order, among points dense enough that every part holds some.
+    #[test]
+    fn a_search_of_the_parts_finds_what_a_search_of_whole_cells_finds() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = Db::open(dir.path()).expect("open");
+        let mut rand = unit_rng(31);
+        let members: Vec<(f64, Vec<u8>)> = (0..30_000)
+            .map(|i| {
+                let (lon, lat) = (13.3 + rand() * 0.12, 38.05 + rand() * 0.12);
+                (
+                    score(lon, lat).expect("valid"),
+                    format!("p{i}").into_bytes(),
+                )
+            })
+            .collect();
+        let items: Vec<(f64, &[u8])> = members.iter().map(|(s, m)| (*s, &m[..])).collect();
+        db.zadd(b"g", &items, Default::default()).expect("zadd");
+        let c = db
+            .load_collection(b"g", KeyType::ZSet)
+            .expect("load")
+            .expect("exists");
+        for _ in 0..200 {
+            let (lon, lat) = (13.3 + rand() * 0.12, 38.05 + rand() * 0.12);
+            let shape = if rand() < 0.5 {
+                Shape::Radius(rand() * 3.0)
+            } else {
+                Shape::Box {
+                    width: rand() * 4.0,
+                    height: rand() * 4.0,
+                }
+            };
+            let mut q = query(lon, lat, shape);
+            q.order = GeoOrder::Unsorted;
+            let cells: Vec<Hash> = q.cells().iter().flatten().copied().collect();
+            let whole = db
+                .geo_read_cells_in_turn(b"g", &c, &q, &cells)
+                .expect("turn");
+            let parts = db
+                .geo_read_cells_at_once(b"g", &c, &q, &cells)
+                .expect("once");
+            assert_eq!(parts, whole, "centre {lon},{lat} {shape:?}");
+        }
     }
 
     #[test]

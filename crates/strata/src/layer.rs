@@ -331,13 +331,15 @@ impl Points {
         None
     }
 
-    /// Copies into `run` the puts from `start` in the walk's direction that `ok` accepts, in
-    /// that order, up to `max` of them or about [`RUN_BYTES`] (at least one), stopping at the
-    /// first key `stop` rejects; returns whether nothing the walk may read follows them (the
-    /// layer holds no further such put, or `stop` ended the run). The map's part: one search of
-    /// its key order and one hash lookup per key passed; the tail's: one binary search, and
-    /// values read beside their keys. The map's keys all come before the tail's, so going
-    /// forward the map is read first, backward the tail. Deletes are passed over.
+    /// Copies into `run` the points (puts and deletes) from `start` in the walk's direction
+    /// that `ok` accepts, in that order, up to `max` of them or about [`RUN_BYTES`] (at least
+    /// one), stopping at the first key `stop` rejects; returns whether nothing the walk may
+    /// read follows them (the layer holds no further such point, or `stop` ended the run). The
+    /// map's part: one search of its key order and one hash lookup per key passed; the tail's:
+    /// one binary search, and values read beside their keys. The map's keys all come before
+    /// the tail's, so going forward the map is read first, backward the tail. Deletes are
+    /// copied as keys alone: a walk passes over them, and the merged iterator asks the run
+    /// whether the layer hides a key of the database ([`Walk::mask`]).
     fn take_run(
         &self,
         start: Bound<&[u8]>,
@@ -354,7 +356,6 @@ impl Points {
             if !ok(k) {
                 return None;
             }
-            let v = v?;
             if run.entries.len() >= max || (!run.entries.is_empty() && run.bytes.len() >= RUN_BYTES)
             {
                 return Some(false);
@@ -701,7 +702,12 @@ impl Layer {
         Some((f.changes.clone(), f.changes.load(Ordering::Acquire)))
     }
 
-    /// Copies into `run` the puts of family `cf` from `start` in the walk's direction
+    /// Whether the layer deleted a range of family `cf`.
+    fn deletes_ranges(&self, cf: u32) -> bool {
+        self.families.get(cf).is_some_and(|f| !f.ranges.is_empty())
+    }
+
+    /// Copies into `run` the points of family `cf` from `start` in the walk's direction
     /// ([`Points::take_run`]); returns whether nothing the walk may read follows them.
     #[allow(clippy::too_many_arguments)]
     fn take_run(
@@ -792,10 +798,12 @@ impl Stack {
     }
 
     /// How the top layer naming `key` hides it (`Visible` when none does).
+    #[cfg(test)]
     pub(crate) fn mask(&self, cf: u32, key: &[u8]) -> Mask {
         self.mask_above(self.sources.len(), cf, key)
     }
 
+    #[cfg(test)]
     fn mask_above(&self, n: usize, cf: u32, key: &[u8]) -> Mask {
         for s in &self.sources[..n] {
             let m = s.with(|l| l.mask(cf, key));
@@ -880,14 +888,18 @@ const RUN_FIRST: usize = 16;
 const RUN_GROWTH: usize = 8;
 const RUN_MAX: usize = 512;
 
-/// Puts copied out of a layer, in a walk's direction: keys and values back to back in one
-/// buffer, reused from run to run.
+/// Points copied out of a layer, in a walk's direction: keys and values back to back in one
+/// buffer, reused from run to run. A delete is its key alone.
 #[derive(Default)]
 struct Run {
     bytes: Vec<u8>,
-    /// Per put: where its key starts in `bytes`, its key's length, its value's length.
+    /// Per point: where its key starts in `bytes`, its key's length, its value's length
+    /// ([`DELETED`] for a delete).
     entries: Vec<(usize, usize, usize)>,
 }
+
+/// The value length [`Run`] notes for a delete.
+const DELETED: usize = usize::MAX;
 
 impl Run {
     fn clear(&mut self) {
@@ -895,11 +907,20 @@ impl Run {
         self.entries.clear();
     }
 
-    fn push(&mut self, key: &[u8], value: &[u8]) {
-        self.entries
-            .push((self.bytes.len(), key.len(), value.len()));
+    fn push(&mut self, key: &[u8], value: Option<&[u8]>) {
+        let len = value.map_or(DELETED, <[u8]>::len);
+        self.entries.push((self.bytes.len(), key.len(), len));
         self.bytes.extend_from_slice(key);
-        self.bytes.extend_from_slice(value);
+        self.bytes.extend_from_slice(value.unwrap_or_default());
+    }
+
+    fn is_put(&self, i: usize) -> bool {
+        self.entries[i].2 != DELETED
+    }
+
+    /// The first entry from `i` on that is a put.
+    fn put_from(&self, i: usize) -> Option<usize> {
+        (i..self.len()).find(|&j| self.is_put(j))
     }
 
     fn len(&self) -> usize {
@@ -912,8 +933,10 @@ impl Run {
     }
 
     fn value(&self, i: usize) -> &[u8] {
-        let (at, k, v) = self.entries[i];
-        &self.bytes[at + k..at + k + v]
+        match self.entries[i] {
+            (_, _, DELETED) => &[],
+            (at, k, v) => &self.bytes[at + k..at + k + v],
+        }
     }
 }
 
@@ -961,11 +984,14 @@ struct Cursor {
     counter: Option<Arc<AtomicU64>>,
     changes: u64,
     forward: bool,
-    /// Where the run starts: it holds every put this bound admits (that the walk's `ok`
-    /// accepts, before its `stop`), up to its last one.
+    /// Where the run starts: it holds every point (put or delete) this bound admits (that the
+    /// walk's `ok` accepts, before its `stop`), up to its last one.
     from: Bound<Vec<u8>>,
-    /// Whether nothing the walk may read follows the run's last put.
+    /// Whether nothing the walk may read follows the run's last point.
     complete: bool,
+    /// Whether the layer had deleted ranges of the family when the run was copied (the run
+    /// then cannot say alone whether the layer hides a key).
+    ranges: bool,
     /// The entry the last step stopped at.
     at: usize,
     /// How many puts the next run takes.
@@ -982,6 +1008,7 @@ impl Default for Cursor {
             forward: true,
             from: Bound::Unbounded,
             complete: false,
+            ranges: false,
             at: 0,
             want: RUN_FIRST,
         }
@@ -1008,6 +1035,46 @@ impl Cursor {
                     .is_some_and(|last| admits(start, self.run.key(last), forward)))
     }
 
+    /// How the layer hides `key` (a key the walk's `ok` accepts), if the run can tell: it is
+    /// current, holds every point from its start to past `key` in the walk's direction, and
+    /// the layer had no deleted range. A point of the run at `key` hides it; none, nothing
+    /// does. One binary search of the run, no lock, no hash.
+    fn mask(&self, key: &[u8]) -> Option<Mask> {
+        if !self.taken || self.ranges || !admits(borrowed(&self.from), key, self.forward) {
+            return None;
+        }
+        let n = self.run.len();
+        let before = |i: usize| {
+            let k = self.run.key(i);
+            if self.forward {
+                k < key
+            } else {
+                k > key
+            }
+        };
+        // The first entry at `key` or past it.
+        let (mut lo, mut hi) = (0, n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if before(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo == n && !self.complete {
+            return None;
+        }
+        if !self.current() {
+            return None;
+        }
+        Some(if lo < n && self.run.key(lo) == key {
+            Mask::Point
+        } else {
+            Mask::Visible
+        })
+    }
+
     /// Whether no write reached the family since the run was copied.
     fn current(&self) -> bool {
         self.counter
@@ -1029,11 +1096,12 @@ impl Cursor {
     ) {
         self.from = owned(start);
         self.run.clear();
-        let (counter, complete) = source.with(|l| {
+        let (counter, complete, ranges) = source.with(|l| {
             let counter = l.changes(cf);
             let complete = l.take_run(cf, start, forward, ok, stop, want, &mut self.run);
-            (counter, complete)
+            (counter, complete, l.deletes_ranges(cf))
         });
+        self.ranges = ranges;
         (self.counter, self.changes) = match counter {
             Some((c, n)) => (Some(c), n),
             None => (None, 0),
@@ -1097,16 +1165,19 @@ impl Cursor {
         }
         let mut i = self.position(start);
         loop {
-            if let Some(k) = (i < self.run.len()).then(|| self.run.key(i)) {
-                self.at = i;
+            // Deletes are passed over.
+            if let Some(p) = self.run.put_from(i) {
+                self.at = p;
+                let k = self.run.key(p);
                 let beyond = best.is_some_and(|b| if forward { k >= b } else { k <= b });
-                return (!beyond).then_some(i);
+                return (!beyond).then_some(p);
             }
+            i = self.run.len();
             if self.complete || i == 0 {
                 self.at = i;
                 return None;
             }
-            // Past the run's last put: the next run, longer, from there.
+            // Past the run's last point: the next run, longer, from there.
             self.want = (self.want * RUN_GROWTH).min(RUN_MAX);
             let last = Bound::Excluded(self.run.key(i - 1).to_vec());
             self.take(source, cf, borrowed(&last), forward, ok, stop, self.want);
@@ -1146,9 +1217,21 @@ impl Walk {
         self.found = None;
     }
 
-    /// How the top layer naming `key` hides it (`Visible` when none does).
+    /// Forgets the put found last but keeps the cursors' runs: the walk starts again (a seek)
+    /// within the same bounds, so a run that holds the new start serves it (a search that
+    /// seeks forward from range to range, as GEOSEARCH does, copies each run once).
+    pub(crate) fn reseek(&mut self) {
+        self.found = None;
+        self.cursors.iter_mut().for_each(|c| c.want = RUN_FIRST);
+    }
+
+    /// How the top layer naming `key` hides it (`Visible` when none does), for a key the
+    /// walk's `ok` accepts (the bounds its runs were copied within). A layer whose cursor's
+    /// run holds the key's place answers from the run ([`Cursor::mask`]): as the merged
+    /// iterator steps through the database, each of its keys is usually within the runs the
+    /// walk copied for the layers' own puts. Otherwise the layer is searched.
     pub(crate) fn mask(&self, cf: u32, key: &[u8]) -> Mask {
-        self.stack.mask(cf, key)
+        mask_through(&self.stack, &self.cursors, self.cursors.len(), cf, key)
     }
 
     /// The put the last step found, as `(key, value)`.
@@ -1193,7 +1276,10 @@ impl Walk {
                     *found = Some((i, e));
                     break;
                 }
-                match (stack.mask_above(i, cf, cursor.run.key(e)), forward) {
+                match (
+                    mask_through(stack, above, i, cf, cursor.run.key(e)),
+                    forward,
+                ) {
                     (Mask::Visible, _) => {
                         *found = Some((i, e));
                         break;
@@ -1216,12 +1302,14 @@ impl Walk {
         stop: &dyn Fn(&[u8]) -> bool,
     ) {
         // One layer, unchanged since its run was copied, and the run goes on: the next put is
-        // the run's next entry (the run holds only puts the walk accepts, in its order).
+        // the run's next put (the run holds only points the walk accepts, in its order).
         if let ([cursor], Some((0, e))) = (&mut self.cursors[..], self.found) {
-            if e + 1 < cursor.run.len() && cursor.forward == forward && cursor.current() {
-                cursor.at = e + 1;
-                self.found = Some((0, e + 1));
-                return;
+            if cursor.forward == forward && cursor.current() {
+                if let Some(next) = cursor.run.put_from(e + 1) {
+                    cursor.at = next;
+                    self.found = Some((0, next));
+                    return;
+                }
             }
         }
         let mut start = std::mem::take(&mut self.start);
@@ -1233,6 +1321,21 @@ impl Walk {
         self.step(cf, Bound::Excluded(&start), forward, ok, stop);
         self.start = start;
     }
+}
+
+/// How the top one of the first `n` layers of `stack` naming `key` hides it (`Visible` when none
+/// does), asking each layer's cursor (`cursors[i]` walks `stack`'s layer `i`) before the layer.
+fn mask_through(stack: &Stack, cursors: &[Cursor], n: usize, cf: u32, key: &[u8]) -> Mask {
+    for (i, s) in stack.sources[..n].iter().enumerate() {
+        let m = match cursors.get(i).and_then(|c| c.mask(key)) {
+            Some(m) => m,
+            None => s.with(|l| l.mask(cf, key)),
+        };
+        if !matches!(m, Mask::Visible) {
+            return m;
+        }
+    }
+    Mask::Visible
 }
 
 fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
@@ -1426,10 +1529,11 @@ mod tests {
 
     /// One random write to `layer`: a put (now and then of a value larger than a cursor's run
     /// holds), a delete, or a range deletion.
-    fn random_write(rng: &mut Rng, layer: &RwLock<Layer>, step: usize) {
+    /// A random put, delete or (with `ranges`) deleted range.
+    fn random_write(rng: &mut Rng, layer: &RwLock<Layer>, step: usize, ranges: bool) {
         let mut layer = layer.write();
         let _ = match rng.below(10) {
-            0 => {
+            0 if ranges => {
                 let (a, b) = (rng.key(), rng.key());
                 let (from, to) = if a <= b { (a, b) } else { (b, a) };
                 layer.apply(&BatchOp::DeleteRange {
@@ -1438,7 +1542,7 @@ mod tests {
                     to: &to,
                 })
             }
-            1..=3 => layer.apply(&BatchOp::Delete {
+            0..=3 => layer.apply(&BatchOp::Delete {
                 cf: 1,
                 key: &rng.key(),
             }),
@@ -1456,20 +1560,33 @@ mod tests {
         };
     }
 
+    /// A [`super::Mask`] as plain data, to compare.
+    fn named(m: super::Mask) -> (u8, Vec<u8>, Vec<u8>) {
+        match m {
+            super::Mask::Visible => (0, Vec::new(), Vec::new()),
+            super::Mask::Point => (1, Vec::new(), Vec::new()),
+            super::Mask::Range(from, to) => (2, from, to),
+        }
+    }
+
     /// A walk (cursors over the layers' runs, as the merged iterator steps) and today's search
     /// of the live layers from the top of their key order must find the same put at every step
     /// in both directions, turning around and seeking again, within bounds, while random
     /// writes land in any layer between steps (another thread's in the tier's active layer, the
-    /// thread's own in its scope), or none do for many steps (the cursors serve from their runs).
+    /// thread's own in its scope), or none do for many steps (the cursors serve from their runs);
+    /// and the walk must say what the layers say of whether they hide a key (answered from
+    /// its runs where they hold the key's place).
     #[test]
     fn a_walk_finds_what_a_search_of_the_live_layers_finds_while_they_change() {
         for seed in 1..60u64 {
             let mut rng = Rng(seed * 104_729);
             let layers: Vec<Arc<RwLock<Layer>>> =
                 (0..1 + rng.below(3)).map(|_| Arc::default()).collect();
+            // Deleted ranges in half the seeds (a layer with one answers masks by a search).
+            let ranges = seed % 2 == 0;
             for step in 0..150 {
                 let at = rng.below(layers.len() as u64) as usize;
-                random_write(&mut rng, &layers[at], step);
+                random_write(&mut rng, &layers[at], step, ranges);
             }
             let mut stack = Stack::default();
             for l in &layers {
@@ -1515,7 +1632,20 @@ mod tests {
                     let Some((k, _)) = want else { break };
                     if churn > 0 && rng.below(churn * 2) == 0 {
                         let at = rng.below(layers.len() as u64) as usize;
-                        random_write(&mut rng, &layers[at], 1000 + n);
+                        random_write(&mut rng, &layers[at], 1000 + n, ranges);
+                    }
+                    // Whether the layers hide a key, as the merged iterator asks of each key of
+                    // the database (after any write since the step): from the runs where they
+                    // hold its place.
+                    for _ in 0..4 {
+                        let probe = rng.key();
+                        if ok(&probe) {
+                            assert_eq!(
+                                named(walk.mask(1, &probe)),
+                                named(stack.mask(1, &probe)),
+                                "seed {seed} walk {walk_no} step {n} mask of {probe:?}"
+                            );
+                        }
                     }
                     if rng.below(6) == 0 {
                         // Turn around: the merged iterator searches from the current key.

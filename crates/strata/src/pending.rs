@@ -350,9 +350,14 @@ impl Merge {
     }
 
     /// Starts the walk over the layers again, after a seek (`target`: its prefix, in prefix
-    /// mode; `None`: no prefix).
+    /// mode; `None`: no prefix). Without a prefix the bounds stay, and so do the runs the walk
+    /// copied ([`Walk::reseek`]).
     fn seek(&mut self, forward: bool, target: Option<&[u8]>) {
         self.forward = forward;
+        if self.window.bounds.prefix_len.is_none() {
+            self.walk.reseek();
+            return;
+        }
         self.window.prefix = match (self.window.bounds.prefix_len, target) {
             (Some(n), Some(t)) => Some(t[..n.min(t.len())].to_vec()),
             _ => None,
@@ -360,7 +365,9 @@ impl Merge {
         self.walk.restart();
     }
 
-    /// Moves the database iterator off entries the layers hide, in the current direction.
+    /// Moves the database iterator off entries the layers hide, in the current direction (the
+    /// layers' walk answers from the runs it copied when they hold the key's place: call after
+    /// [`Merge::find_put`]).
     fn settle(&self, db: &mut RawIter<'_>) {
         loop {
             let mask = match db.key() {
@@ -450,8 +457,8 @@ impl<'a> StorageIter<'a> {
         self.db.seek(target);
         if let Some(m) = &mut self.merge {
             m.seek(true, Some(target));
-            m.settle(&mut self.db);
             m.find_put(Bound::Included(target));
+            m.settle(&mut self.db);
             m.pick(&self.db);
         }
     }
@@ -461,8 +468,8 @@ impl<'a> StorageIter<'a> {
         self.db.seek_for_prev(target);
         if let Some(m) = &mut self.merge {
             m.seek(false, Some(target));
-            m.settle(&mut self.db);
             m.find_put(Bound::Included(target));
+            m.settle(&mut self.db);
             m.pick(&self.db);
         }
     }
@@ -471,8 +478,8 @@ impl<'a> StorageIter<'a> {
         self.db.seek_to_first();
         if let Some(m) = &mut self.merge {
             m.seek(true, None);
-            m.settle(&mut self.db);
             m.find_put(Bound::Unbounded);
+            m.settle(&mut self.db);
             m.pick(&self.db);
         }
     }
@@ -498,8 +505,8 @@ impl<'a> StorageIter<'a> {
                 if self.db.valid() && self.db.key() == Some(at.as_slice()) {
                     self.db.next();
                 }
-                m.settle(&mut self.db);
                 m.find_put(Bound::Excluded(&at));
+                m.settle(&mut self.db);
             }
         }
         m.pick(&self.db);
@@ -525,8 +532,8 @@ impl<'a> StorageIter<'a> {
                 if self.db.valid() && self.db.key() == Some(at.as_slice()) {
                     self.db.prev();
                 }
-                m.settle(&mut self.db);
                 m.find_put(Bound::Excluded(&at));
+                m.settle(&mut self.db);
             }
         }
         m.pick(&self.db);
@@ -714,42 +721,11 @@ mod tests {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for round in 0..40 {
             // Committed state.
-            let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-            let mut b = crate::storage::new_batch();
-            b.delete_range_cf(s.cf(CF_DATA), &b""[..], &b"\xff\xff\xff\xff"[..]);
-            for _ in 0..rng.below(40) {
-                let (k, v) = (rng.key(), format!("c{round}.{}", rng.below(1000)));
-                b.put_cf(s.cf(CF_DATA), &k, &v);
-                model.insert(k, v.into_bytes());
-            }
-            s.write(b)?;
+            let mut model = random_committed(&s, &mut rng, 40, &format!("c{round}"))?;
             // The scope's writes, in several batches.
             assert!(s.begin_scope());
             for step in 0..1 + rng.below(8) {
-                let mut b = crate::storage::new_batch();
-                for _ in 0..1 + rng.below(6) {
-                    match rng.below(10) {
-                        0..=4 => {
-                            let (k, v) = (rng.key(), format!("p{round}.{step}"));
-                            b.put_cf(s.cf(CF_DATA), &k, &v);
-                            model.insert(k, v.into_bytes());
-                        }
-                        5..=7 => {
-                            let k = rng.key();
-                            b.delete_cf(s.cf(CF_DATA), &k);
-                            model.remove(&k);
-                        }
-                        _ => {
-                            let (mut from, mut to) = (rng.key(), rng.key());
-                            if from > to {
-                                std::mem::swap(&mut from, &mut to);
-                            }
-                            b.delete_range_cf(s.cf(CF_DATA), &from, &to);
-                            model.retain(|k, _| !(k >= &from && k < &to));
-                        }
-                    }
-                }
-                s.write(b)?;
+                scope_batch(&s, &mut rng, &mut model, &format!("p{round}.{step}"))?;
             }
             check_walks(&s, &model, &mut rng, round)?;
             for k in model.keys() {
@@ -757,6 +733,129 @@ mod tests {
             }
             s.end_scope(true)?;
             check_walks(&s, &model, &mut rng, round)?;
+        }
+        Ok(())
+    }
+
+    /// Committed data: everything in `CF_DATA` deleted, then up to `n` random puts.
+    fn random_committed(
+        s: &Storage,
+        rng: &mut Rng,
+        n: u64,
+        tag: &str,
+    ) -> crate::error::Result<BTreeMap<Vec<u8>, Vec<u8>>> {
+        let mut model = BTreeMap::new();
+        let mut b = crate::storage::new_batch();
+        b.delete_range_cf(s.cf(CF_DATA), &b""[..], &b"\xff\xff\xff\xff"[..]);
+        for _ in 0..rng.below(n) {
+            let (k, v) = (rng.key(), format!("{tag}.{}", rng.below(1000)));
+            b.put_cf(s.cf(CF_DATA), &k, &v);
+            model.insert(k, v.into_bytes());
+        }
+        s.write(b)?;
+        Ok(model)
+    }
+
+    /// One batch of random writes (puts of `value`, deletes, deleted ranges), applied to
+    /// `model` too.
+    fn scope_batch(
+        s: &Storage,
+        rng: &mut Rng,
+        model: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+        value: &str,
+    ) -> crate::error::Result<()> {
+        let mut b = crate::storage::new_batch();
+        for _ in 0..1 + rng.below(6) {
+            match rng.below(10) {
+                0..=4 => {
+                    let k = rng.key();
+                    b.put_cf(s.cf(CF_DATA), &k, value);
+                    model.insert(k, value.as_bytes().to_vec());
+                }
+                5..=7 => {
+                    let k = rng.key();
+                    b.delete_cf(s.cf(CF_DATA), &k);
+                    model.remove(&k);
+                }
+                _ => {
+                    let (mut from, mut to) = (rng.key(), rng.key());
+                    if from > to {
+                        std::mem::swap(&mut from, &mut to);
+                    }
+                    b.delete_range_cf(s.cf(CF_DATA), &from, &to);
+                    model.retain(|k, _| !(k >= &from && k < &to));
+                }
+            }
+        }
+        s.write(b)
+    }
+
+    /// One iterator seeking again and again, forward and back (as GEOSEARCH seeks from range to
+    /// range), over committed data and a scope's puts, deletes and deleted ranges, with more of
+    /// the scope's writes between seeks: each seek, and the steps after it, read the model. The
+    /// runs a walk copied stay across a seek within the same bounds, and are copied again
+    /// after a write; the database's keys are hidden by what the runs hold.
+    #[test]
+    fn an_iterator_seeking_again_reads_the_scope_over_the_database_as_written_between_seeks() -> R {
+        let dir = tempfile::tempdir()?;
+        let s = open(dir.path())?;
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        for round in 0..60 {
+            let mut model = random_committed(&s, &mut rng, 60, &format!("c{round}"))?;
+            assert!(s.begin_scope());
+            for step in 0..1 + rng.below(4) {
+                scope_batch(&s, &mut rng, &mut model, &format!("p{round}.{step}"))?;
+            }
+            let mut opts = IterOptions::default();
+            if rng.below(3) == 0 {
+                opts.lower = Some(rng.key());
+            }
+            if rng.below(3) == 0 {
+                opts.upper = Some(rng.key());
+            }
+            let (lower, upper) = (opts.lower.clone(), opts.upper.clone());
+            let mut it = s.iter(CF_DATA, opts);
+            for seek in 0..15 {
+                if rng.below(3) == 0 {
+                    scope_batch(&s, &mut rng, &mut model, &format!("w{round}.{seek}"))?;
+                }
+                let m = Model {
+                    map: &model,
+                    lower: lower.clone(),
+                    upper: upper.clone(),
+                };
+                let target = rng.key();
+                let mut want = match rng.below(4) {
+                    0 | 1 if m.ok(&target) => {
+                        it.seek(&target);
+                        m.after(Bound::Included(&target))
+                    }
+                    2 if m.ok(&target) => {
+                        it.seek_for_prev(&target);
+                        m.before(Bound::Included(&target))
+                    }
+                    _ => {
+                        it.seek_to_first();
+                        m.after(Bound::Unbounded)
+                    }
+                };
+                for n in 0..8 {
+                    let got = it.key().map(<[u8]>::to_vec);
+                    assert_eq!(got, want, "round {round} seek {seek} step {n}");
+                    let Some(at) = want.clone() else { break };
+                    assert_eq!(it.value(), model.get(&at).map(Vec::as_slice));
+                    if rng.below(4) != 0 {
+                        it.next();
+                        want = m.after(Bound::Excluded(&at));
+                    } else {
+                        it.prev();
+                        want = m.before(Bound::Excluded(&at));
+                    }
+                }
+            }
+            it.status()?;
+            drop(it);
+            s.end_scope(false)?;
         }
         Ok(())
     }

@@ -556,7 +556,9 @@ impl Tier {
                             let out = match &mut patched {
                                 Some(out) => out,
                                 None => {
-                                    let mut out = Vec::with_capacity(data.len() / 2);
+                                    // Sized for the whole batch: the puts before this
+                                    // one are copied in whole, and it rarely grows.
+                                    let mut out = Vec::with_capacity(data.len());
                                     out.extend_from_slice(data.get(..12).unwrap_or_default());
                                     for before in &ops[..i] {
                                         pending::encode_op(&mut out, before)?;

@@ -929,6 +929,24 @@ impl Db {
         let entry = encode_entry(s.node, fields);
         // The metadata key starts with the physical database: no second read of the map.
         let entry_key = keys::data_key(meta_key[0], key, s.c.version, &entry_sub(new_id));
+        if s.c.len == 0 {
+            s.first = new_id;
+        }
+        s.c.len += 1;
+        s.last = new_id;
+        s.entries_added += 1;
+        if trim.is_none() && s.c.expire_ms == 0 {
+            // Two puts, the entry and the metadata (the common XADD): encoded without a RocksDB
+            // batch. Entries are read back by walks, seldom by key: the hot-record cache takes
+            // only the metadata, which the next XADD reads.
+            let record = s.record();
+            self.storage()
+                .put_cold(&[(CF_DATA, &entry_key, &entry), (CF_META, &meta_key, &record)])?;
+            return Ok(Some(Added {
+                id: new_id,
+                trimmed: 0,
+            }));
+        }
         // Sized once for both records (RocksDB's batch grows by copying otherwise): its header,
         // and per record a tag, a family id and two lengths (varints of at most 5 bytes each).
         let record_len = meta::HEADER_LEN + 16 + EXTRA_LEN;
@@ -936,12 +954,6 @@ impl Db {
             12 + 2 * 12 + entry_key.len() + entry.len() + meta_key.len() + record_len,
         );
         batch.put_cf(self.storage().cf(CF_DATA), &entry_key, &entry);
-        if s.c.len == 0 {
-            s.first = new_id;
-        }
-        s.c.len += 1;
-        s.last = new_id;
-        s.entries_added += 1;
         let trimmed = match trim {
             Some(t) => self.stream_trim(&mut batch, key, &mut s, t, Some(new_id))?,
             None => 0,

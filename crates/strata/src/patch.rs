@@ -172,11 +172,16 @@ fn same(old: &[u8], new: &[u8], at: usize, end: usize) -> bool {
 }
 
 fn varint32(out: &mut Vec<u8>, mut v: u32) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
+    // Built on the stack and appended at once (a push per byte was most of `encode`'s time).
+    let mut buf = [0u8; 5];
+    let mut n = 0;
+    while v >= 0x80 && n < 4 {
+        buf[n] = (v as u8) | 0x80;
         v >>= 7;
+        n += 1;
     }
-    out.push(v as u8);
+    buf[n] = v as u8;
+    out.extend_from_slice(&buf[..=n]);
 }
 
 fn len32(n: usize) -> u32 {
@@ -195,6 +200,8 @@ pub(crate) fn encode(
     new: &[u8],
     ranges: &[(usize, usize)],
 ) {
+    let bytes: usize = ranges.iter().map(|&(from, to)| to - from + 10).sum();
+    out.reserve(16 + key.len() + bytes);
     out.push(TAG_CF_PATCH);
     varint32(out, cf);
     varint32(out, len32(key.len()));

@@ -172,7 +172,7 @@ fn same(old: &[u8], new: &[u8], at: usize, end: usize) -> bool {
 }
 
 fn varint32(out: &mut Vec<u8>, mut v: u32) {
-    // Built on the stack and appended at once (a push per byte was most of `encode`'s time).
+    // Built on the stack and appended at once, instead of a push per byte.
     let mut buf = [0u8; 5];
     let mut n = 0;
     while v >= 0x80 && n < 4 {
@@ -389,8 +389,8 @@ mod tests {
         let before = short.clone();
         short[0] = 4;
         assert_eq!(diff(&before, &short), None);
-        // A short value changed in every other word: the ranges' headers would cost more
-        // than half of it.
+        // A short value changed in every fifth byte: the ranges with their headers would
+        // cost more than half of it.
         let plain = vec![0u8; 200];
         let mut spotted = plain.clone();
         for i in (0..200).step_by(5) {

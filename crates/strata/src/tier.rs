@@ -32,7 +32,7 @@
 //! of a known offset (a replica's full copy). Owns the layers and the checkpointer thread;
 //! `storage.rs` decides when a read or a write goes through here.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -131,7 +131,14 @@ thread_local! {
     /// made them ([`defer_write_pace`]), and the moment the pace they were taken at ends.
     static DEFERRED: Cell<bool> = const { Cell::new(false) };
     static OWED: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// This thread's buffer for a batch re-encoded with patches ([`Tier::write`]), kept
+    /// between writes: every XADD patches its stream's metadata, and an allocation per write
+    /// would cost about what the patch saves in the log's write.
+    static PATCHED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
+
+/// The largest [`PATCHED`] buffer kept for the next write.
+const PATCHED_KEEP: usize = 64 << 10;
 
 /// Runs `f` (a client's command) with the write-back tier's pace deferred: a write `f` makes
 /// while writers are paced is taken at once, its turn at the rate booked as if it had waited,
@@ -556,7 +563,11 @@ impl Tier {
                             let out = match &mut patched {
                                 Some(out) => out,
                                 None => {
-                                    let mut out = Vec::with_capacity(data.len() / 2);
+                                    let mut out = PATCHED.with(|b| b.take());
+                                    out.clear();
+                                    // Room for the whole batch: the records before this
+                                    // one are copied in whole, and it rarely grows.
+                                    out.reserve(data.len());
                                     out.extend_from_slice(data.get(..12).unwrap_or_default());
                                     for before in &ops[..i] {
                                         pending::encode_op(&mut out, before)?;
@@ -577,6 +588,9 @@ impl Tier {
                 active.apply_marked(op, marked)?;
             }
             log.append(patched.as_deref().unwrap_or(data));
+            if let Some(out) = patched.filter(|out| out.capacity() <= PATCHED_KEEP) {
+                PATCHED.with(|b| b.replace(out));
+            }
             let bytes = active.bytes();
             self.active_bytes.store(bytes, Ordering::Relaxed);
             drop(active);

@@ -375,13 +375,18 @@ impl HotCache {
 
     /// Ends the completeness of family `family`: called before a record of it may leave.
     fn lose(&self, family: u8) {
-        self.complete[usize::from(family)].store(false, Ordering::SeqCst);
+        let flag = &self.complete[usize::from(family)];
+        // Stored only while set: a put the cache declines (every stream entry at a checkpoint,
+        // every write without the tier) then costs a read of a line no one writes.
+        if flag.load(Ordering::SeqCst) {
+            flag.store(false, Ordering::SeqCst);
+        }
     }
 
     /// Ends the completeness of every family (an entry of any family was evicted).
     fn lose_all(&self) {
-        for c in &self.complete {
-            c.store(false, Ordering::SeqCst);
+        for family in 0..FAMILIES {
+            self.lose(family as u8);
         }
     }
 

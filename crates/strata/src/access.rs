@@ -54,16 +54,7 @@ impl AccessClock {
     /// (a cache and TLB miss) was 95% of the touch's cost, 8% of an INCR's CPU at P=16. Only a
     /// hint: nothing is read or written.
     pub(crate) fn prefetch(&self, phys: u8, key: &[u8]) {
-        let t: *const AtomicU32 = &self.times[slot(phys, key)];
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch has no architectural effect (it cannot fault); `t` points into the
-        // table anyway.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(t.cast());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = t;
+        crate::prefetch::prefetch(&self.times[slot(phys, key)]);
     }
 
     /// Makes `key` of physical database `phys` read as last accessed at `at` (seconds).

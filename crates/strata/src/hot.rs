@@ -59,6 +59,7 @@ use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use crate::layer::Layer;
+use crate::prefetch::prefetch;
 
 const SHARDS: usize = 64;
 /// How many families (namespaces) one cache can hold.
@@ -73,6 +74,8 @@ const RUNS: usize = 32;
 const RUN_FORGET_CHUNK: usize = 256;
 /// How many of a retiring layer's points are grouped by shard at a time ([`HotCache::take_layer`]).
 const TAKE_WINDOW: usize = 16 * 1024;
+/// How many points ahead [`HotCache::take_layer`] starts loading a point's key and value.
+const PREFETCH_AHEAD: usize = 8;
 /// How many of a retiring layer's points are cached or forgotten per lock of their shard.
 const TAKE_CHUNK: usize = 64;
 /// A retiring layer's point as [`HotCache::take_layer`] applies it: key hash, key, and the value
@@ -445,10 +448,20 @@ impl HotCache {
     ) {
         let epoch = cache.epoch();
         let mut window: Vec<Taken<'_>> = Vec::with_capacity(TAKE_WINDOW);
+        let mut next: Vec<(&[u8], &crate::layer::Point)> = Vec::with_capacity(TAKE_WINDOW);
         let mut points = points.peekable();
         while points.peek().is_some() {
             window.clear();
-            for (key, point) in points.by_ref().take(TAKE_WINDOW) {
+            next.clear();
+            next.extend(points.by_ref().take(TAKE_WINDOW));
+            for (i, &(key, point)) in next.iter().enumerate() {
+                // Keys and values are scattered in memory: the loads of those ahead overlap.
+                if let Some(&(k, p)) = next.get(i + PREFETCH_AHEAD) {
+                    prefetch(k.as_ptr());
+                    if let Some(v) = &p.value {
+                        prefetch(v.as_ptr());
+                    }
+                }
                 let value = match &point.value {
                     Some(v) if !point.cold && cache.fits(key, v) => Some(v.as_slice()),
                     // A record RocksDB now holds and the cache will not.

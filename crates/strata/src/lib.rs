@@ -96,6 +96,7 @@ pub mod num;
 mod patch;
 mod pending;
 mod pf;
+mod prefetch;
 pub mod rdb;
 mod redo;
 pub mod redo_tail;

@@ -9,8 +9,10 @@ use std::sync::atomic::Ordering;
 use crate::db::{now_ms, Db};
 use crate::error::{Error, Result};
 use crate::fragment::{self, FragmentWriter, Layout, StoredString};
-use crate::meta::{KeyType, Meta, FLAG_RAW_STRING};
+use crate::keys;
+use crate::meta::{self, KeyType, Meta, FLAG_RAW_STRING};
 use crate::num;
+use crate::storage::{CF_EXPIRE, CF_META};
 
 /// A string record read in place: its inline value, or the metadata of a fragmented one.
 enum Read {
@@ -213,22 +215,22 @@ impl Db {
         flags: u8,
         expire_ms: u64,
     ) -> Result<()> {
-        let mut batch = crate::storage::new_batch();
         let live = !(expire_ms != 0 && expire_ms <= now_ms());
-        if live {
-            self.put_meta_flagged(
-                &mut batch,
-                self.phys(),
-                key,
-                KeyType::String,
-                flags,
-                expire_ms,
-                value,
-            );
-        } else {
+        if !live {
+            let mut batch = crate::storage::new_batch();
             self.delete_meta(&mut batch, self.phys(), key);
+            return self.write(batch);
         }
-        self.write(batch)
+        // The records `put_meta_flagged` would write, without a RocksDB batch.
+        let phys = self.phys();
+        let mk = keys::meta_key(phys, key);
+        let record = meta::encode_flagged(KeyType::String, flags, expire_ms, value);
+        let storage = self.storage();
+        if expire_ms == 0 {
+            return storage.put(&[(CF_META, &mk, &record)]);
+        }
+        let ek = keys::expire_key(expire_ms, phys, key);
+        storage.put(&[(CF_META, &mk, &record), (CF_EXPIRE, &ek, &[])])
     }
 
     /// MSET: sets every pair atomically (no reader sees some of them without the others).

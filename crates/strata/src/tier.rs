@@ -46,11 +46,15 @@ use crate::error::{Error, Result};
 use crate::layer::{Layer, Lookup, Source, Stack};
 use crate::patch;
 use crate::pending::{self, BatchOp};
+use crate::prefetch::prefetch;
 use crate::redo::RedoLog;
 
 /// A checkpoint runs at least this often while the tier holds writes, so that a restart
 /// replays at most this much time of writes even when they are few.
 const MAX_DIRTY_AGE: Duration = Duration::from_secs(60);
+/// How many records ahead a checkpoint's loop over a layer starts loading a record's key and
+/// point (its value half as far ahead, once the point that names it has come in).
+const PREFETCH_AHEAD: usize = 16;
 /// Bytes of records per RocksDB write batch a checkpoint writes.
 const CHECKPOINT_BATCH: usize = 4 << 20;
 /// Writers are paced only once the active layer holds this fraction of the dirty limit while a
@@ -1459,7 +1463,16 @@ fn ingest(
     }
     let mut file = SstFileWriter::create(opts);
     file.open(path)?;
-    for (k, v) in points {
+    for (i, (k, v)) in points.iter().enumerate() {
+        // The records are in key order, scattered in memory: a cache miss each for the key,
+        // the point and the value, which the loads of the records ahead overlap.
+        if let Some((k, p)) = points.get(i + PREFETCH_AHEAD) {
+            prefetch(k.as_ptr());
+            prefetch(*p);
+        }
+        if let Some(Some(v)) = points.get(i + PREFETCH_AHEAD / 2).map(|(_, p)| &p.value) {
+            prefetch(v.as_ptr());
+        }
         match &v.value {
             Some(v) => file.put(k, v)?,
             None => file.delete(k)?,

@@ -1449,7 +1449,7 @@ mod tests {
     /// sample of the others shares.
     #[test]
     fn sorted_points_are_in_key_order_whatever_prefixes_the_keys_share() {
-        let mut rng = Rng(0x5eed_0f_50f7);
+        let mut rng = Rng(0x0005_eed0_f50f);
         let shared = b"\x00\x12\x34\x00\x00\x00\x06myhash\x00\x00\x00\x00\x00\x00\x00\x01".to_vec();
         let cases: Vec<Vec<Vec<u8>>> = vec![
             // One collection: every key behind the same 21 bytes.

@@ -515,8 +515,8 @@ def test_resp3_replies(both):
 
 @pytest.mark.parametrize("proto", ["2", "3"])
 def test_range_replies_carry_each_member_whole_whatever_its_length(both, proto):
-    """A range's members go into one buffer and the reply's bulk strings are slices of it: an
-    empty member, binary bytes and long members next to short ones must come back whole."""
+    """An empty member, binary bytes and long members next to short ones come back whole and in
+    Redis's order from every kind of range, in RESP2 and RESP3."""
     if proto == "3":
         resp3(both)
     members = ["", "a", "\x00\r\n$", "m" * 300, "b", "z" * 5000, "é"]

@@ -5,7 +5,7 @@
 //! `?` carrying errors. Scores are replied as doubles
 //! (`%.17g` bulk strings in RESP2, `,` doubles in RESP3).
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use strata::num::strtod;
 use strata::{
     Aggregate, KeyType, LexBound, LexRange, ScoreRange, ScoredMember, SetOp, ZAddCompare,
@@ -728,34 +728,6 @@ fn scored_reply(items: Vec<ScoredMember>, withscores: bool, nested: bool) -> Fra
     }
 }
 
-/// [`scored_reply`] of members laid end to end in `members`, each ending at its offset in
-/// `ends`: every bulk string is a slice of the one buffer.
-fn sliced_reply(members: Bytes, ends: &[(usize, f64)], withscores: bool, nested: bool) -> Frame {
-    let mut start = 0;
-    let mut member = |end: usize| {
-        let m = Frame::Bulk(members.slice(start..end));
-        start = end;
-        m
-    };
-    if !withscores {
-        return Frame::Array(ends.iter().map(|&(end, _)| member(end)).collect());
-    }
-    if nested {
-        Frame::Array(
-            ends.iter()
-                .map(|&(end, s)| Frame::Array(vec![member(end), Frame::Double(s)]))
-                .collect(),
-        )
-    } else {
-        let mut out = Vec::with_capacity(ends.len() * 2);
-        for &(end, s) in ends {
-            out.push(member(end));
-            out.push(Frame::Double(s));
-        }
-        Frame::Array(out)
-    }
-}
-
 fn nan_error(e: strata::Error) -> Frame {
     match e {
         strata::Error::NanOrInfinity => err(errors::SCORE_NAN),
@@ -1008,20 +980,8 @@ fn zrange_generic(
         notify::stored(ctx, notify::ZSET, "zrangestore", dst, n as u64, existed);
         return Ok(Frame::Integer(n as i64));
     }
-    // The members go into one buffer as the walk finds them and the reply's bulk strings are
-    // slices of it: two allocations for the members of the reply instead of two per member.
-    let mut members = BytesMut::new();
-    let mut ends: Vec<(usize, f64)> = Vec::new();
-    ctx.session.db.zrange_each(src, &spec, |m, s| {
-        members.extend_from_slice(m);
-        ends.push((members.len(), s));
-    })?;
-    Ok(sliced_reply(
-        members.freeze(),
-        &ends,
-        withscores,
-        resp3(ctx),
-    ))
+    let items = ctx.session.db.zrange(src, &spec)?;
+    Ok(scored_reply(items, withscores, resp3(ctx)))
 }
 
 fn zrange(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> Reply {

@@ -737,41 +737,6 @@ impl Db {
         self.zset_range_of(key, &c, spec)
     }
 
-    /// [`Db::zrange`] without the vector: calls `f(member, score)` for each member of the reply,
-    /// in the order of the request, while it walks (a rank range read backwards to be returned
-    /// forwards, or the reverse, is collected first), and returns how many. The caller copies each
-    /// member where it goes (a reply's buffer) instead of receiving a vector per member. The key's
-    /// lock is held throughout, so `f` must not call back into the database.
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir()?;
-    /// use strata::{ScoreRange, ZAddOptions, ZRangeBy, ZRangeSpec};
-    /// let db = strata::Db::open(dir.path())?;
-    /// db.zadd(b"z", &[(1.0, &b"a"[..]), (2.0, &b"b"[..]), (3.0, &b"c"[..])], ZAddOptions::default())?;
-    /// let spec = ZRangeSpec { by: ZRangeBy::Score(ScoreRange::inclusive(2.0, 3.0)), rev: false, limit: None };
-    /// let mut seen = Vec::new();
-    /// assert_eq!(db.zrange_each(b"z", &spec, |m, s| seen.push((m.to_vec(), s)))?, 2);
-    /// assert_eq!(seen, db.zrange(b"z", &spec)?);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn zrange_each(
-        &self,
-        key: &[u8],
-        spec: &ZRangeSpec,
-        mut f: impl FnMut(&[u8], f64),
-    ) -> Result<u64> {
-        let _g = self.inner.locks.lock_one(self.index, key);
-        let Some(c) = self.load_collection(key, KeyType::ZSet)? else {
-            return Ok(0);
-        };
-        let mut n = 0u64;
-        self.zset_range_visit(key, &c, spec, |m, s| {
-            n += 1;
-            f(m, s)
-        })?;
-        Ok(n)
-    }
-
     /// ZRANGESTORE: stores the result of a ZRANGE of `src` as the sorted set `dst` (replacing any
     /// value; an empty result deletes `dst`) and returns its size.
     pub fn zrangestore(&self, dst: &[u8], src: &[u8], spec: &ZRangeSpec) -> Result<u64> {
@@ -1170,26 +1135,10 @@ impl Db {
         c: &CollectionMeta,
         spec: &ZRangeSpec,
     ) -> Result<Vec<ScoredMember>> {
-        let mut items = Vec::new();
-        self.zset_range_visit(key, c, spec, |m, s| items.push((m.to_vec(), s)))?;
-        Ok(items)
-    }
-
-    /// Calls `f(member, score)` for each member of a ZRANGE's result on an existing sorted set,
-    /// in the order of the request. Streams from the iterator, except a rank range read from the
-    /// other end than the one it is returned from (it starts from the nearer end), which is
-    /// collected and then visited backwards.
-    fn zset_range_visit(
-        &self,
-        key: &[u8],
-        c: &CollectionMeta,
-        spec: &ZRangeSpec,
-        mut f: impl FnMut(&[u8], f64),
-    ) -> Result<()> {
         match &spec.by {
             ZRangeBy::Rank(start, stop) => {
                 let Some((start, end)) = normalize_rank(*start, *stop, c.len) else {
-                    return Ok(());
+                    return Ok(Vec::new());
                 };
                 // Ascending ranks a..=b.
                 let (a, b) = if spec.rev {
@@ -1197,53 +1146,44 @@ impl Db {
                 } else {
                     (start, end)
                 };
-                let want = b - a + 1;
+                let want = (b - a + 1) as usize;
                 let all = ZRangeBy::Score(ScoreRange::all());
+                let mut items = Vec::with_capacity(want.min(1 << 16));
                 let from_front = a <= c.len - 1 - b;
                 let mut skip = if from_front { a } else { c.len - 1 - b };
-                // Read ascending from the front or descending from the back; the request's
-                // order is the other one when `from_front == spec.rev`.
-                let backwards = from_front == spec.rev;
-                let mut held: Vec<ScoredMember> = Vec::new();
-                let mut taken = 0u64;
                 self.zset_visit(key, c, &all, !from_front, |m, s| {
                     if skip > 0 {
                         skip -= 1;
                         return true;
                     }
-                    if backwards {
-                        held.push((m.to_vec(), s));
-                    } else {
-                        f(m, s);
-                    }
-                    taken += 1;
-                    taken < want
+                    items.push((m.to_vec(), s));
+                    items.len() < want
                 })?;
-                for (m, s) in held.iter().rev() {
-                    f(m, *s);
+                // Collected ascending if from the front, descending otherwise.
+                if from_front == spec.rev {
+                    items.reverse();
                 }
-                Ok(())
+                Ok(items)
             }
             by => {
                 let (offset, count) = spec.limit.unwrap_or((0, -1));
                 if offset < 0 || count == 0 {
-                    return Ok(());
+                    return Ok(Vec::new());
                 }
                 if offset > 0 && offset as u64 >= c.len {
-                    return Ok(());
+                    return Ok(Vec::new());
                 }
                 let mut skip = offset as u64;
-                let mut taken = 0i64;
+                let mut items = Vec::new();
                 self.zset_visit(key, c, by, spec.rev, |m, s| {
                     if skip > 0 {
                         skip -= 1;
                         return true;
                     }
-                    f(m, s);
-                    taken += 1;
-                    count < 0 || taken < count
+                    items.push((m.to_vec(), s));
+                    count < 0 || (items.len() as i64) < count
                 })?;
-                Ok(())
+                Ok(items)
             }
         }
     }
@@ -1517,57 +1457,6 @@ mod tests {
         let got = db.zrange(b"z", &all)?;
         assert_eq!(got.len(), 200);
         assert_eq!(got[0], (b"m000".to_vec(), 2000.0));
-        Ok(())
-    }
-
-    #[test]
-    fn zrange_each_visits_what_zrange_returns_in_its_order() -> R {
-        let dir = tempfile::tempdir()?;
-        let db = Db::open(dir.path())?;
-        let members: Vec<Vec<u8>> = (0..50).map(|i| format!("m{i:02}").into_bytes()).collect();
-        let items: Vec<(f64, &[u8])> = members
-            .iter()
-            .enumerate()
-            .map(|(i, m)| ((i % 7) as f64, &m[..]))
-            .collect();
-        db.zadd(b"z", &items, ZAddOptions::default())?;
-        let mut specs = Vec::new();
-        for rev in [false, true] {
-            // Rank ranges near either end (read from the nearer end, returned in either order).
-            for (a, b) in [(0, 9), (-10, -1), (3, 40), (45, 100), (-100, 2), (5, 4)] {
-                specs.push(ZRangeSpec {
-                    by: ZRangeBy::Rank(a, b),
-                    rev,
-                    limit: None,
-                });
-            }
-            for limit in [
-                None,
-                Some((0, 5)),
-                Some((3, -1)),
-                Some((10, 7)),
-                Some((60, 1)),
-            ] {
-                specs.push(ZRangeSpec {
-                    by: ZRangeBy::Score(ScoreRange::inclusive(1.0, 5.0)),
-                    rev,
-                    limit,
-                });
-                specs.push(ZRangeSpec {
-                    by: ZRangeBy::Lex(LexRange::all()),
-                    rev,
-                    limit,
-                });
-            }
-        }
-        for spec in &specs {
-            let mut seen = Vec::new();
-            let n = db.zrange_each(b"z", spec, |m, s| seen.push((m.to_vec(), s)))?;
-            let want = db.zrange(b"z", spec)?;
-            assert_eq!(seen, want, "{spec:?}");
-            assert_eq!(n, want.len() as u64);
-        }
-        assert_eq!(db.zrange_each(b"missing", &specs[0], |_, _| {})?, 0);
         Ok(())
     }
 

@@ -410,7 +410,7 @@ fn cf_options(
 /// overlaps every other (each checkpoint of a sorted set spans its whole score range), so each
 /// `Seek` and `Next` merges one more file per level-0 file; three of them left a 1 M-member set
 /// at 1.2-1.3x the CPU per ZRANGEBYSCORE and GEOSEARCH of the same set compacted
-/// (docs/architecture.md, "GEOSEARCH reads the parts of its cells"). Its files are keys only
+/// (docs/architecture.md, "Range reads of a sorted set, profiled"). Its files are keys only
 /// (empty values), so the extra compaction is cheap next to `data`'s.
 fn zscore_compaction(o: &mut RocksOptions) {
     o.set_level_zero_file_num_compaction_trigger(2);

@@ -11,12 +11,21 @@ turn,
     redis-benchmark -c 50 -n 20000 GEOSEARCH geo FROMLONLAT 13.36 38.11 BYRADIUS 1 km
     redis-benchmark -c 50 -n 200000 -P {1,16} -r 1000000 GEOADD geoadd 13.__rand_int__ 38.__rand_int__ m:__rand_int__
 
+and the range reads of a sorted set (issue 12; not in the default rows), on the same 1 M-member
+set and on `lex`, 200,000 members of score 0 loaded only for the `zrangebylex` row:
+
+    redis-benchmark -c 50 -n 40000 ZRANGEBYSCORE geo 3479088262404569 +inf LIMIT 0 100
+    redis-benchmark -c 50 -n 40000 ZRANGE geo 0 99
+    redis-benchmark -c 50 -n 40000 ZRANGEBYLEX lex [m0100000 + LIMIT 0 100
+
 and prints requests per second, the server's CPU time per request (utime + stime of
 /proc/<pid>/stat over the run) and the Strata/Redis ratios of each. With `--repeat N` the rows
 run N rounds, interleaved (each round runs every row on both servers), and the medians are
 printed. `--strata-b PATH` adds a second Strata build, loaded alike and run beside the first in
 every round (interleaved A/B; the servers' order is reversed every other round); `--rows` picks
-rows (geosearch, geoadd1, geoadd16).
+rows (geosearch, geoadd1, geoadd16, zrangebyscore, zrange100, zrangebylex). `--settle S` waits S
+seconds after loading, so a Strata's write-back tier has checkpointed the set to RocksDB (every
+60 s) before the first round.
 
 Usage: bench/geo.py [--points N] [--repeat N] [--strata PATH] [--strata-b PATH] [--rows ...]
        (default binary: $CARGO_TARGET_DIR or ./target, release)
@@ -79,6 +88,20 @@ def load(port: int, points: int, seed: int = 12):
     return time.time() - t
 
 
+def load_lex(port: int, members: int = 200_000):
+    """Pipelined ZADDs of `members` members of score 0 into `lex`, 500 per command."""
+    chunks = []
+    for start in range(0, members, 500):
+        args = ["ZADD", "lex"]
+        for i in range(start, min(members, start + 500)):
+            args += ["0", f"m{i:07d}"]
+        chunks.append(resp(*args))
+    r = subprocess.run(["redis-cli", "-p", str(port), "--pipe"], input=b"".join(chunks),
+                       capture_output=True)
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr.decode() + r.stdout.decode())
+
+
 def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -110,7 +133,10 @@ def main():
                    help="a second strata-server build run beside the first in every round "
                         "(interleaved A/B; reported as strata-b)")
     p.add_argument("--rows", default="geosearch,geoadd1,geoadd16",
-                   help="rows to run: geosearch, geoadd1, geoadd16")
+                   help="rows to run: geosearch, geoadd1, geoadd16, zrangebyscore, zrange100, "
+                        "zrangebylex")
+    p.add_argument("--settle", type=float, default=2.0,
+                   help="seconds to wait after loading before the first round")
     opts = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="geo-bench-", dir=opts.tmp_root)
     servers = {}
@@ -136,11 +162,23 @@ def main():
             n = subprocess.run(["redis-cli", "-p", str(port), "ZCARD", "geo"], capture_output=True,
                                text=True).stdout.strip()
             print(f"{name}: loaded {n} points in {secs:.1f} s", flush=True)
-        time.sleep(2)
+            if "zrangebylex" in opts.rows:
+                load_lex(port)
+        time.sleep(opts.settle)
         rows = [
             ("GEOSEARCH 1 km", ["-c", "50", "-n", "20000", "GEOSEARCH", "geo", "FROMLONLAT",
                                 "13.36", "38.11", "BYRADIUS", "1", "km"]),
         ] if "geosearch" in opts.rows else []
+        ranges = {
+            "zrangebyscore": ("ZRANGEBYSCORE 100", ["ZRANGEBYSCORE", "geo", "3479088262404569",
+                                                    "+inf", "LIMIT", "0", "100"]),
+            "zrange100": ("ZRANGE 0 99", ["ZRANGE", "geo", "0", "99"]),
+            "zrangebylex": ("ZRANGEBYLEX 100", ["ZRANGEBYLEX", "lex", "[m0100000", "+", "LIMIT",
+                                                "0", "100"]),
+        }
+        for row, (label, command) in ranges.items():
+            if row in opts.rows.split(","):
+                rows.append((label, ["-c", "50", "-n", "40000", *command]))
         for depth in (1, 16):
             if f"geoadd{depth}" not in opts.rows:
                 continue

@@ -513,6 +513,32 @@ def test_resp3_replies(both):
     both("ZRANDMEMBER", "z", "5", "WITHSCORES")
 
 
+@pytest.mark.parametrize("proto", ["2", "3"])
+def test_range_replies_carry_each_member_whole_whatever_its_length(both, proto):
+    """An empty member, binary bytes and long members next to short ones come back whole and in
+    Redis's order from every kind of range, in RESP2 and RESP3."""
+    if proto == "3":
+        resp3(both)
+    members = ["", "a", "\x00\r\n$", "m" * 300, "b", "z" * 5000, "é"]
+    args = []
+    for i, m in enumerate(members):
+        args += [str(i % 3), m]
+    both("ZADD", "z", *args)
+    both("ZADD", "lex", *[x for m in members for x in ("0", m)])
+    for ws in ([], ["WITHSCORES"]):
+        both("ZRANGE", "z", "0", "-1", *ws)
+        both("ZRANGE", "z", "-3", "-1", *ws)
+        both("ZREVRANGE", "z", "0", "2", *ws)
+        both("ZREVRANGE", "z", "-2", "-1", *ws)
+        both("ZRANGEBYSCORE", "z", "(0", "+inf", *ws, "LIMIT", "1", "3")
+        both("ZREVRANGEBYSCORE", "z", "+inf", "-inf", *ws)
+        both("ZRANGE", "z", "2", "0", "BYSCORE", "REV", *ws)
+        both("ZRANGE", "z", "5", "9", "BYSCORE", *ws)
+    both("ZRANGEBYLEX", "lex", "-", "+")
+    both("ZRANGEBYLEX", "lex", "(a", "+", "LIMIT", "1", "2")
+    both("ZREVRANGEBYLEX", "lex", "+", "[b")
+
+
 def test_resp3_zrandmember_with_scores_is_pairs(strata_server):
     c = strata_server.conn()
     c.call("HELLO", "3")

@@ -1419,6 +1419,47 @@ fn aggregate_into(cur: f64, v: f64, aggregate: Aggregate) -> f64 {
 mod tests {
     use super::*;
 
+    type R = std::result::Result<(), Box<dyn std::error::Error>>;
+
+    fn level_zero_files(db: &Db) -> u64 {
+        db.storage()
+            .property_int(CF_ZSCORE, "rocksdb.num-files-at-level0")
+            .unwrap_or(u64::MAX)
+    }
+
+    #[test]
+    fn the_score_family_compacts_its_level_zero_at_two_files() -> R {
+        let dir = tempfile::tempdir()?;
+        let db = Db::open(dir.path())?;
+        // Each round rewrites every member at a new score, so each flush's file in `zscore`
+        // spans the whole set and overlaps the others.
+        for round in 0..3u32 {
+            let members: Vec<Vec<u8>> = (0..200).map(|i| format!("m{i:03}").into_bytes()).collect();
+            let items: Vec<(f64, &[u8])> = members
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (f64::from(round * 1000) + i as f64, &m[..]))
+                .collect();
+            db.zadd(b"z", &items, ZAddOptions::default())?;
+            db.flush()?;
+            db.storage().wait_for_compactions()?;
+            assert!(
+                level_zero_files(&db) < 2,
+                "round {round}: {} level-0 files left in zscore",
+                level_zero_files(&db)
+            );
+        }
+        let all = ZRangeSpec {
+            by: ZRangeBy::Score(ScoreRange::all()),
+            rev: false,
+            limit: None,
+        };
+        let got = db.zrange(b"z", &all)?;
+        assert_eq!(got.len(), 200);
+        assert_eq!(got[0], (b"m000".to_vec(), 2000.0));
+        Ok(())
+    }
+
     #[test]
     fn rank_normalization_follows_redis() {
         assert_eq!(normalize_rank(0, -1, 3), Some((0, 2)));

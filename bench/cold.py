@@ -7,22 +7,27 @@ One command:
     bench/cold.py                      # 2 M x 1 KB keys in a 512 MB memory cgroup (~10 min)
     bench/cold.py --full               # the issue's size: 4 M x 1 KB in a 1 GB cgroup
     bench/cold.py --config base= --config part="--partitioned-index yes" --rounds 3
+    bench/cold.py --config w2=STRATA_WORKERS=2 --config w8=STRATA_WORKERS=8
 
-For each configuration (a name and extra strata-server arguments) the harness loads --keys
+For each configuration (a name and extra strata-server arguments, after any leading upper-case
+VAR=value words, which go to the server's environment) the harness loads --keys
 random values of --value-size bytes into its own data directory under --scratch, waits until
 compaction is idle, stops the server, drops the directory's pages from the page cache and starts
 the server again inside a memory cgroup (so page cache counts against the limit: the OS cannot
 hold the data set). Then each phase runs strata-loadgen (crates/strata-bench): closed-loop GET
 clients alone, and beside SETs at a fixed rate or at full speed. Every --interval seconds it
 prints the GET and SET figures beside RocksDB's own (stall time, pending compaction bytes, L0
-files, block cache hit rate, compaction bytes) from INFO. Rounds interleave the configurations
-and the summary quotes medians over rounds. fio measures what the disk itself does (4 KB random
+files, block cache hit rate, compaction bytes) from INFO, and per phase the server's CPU, the
+bytes it read from the disk (/proc/<pid>/io) and its threads' context switches per GET. Rounds
+interleave the configurations (each round starting one later) and the summary quotes medians
+over rounds. fio measures what the disk itself does (4 KB random
 reads, direct I/O, the same queue depth), and --rdb adds Redis's RDB size for the same data.
 """
 
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -121,12 +126,13 @@ def dir_bytes(path, tables_only=False):
 # A server process.
 # --------------------------------------------------------------------------------------------
 class Server:
-    def __init__(self, argv, port, log_path, cgroup=None):
+    def __init__(self, argv, port, log_path, cgroup=None, env=None):
         self.port = port
         self.log_path = log_path
         logf = open(log_path, "ab")
         pre = cgroup.enter if cgroup and cgroup.path else None
-        self.proc = subprocess.Popen(argv, stdout=logf, stderr=logf, preexec_fn=pre)
+        self.proc = subprocess.Popen(argv, stdout=logf, stderr=logf, preexec_fn=pre,
+                                     env=dict(os.environ, **env) if env else None)
         logf.close()
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -178,6 +184,16 @@ def num(info, key):
         return float(info.get(key, 0))
     except ValueError:
         return 0.0
+
+
+def split_config(text):
+    """`NAME="ENV=VALUE ... --directive value ..."`: leading upper-case `VAR=value` words are
+    the server's environment (e.g. STRATA_WORKERS=8), the rest its arguments."""
+    words, env = shlex.split(text), {}
+    while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):
+        k, _, v = words.pop(0).partition("=")
+        env[k] = v
+    return words, env
 
 
 def strata_argv(bin_path, port, data_dir, extra):
@@ -236,6 +252,37 @@ def cpu_seconds(pid):
         return 0.0
 
 
+def read_bytes(pid):
+    """Bytes process `pid` made the block layer fetch (/proc/<pid>/io `read_bytes`: page-cache
+    misses and direct reads, not page-cache hits)."""
+    try:
+        with open(f"/proc/{pid}/io") as f:
+            for line in f:
+                if line.startswith("read_bytes:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def context_switches(pid):
+    """Voluntary plus involuntary context switches of all of process `pid`'s threads."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/status") as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")):
+                        total += int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+    return total
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return float(f.read().split()[0])
@@ -253,7 +300,8 @@ def run_phase(args, server, cgroup, dist, phase):
                    "--seconds", str(args.seconds), "--interval", str(args.interval),
                    "--write-rate", parse_phase(phase), "--new-keys", str(args.new_keys))
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-    cpu0, load0 = cpu_seconds(server.proc.pid), loadavg()
+    pid = server.proc.pid
+    cpu0, load0, io0, cs0 = cpu_seconds(pid), loadavg(), read_bytes(pid), context_switches(pid)
     before = server.info()
     rows, total = [], None
     for line in proc.stdout:
@@ -280,8 +328,13 @@ def run_phase(args, server, cgroup, dist, phase):
     proc.wait()
     if proc.returncode != 0 or total is None:
         raise BenchError(f"strata-loadgen failed ({proc.returncode})")
-    cpu = cpu_seconds(server.proc.pid) - cpu0
+    cpu = cpu_seconds(pid) - cpu0
+    io, cs = read_bytes(pid) - io0, context_switches(pid) - cs0
     gets, sets = total["get"]["ops"], total["set"]["ops"]
+    # With SETs beside them these also hold the writes' share (compaction's reads, the
+    # checkpointer's switches): compare them between configurations of the same phase.
+    total["disk_kb_per_get"] = io / 1024 / gets if gets else 0.0
+    total["switches_per_get"] = cs / gets if gets else 0.0
     total["server_cpu_s"] = cpu
     total["cpu_us_per_get"] = 1e6 * cpu / gets if gets else 0.0
     total["cpu_us_per_op"] = 1e6 * cpu / (gets + sets) if gets + sets else 0.0
@@ -416,10 +469,11 @@ def main():
     configs = []
     for c in args.config or ["default="]:
         name, _, extra = c.partition("=")
-        configs.append((name, shlex.split(args.memory_args) + shlex.split(extra)))
+        words, env = split_config(extra)
+        configs.append((name, shlex.split(args.memory_args) + words, env))
     os.makedirs(args.scratch, exist_ok=True)
     result = {"argv": sys.argv, "keys": args.keys, "value_size": args.value_size, "cgroup_mb": args.cgroup_mb,
-              "clients": args.clients, "configs": {n: e for n, e in configs}, "runs": []}
+              "clients": args.clients, "configs": {n: {"args": a, "env": e} for n, a, e in configs}, "runs": []}
     cgroup = Cgroup(limit)
     if cgroup.path:
         log(f"memory cgroup {cgroup.path}: {args.cgroup_mb} MB (page cache included)")
@@ -448,7 +502,7 @@ def main():
     finally:
         cgroup.remove()
         if not args.keep:
-            for name, _ in configs:
+            for name, _, _ in configs:
                 shutil.rmtree(os.path.join(args.scratch, name), ignore_errors=True)
         if args.json:
             with open(args.json, "w") as f:
@@ -458,14 +512,17 @@ def main():
 def measure(args, configs, cgroup, result):
     loaded = {}
     for rnd in range(args.rounds):
-        for name, extra in configs:
+        # Each round starts one configuration later, so none always runs first (a busy minute
+        # on the shared machine, or the previous round's compaction, falls on each in turn).
+        k = rnd % len(configs)
+        for name, extra, env in configs[k:] + configs[:k]:
             d = os.path.join(args.scratch, name)
             logp = os.path.join(args.scratch, f"{name}.log")
             if name not in loaded:
                 shutil.rmtree(d, ignore_errors=True)
                 port = free_port()
                 log(f"[{name}] loading {args.keys} x {args.value_size} B")
-                srv = Server(strata_argv(args.server, port, d, extra), port, logp, cgroup)
+                srv = Server(strata_argv(args.server, port, d, extra), port, logp, cgroup, env)
                 try:
                     rate = load(args, port)
                     log(f"[{name}] loaded at {rate['sets_per_sec']:.0f} SET/s; waiting for compaction")
@@ -479,7 +536,7 @@ def measure(args, configs, cgroup, result):
                 for phase in args.phases.split(","):
                     drop_pages(d)
                     port = free_port()
-                    srv = Server(strata_argv(args.server, port, d, extra), port, logp, cgroup)
+                    srv = Server(strata_argv(args.server, port, d, extra), port, logp, cgroup, env)
                     try:
                         print(f"\n== round {rnd + 1} config {name} dist {dist} phase {phase}\n{HEADER}", flush=True)
                         rows, total = run_phase(args, srv, cgroup, dist, phase)
@@ -497,8 +554,9 @@ def summarize(args, result):
     fio_r = result.get("fio")
     print("\n## Summary (medians over rounds of the whole-phase figures; stall = worst interval)")
     print("| config | dist | phase | GET/s | p50 ms | p99 ms | p99.9 ms | max ms | p99.9/p50 | SET/s |"
-          " stall ms (worst 10 s) | table B/key | vs fio | CPU µs/GET | CPU µs/op | load |")
-    print("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+          " stall ms (worst 10 s) | table B/key | vs fio | CPU µs/GET | CPU µs/op | disk KB/GET |"
+          " switches/GET | load |")
+    print("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     keys = []
     for r in runs:
         k = (r["config"], r["dist"], r["phase"])
@@ -518,6 +576,8 @@ def summarize(args, result):
               f" | {rs[0]['disk_bytes_after_load'] / args.keys:.0f} | {frac}"
               f" | {med(lambda r: r['total'].get('cpu_us_per_get', 0)):.0f}"
               f" | {med(lambda r: r['total'].get('cpu_us_per_op', 0)):.0f}"
+              f" | {med(lambda r: r['total'].get('disk_kb_per_get', 0)):.1f}"
+              f" | {med(lambda r: r['total'].get('switches_per_get', 0)):.2f}"
               f" | {med(lambda r: r['total'].get('loadavg', 0)):.1f} |")
     if len(args.config) > 1 and args.rounds > 1:
         print("\nPer-round GET/s and p99.9 (to judge noise):")

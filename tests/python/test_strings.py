@@ -287,6 +287,26 @@ def test_incr_overflow_errors(both):
     both("GET", "n")
 
 
+def test_incr_on_a_string_stored_in_fragments_is_not_an_integer_and_leaves_it_whole(both):
+    # 70,000 digits: past the size at which Strata stores a string in fragments.
+    both("SET", "big", "1" * 70000)
+    both("INCR", "big")
+    both("INCRBY", "big", "5")
+    both("STRLEN", "big")
+    both("GETRANGE", "big", "69990", "-1")
+
+
+def test_incr_on_another_type_is_wrongtype_and_on_an_expired_counter_starts_at_zero(both):
+    both("RPUSH", "l", "1")
+    both("INCR", "l")
+    both("HSET", "h", "f", "1")
+    both("INCRBY", "h", "2")
+    both("SET", "n", "41", "PX", "1")
+    time.sleep(0.05)
+    both("INCR", "n")
+    both("TTL", "n")
+
+
 def test_incr_leading_zero_and_negative_zero(both):
     both("SET", "n", "-0")
     both("INCR", "n")

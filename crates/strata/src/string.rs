@@ -358,18 +358,44 @@ impl Db {
     pub fn incr_by(&self, key: &[u8], delta: i64) -> Result<i64> {
         let _g = self.inner.locks.lock_one(self.index, key);
         // A fragmented string is longer than any number: not an integer, as in Redis.
-        let (current, expire) = match self.live_string(key)? {
-            Some(StoredString {
-                layout: Layout::Inline(v),
-                expire_ms,
-                ..
-            }) => (num::parse_i64(&v).ok_or(Error::NotInteger)?, expire_ms),
+        let (current, expire) = match self.with_inline_body(key, num::parse_i64)? {
+            Some((Some(Some(n)), expire_ms)) => (n, expire_ms),
             Some(_) => return Err(Error::NotInteger),
             None => (0, 0),
         };
         let next = current.checked_add(delta).ok_or(Error::Overflow)?;
         self.write_string(key, next.to_string().as_bytes(), expire)?;
         Ok(next)
+    }
+
+    /// `f` applied to the body of the live string at `key` where it lies, without copying the
+    /// record (an INCR read it twice into new vectors: the record, then its body), with the
+    /// string's expiry: `None` when the key is missing or expired, `Some((None, _))` for a
+    /// fragmented string (no body in the record); WRONGTYPE for another type.
+    fn with_inline_body<T>(
+        &self,
+        key: &[u8],
+        f: impl FnOnce(&[u8]) -> T,
+    ) -> Result<Option<(Option<T>, u64)>> {
+        self.with_live_record(key, |raw| {
+            let (kind, expire_ms) = meta::decode_header(raw)?;
+            if kind != KeyType::String {
+                return Err(Error::WrongType);
+            }
+            let body = raw.get(meta::HEADER_LEN..).unwrap_or_default();
+            if raw[1] & 0x0F == meta::STRING_FRAGMENTED {
+                // What `StoredString::from_meta` refuses: no version and length.
+                if body.len() < 16 {
+                    return Err(Error::Corrupt(format!(
+                        "fragmented string metadata of {} bytes lacks version/len",
+                        body.len()
+                    )));
+                }
+                return Ok((None, expire_ms));
+            }
+            Ok((Some(f(body)), expire_ms))
+        })?
+        .transpose()
     }
 
     /// INCRBYFLOAT: adds `delta` to the number stored at `key`; returns the new value as stored.

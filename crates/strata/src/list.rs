@@ -39,6 +39,9 @@ pub enum ListEnd {
 /// A key and the items popped from it (LMPOP).
 type KeyedItems = (Vec<u8>, Vec<Vec<u8>>);
 
+/// Items read by their keys, and those keys, in the same order ([`Db::list_points`]).
+type Points = (Vec<Vec<u8>>, Vec<Vec<u8>>);
+
 /// Absolute index of the first item of a new list.
 pub(crate) const LIST_START: u64 = 1 << 63;
 
@@ -119,10 +122,11 @@ impl ListState {
     /// Writes the bounds back into the metadata.
     fn sync(&mut self) {
         self.c.len = self.tail - self.head;
-        let mut extra = Vec::with_capacity(16);
-        extra.extend_from_slice(&self.head.to_be_bytes());
-        extra.extend_from_slice(&self.tail.to_be_bytes());
-        self.c.extra = extra;
+        // In place: a loaded list's `extra` already holds 16 bytes, so a push or pop allocates
+        // nothing here.
+        self.c.extra.clear();
+        self.c.extra.extend_from_slice(&self.head.to_be_bytes());
+        self.c.extra.extend_from_slice(&self.tail.to_be_bytes());
     }
 
     /// Absolute index of a Redis index (negative counts from the tail), if in range.
@@ -215,15 +219,19 @@ impl Db {
     /// each item by an index into one vector instead of a hashed entry scattered in a table of
     /// a million. Items the tier's layers answer (pushed since the last checkpoint: a queue's)
     /// are not read ahead. The caller holds the list's lock, which `Storage::warm` requires.
-    fn list_points(&self, key: &[u8], l: &ListState, end: ListEnd, n: u64) -> Result<Vec<Vec<u8>>> {
-        let at: Vec<u64> = match end {
-            ListEnd::Left => (l.head..l.head + n).collect(),
-            ListEnd::Right => (l.tail - n..l.tail).rev().collect(),
+    ///
+    /// Returns the items and their keys (in the same order), which a pop hands on to
+    /// [`Db::list_drop_keys`] instead of building them again.
+    fn list_points(&self, key: &[u8], l: &ListState, end: ListEnd, n: u64) -> Result<Points> {
+        let subs: Vec<Vec<u8>> = match end {
+            ListEnd::Left => (l.head..l.head + n)
+                .map(|i| self.sub_key(key, &l.c, &idx(i)))
+                .collect(),
+            ListEnd::Right => (l.tail - n..l.tail)
+                .rev()
+                .map(|i| self.sub_key(key, &l.c, &idx(i)))
+                .collect(),
         };
-        let subs: Vec<Vec<u8>> = at
-            .iter()
-            .map(|&i| self.sub_key(key, &l.c, &idx(i)))
-            .collect();
         let hashed = crate::hot::hashed_hits();
         let (items, from_disk) = self.storage().multi_get_counted(CF_DATA, &subs)?;
         let from_entries = crate::hot::hashed_hits() != hashed;
@@ -262,7 +270,7 @@ impl Db {
                 READ_AHEAD_BYTES,
             )?;
         }
-        Ok(items)
+        Ok((items, subs))
     }
 
     /// Reads the items at absolute indexes `from..to` in order.
@@ -280,6 +288,15 @@ impl Db {
         l.sync();
         self.put_collection(&mut batch, key, &l.c);
         self.write(batch)
+    }
+
+    /// After a pop's commit: the records at `subs` (keys [`Db::list_points`] read, all now
+    /// outside the list's bounds, at most [`POINT_READ_MAX`] <= [`DROP_MAX`] of them) are
+    /// garbage; as [`Db::list_drop_garbage`], without building their keys again.
+    fn list_drop_keys(&self, subs: &[Vec<u8>]) {
+        if self.write_back() {
+            self.storage().drop_unread(CF_DATA, subs);
+        }
     }
 
     /// After a commit that moved the bounds of `l`: the items at absolute indexes `from..to`
@@ -410,10 +427,14 @@ impl Db {
             ListEnd::Right => (l.tail - n, l.tail),
         };
         // Only the metadata is written: the popped items' records become garbage (module doc).
+        // A pop of a few items read them by their keys, which drop them from the layer after.
+        let mut read_keys = None;
         let items = match end {
             ListEnd::Left => {
                 let items = if n <= POINT_READ_MAX {
-                    self.list_points(key, &l, end, n)?
+                    let (items, subs) = self.list_points(key, &l, end, n)?;
+                    read_keys = Some(subs);
+                    items
                 } else {
                     self.list_read(key, &l, l.head, l.head + n)?
                 };
@@ -422,7 +443,9 @@ impl Db {
             }
             ListEnd::Right => {
                 let items = if n <= POINT_READ_MAX {
-                    self.list_points(key, &l, end, n)?
+                    let (items, subs) = self.list_points(key, &l, end, n)?;
+                    read_keys = Some(subs);
+                    items
                 } else {
                     let mut items = Vec::with_capacity(n.min(1 << 16) as usize);
                     self.list_span(key, &l, l.tail - n, l.tail, true, |_, v| {
@@ -436,7 +459,10 @@ impl Db {
             }
         };
         self.list_commit(batch, key, &mut l)?;
-        self.list_drop_garbage(key, &l, popped.0, popped.1);
+        match read_keys {
+            Some(subs) => self.list_drop_keys(&subs),
+            None => self.list_drop_garbage(key, &l, popped.0, popped.1),
+        }
         Ok(Some(items))
     }
 
@@ -710,7 +736,7 @@ impl Db {
             ListEnd::Left => s.head,
             ListEnd::Right => s.tail - 1,
         };
-        let Some(item) = self.list_points(src, &s, from, 1)?.pop() else {
+        let Some(item) = self.list_points(src, &s, from, 1)?.0.pop() else {
             return Err(Error::Corrupt("list item missing inside its bounds".into()));
         };
         let mut batch = crate::storage::new_batch();

@@ -172,16 +172,28 @@ pub(crate) struct StoredString {
     pub layout: Layout,
 }
 
+/// The version and length a fragmented string's record body begins with (Corrupt when it is
+/// too short to hold them).
+pub(crate) fn fragmented_header(body: &[u8]) -> Result<(u64, u64)> {
+    let word = |at: usize| {
+        body.get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_be_bytes)
+    };
+    match (word(0), word(8)) {
+        (Some(version), Some(len)) => Ok((version, len)),
+        _ => Err(Error::Corrupt(format!(
+            "fragmented string metadata of {} bytes lacks version/len",
+            body.len()
+        ))),
+    }
+}
+
 impl StoredString {
     /// The string of a decoded string record.
     pub(crate) fn from_meta(m: Meta) -> Result<StoredString> {
         let layout = if m.is_fragmented() {
-            let (Some(version), Some(len)) = (m.version(), m.collection_len()) else {
-                return Err(Error::Corrupt(format!(
-                    "fragmented string metadata of {} bytes lacks version/len",
-                    m.body.len()
-                )));
-            };
+            let (version, len) = fragmented_header(&m.body)?;
             Layout::Fragmented { version, len }
         } else {
             Layout::Inline(m.body)

@@ -384,13 +384,8 @@ impl Db {
             }
             let body = raw.get(meta::HEADER_LEN..).unwrap_or_default();
             if raw[1] & 0x0F == meta::STRING_FRAGMENTED {
-                // What `StoredString::from_meta` refuses: no version and length.
-                if body.len() < 16 {
-                    return Err(Error::Corrupt(format!(
-                        "fragmented string metadata of {} bytes lacks version/len",
-                        body.len()
-                    )));
-                }
+                // Refused as `StoredString::from_meta` refuses it.
+                fragment::fragmented_header(body)?;
                 return Ok((None, expire_ms));
             }
             Ok((Some(f(body)), expire_ms))
